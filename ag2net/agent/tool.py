@@ -1,0 +1,202 @@
+"""Tools an LLM may call: ``@tool`` builds a JSON schema from type hints and the docstring.
+
+Parameters annotated with an ``*Inject`` type are filled from the turn's dependencies and never
+appear in the schema the model sees.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+CHANNEL_DEP = "ag2.network.channel"
+CHANNEL_STATE_DEP = "ag2.network.channel_state"
+AGENT_CLIENT_DEP = "ag2.network.agent_client"
+HUB_DEP = "ag2.network.hub"
+TASK_DEP = "ag2.task"
+
+
+@dataclass(frozen=True, slots=True)
+class Inject:
+    """Marks a parameter as filled from ``dependencies[key]`` (``default`` when absent)."""
+
+    key: str
+    default: Any = None
+
+
+ChannelInject = Annotated[Any, Inject(CHANNEL_DEP)]
+ChannelStateInject = Annotated[Any, Inject(CHANNEL_STATE_DEP)]
+AgentClientInject = Annotated[Any, Inject(AGENT_CLIENT_DEP)]
+HubInject = Annotated[Any, Inject(HUB_DEP)]
+TaskInject = Annotated[Any, Inject(TASK_DEP)]
+
+
+@dataclass(slots=True)
+class Tool:
+    """A callable the model can ask for, with the JSON schema it is shown."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    injected: dict[str, Inject] = field(default_factory=dict)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema (``{"type": "function", "function": {...}}``)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    async def call(self, arguments: dict[str, Any], dependencies: dict[str, Any] | None = None) -> Any:
+        """Run the tool with model-given ``arguments`` plus injected dependencies."""
+        deps = dependencies if dependencies is not None else {}
+        kwargs = dict(arguments)
+        for pname, marker in self.injected.items():
+            kwargs.pop(pname, None)  # the model may not set an injected parameter
+            kwargs[pname] = deps.get(marker.key, marker.default)
+        result = self.fn(**kwargs)
+        if inspect.isawaitable(result):
+            result = await typing.cast(Awaitable[Any], result)
+        return result
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def type_schema(annotation: Any) -> dict[str, Any]:
+    """JSON schema for a Python annotation (str, int, float, bool, list[...], dict, Literal, Optional)."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return type_schema(get_args(annotation)[0])
+    if origin is Literal:
+        values = list(get_args(annotation))
+        schema: dict[str, Any] = {"enum": values}
+        kinds = {type(v) for v in values}
+        if len(kinds) == 1 and next(iter(kinds)) in _JSON_TYPES:
+            schema["type"] = _JSON_TYPES[next(iter(kinds))]
+        return schema
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return type_schema(args[0])
+        return {"anyOf": [type_schema(a) for a in args]}
+    if origin in (list, tuple, set, frozenset):
+        args = get_args(annotation)
+        return {"type": "array", "items": type_schema(args[0]) if args else {}}
+    if origin is dict or annotation is dict:
+        return {"type": "object"}
+    if annotation is list:
+        return {"type": "array"}
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    return {}
+
+
+def _param_docs(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its summary and ``name: text`` lines under Args/Parameters."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
+            in_args = True
+            continue
+        if in_args:
+            if not stripped:
+                continue
+            if ":" in stripped and not line.startswith(" " * 8):
+                name, _, text = stripped.partition(":")
+                name = name.split("(")[0].strip()
+                params[name] = text.strip()
+            elif stripped.endswith(":"):
+                in_args = False
+            continue
+        summary.append(stripped)
+    return " ".join(s for s in summary if s).strip(), params
+
+
+def _inject_marker(annotation: Any) -> Inject | None:
+    if get_origin(annotation) is Annotated:
+        for meta in get_args(annotation)[1:]:
+            if isinstance(meta, Inject):
+                return meta
+    return None
+
+
+def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
+    """Build a ``Tool`` from a typed function."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    summary, param_docs = _param_docs(inspect.getdoc(fn) or "")
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    injected: dict[str, Inject] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(pname, param.annotation)
+        marker = _inject_marker(annotation)
+        if marker is not None:
+            injected[pname] = marker
+            continue
+        prop = type_schema(annotation)
+        if pname in param_docs:
+            prop["description"] = param_docs[pname]
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+        else:
+            try:
+                json.dumps(param.default)
+                prop["default"] = param.default
+            except (TypeError, ValueError):
+                pass
+        properties[pname] = prop
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    return Tool(
+        name=name or fn.__name__,
+        description=description if description is not None else summary,
+        parameters=parameters,
+        fn=fn,
+        injected=injected,
+    )
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` turns a function into a ``Tool``."""
+    if fn is None:
+        return lambda f: build_tool(f, name=name, description=description)
+    return build_tool(fn, name=name, description=description)
+
+
+def as_tool(value: Tool | Callable[..., Any]) -> Tool:
+    """Accept a ``Tool`` or a plain function where a tool is expected."""
+    return value if isinstance(value, Tool) else build_tool(value)
+
+
+__all__ = [
+    "AGENT_CLIENT_DEP",
+    "CHANNEL_DEP",
+    "CHANNEL_STATE_DEP",
+    "HUB_DEP",
+    "TASK_DEP",
+    "AgentClientInject",
+    "ChannelInject",
+    "ChannelStateInject",
+    "HubInject",
+    "Inject",
+    "TaskInject",
+    "Tool",
+    "as_tool",
+    "build_tool",
+    "tool",
+    "type_schema",
+]

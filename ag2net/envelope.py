@@ -1,0 +1,314 @@
+"""The envelope: the one JSON record every channel's WAL is made of, its event types and its codec.
+
+The wire shape matches ag2 1.2.1 exactly (field names, sorted keys). Admission checks (SPEC §4)
+live here too so the hub, the transport and the workbench all refuse bad input with one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from ag2net.errors import ProtocolError
+
+Priority = Literal["background", "normal", "urgent"]
+PRIORITIES: tuple[str, ...] = ("urgent", "normal", "background")
+PRIORITY_RANK: dict[str, int] = {"urgent": 0, "normal": 1, "background": 2}
+
+EV_TEXT = "ag2.msg.text"
+EV_PACKET = "ag2.packet"
+EV_CHANNEL_INVITE = "ag2.channel.invite"
+EV_CHANNEL_INVITE_ACK = "ag2.channel.invite.ack"
+EV_CHANNEL_INVITE_REJECT = "ag2.channel.invite.reject"
+EV_CHANNEL_OPENED = "ag2.channel.opened"
+EV_CHANNEL_CLOSED = "ag2.channel.closed"
+EV_CHANNEL_EXPIRED = "ag2.channel.expired"
+EV_EXPECTATION_VIOLATED = "ag2.expectation.violated"
+EV_CONTEXT_SET = "ag2.context.set"
+EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
+EV_TASK_CANCELLED = "ag2.task.cancelled"
+
+CHANNEL_EVENTS: frozenset[str] = frozenset(
+    {
+        EV_CHANNEL_INVITE,
+        EV_CHANNEL_INVITE_ACK,
+        EV_CHANNEL_INVITE_REJECT,
+        EV_CHANNEL_OPENED,
+        EV_CHANNEL_CLOSED,
+        EV_CHANNEL_EXPIRED,
+    }
+)
+ALL_EVENT_TYPES: tuple[str, ...] = (
+    EV_TEXT,
+    EV_PACKET,
+    EV_CHANNEL_INVITE,
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_INVITE_REJECT,
+    EV_CHANNEL_OPENED,
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_EXPIRED,
+    EV_EXPECTATION_VIOLATED,
+    EV_CONTEXT_SET,
+    EV_TASK_CANCEL_REQUEST,
+    EV_TASK_CANCELLED,
+)
+
+MAX_EVENT_DATA_BYTES = 1024 * 1024
+MAX_EVENT_TYPE_CHARS = 200
+MAX_ID_CHARS = 200
+
+
+def is_channel_event(event_type: str) -> bool:
+    """``ag2.channel.*``: the hub's channel lifecycle protocol."""
+    return event_type.startswith("ag2.channel.")
+
+
+def is_task_event(event_type: str) -> bool:
+    """``ag2.task.*``: task cancellation protocol."""
+    return event_type.startswith("ag2.task.")
+
+
+def is_protocol_event(event_type: str) -> bool:
+    """Channel or task protocol events: allowed while pending, never counted against inboxes."""
+    return event_type.startswith("ag2.channel.") or event_type.startswith("ag2.task.")
+
+
+@dataclass(slots=True)
+class Envelope:
+    """One message on a channel. The hub stamps ``envelope_id`` and ``created_at`` at admission."""
+
+    channel_id: str
+    sender_id: str
+    audience: list[str] | None
+    event_type: str
+    event_data: dict[str, Any]
+    envelope_id: str = ""
+    task_id: str | None = None
+    causation_id: str | None = None
+    trace_id: str | None = None
+    priority: Priority = "normal"
+    depth: int = 0
+    idempotency_key: str | None = None
+    created_at: str = ""
+    ttl_seconds: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "channel_id": self.channel_id,
+            "sender_id": self.sender_id,
+            "audience": None if self.audience is None else list(self.audience),
+            "event_type": self.event_type,
+            "event_data": self.event_data,
+            "envelope_id": self.envelope_id,
+            "task_id": self.task_id,
+            "causation_id": self.causation_id,
+            "trace_id": self.trace_id,
+            "priority": self.priority,
+            "depth": self.depth,
+            "idempotency_key": self.idempotency_key,
+            "created_at": self.created_at,
+            "ttl_seconds": self.ttl_seconds,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Envelope:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"envelope must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - _FIELD_NAMES)
+        if unknown:
+            raise ProtocolError(f"envelope has unknown field {unknown[0]!r}; remove it")
+        missing = [name for name in _REQUIRED if name not in data]
+        if missing:
+            raise ProtocolError(f"envelope is missing required field {missing[0]!r}")
+        env = cls(**data)
+        check_shape(env)
+        return env
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Envelope:
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise ProtocolError(f"envelope is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def copy(self) -> Envelope:
+        """A shallow copy whose audience list is its own."""
+        return Envelope(
+            self.channel_id,
+            self.sender_id,
+            None if self.audience is None else list(self.audience),
+            self.event_type,
+            self.event_data,
+            self.envelope_id,
+            self.task_id,
+            self.causation_id,
+            self.trace_id,
+            self.priority,
+            self.depth,
+            self.idempotency_key,
+            self.created_at,
+            self.ttl_seconds,
+        )
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(Envelope))
+_REQUIRED = ("channel_id", "sender_id", "audience", "event_type", "event_data")
+
+
+def visible_to(envelope: Envelope, participant_id: str) -> bool:
+    """Whether ``participant_id`` may see ``envelope``.
+
+    The sender always sees its own; ``None`` audience is everyone; an empty list is the sender only.
+    """
+    if envelope.sender_id == participant_id:
+        return True
+    audience = envelope.audience
+    return audience is None or participant_id in audience
+
+
+def _optional_str(value: Any, name: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ProtocolError(f"{name} must be a string or null, got {type(value).__name__}")
+
+
+def check_shape(env: Envelope) -> None:
+    """Type and size checks on every field except ``event_data`` serialisability (see ``encode``)."""
+    for name in ("channel_id", "sender_id"):
+        value = getattr(env, name)
+        if not isinstance(value, str):
+            raise ProtocolError(f"{name} must be a string, got {type(value).__name__}")
+        if len(value) > MAX_ID_CHARS:
+            raise ProtocolError(f"{name} is longer than {MAX_ID_CHARS} characters")
+    if not isinstance(env.event_type, str) or not env.event_type:
+        raise ProtocolError("event_type must be a non-empty string such as 'myapp.review_request'")
+    if len(env.event_type) > MAX_EVENT_TYPE_CHARS:
+        raise ProtocolError(
+            f"event_type is {len(env.event_type)} characters long; at most {MAX_EVENT_TYPE_CHARS} are allowed"
+        )
+    if not isinstance(env.event_data, dict):
+        raise ProtocolError(f"event_data must be a JSON object, got {type(env.event_data).__name__}")
+    audience = env.audience
+    if audience is not None:
+        if not isinstance(audience, list):
+            raise ProtocolError(f"audience must be a list of participant ids or null, got {type(audience).__name__}")
+        for i, item in enumerate(audience):
+            if not isinstance(item, str) or not item:
+                raise ProtocolError(f"audience[{i}] must be a non-empty string, got {item!r}")
+    if env.priority not in PRIORITY_RANK:
+        raise ProtocolError(f"priority must be one of 'urgent', 'normal', 'background', got {env.priority!r}")
+    if isinstance(env.depth, bool) or not isinstance(env.depth, int) or env.depth < 0:
+        raise ProtocolError(f"depth must be a non-negative integer, got {env.depth!r}")
+    if env.ttl_seconds is not None and (
+        isinstance(env.ttl_seconds, bool) or not isinstance(env.ttl_seconds, int) or env.ttl_seconds < 0
+    ):
+        raise ProtocolError(f"ttl_seconds must be a non-negative integer or null, got {env.ttl_seconds!r}")
+    for name in ("envelope_id", "created_at"):
+        if not isinstance(getattr(env, name), str):
+            raise ProtocolError(f"{name} must be a string")
+    _optional_str(env.task_id, "task_id")
+    _optional_str(env.causation_id, "causation_id")
+    _optional_str(env.trace_id, "trace_id")
+    _optional_str(env.idempotency_key, "idempotency_key")
+
+
+def _find_unserialisable(value: Any, path: str) -> str | None:
+    """Path and type of the first value json cannot encode, e.g. ``datetime at event_data.when``."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return f"non-finite float at {path}"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{type(key).__name__} key at {path}"
+            found = _find_unserialisable(item, f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _find_unserialisable(item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return f"{type(value).__name__} at {path}"
+
+
+def check_event_data(event_data: Any) -> str:
+    """Validate ``event_data`` and return its compact JSON encoding (raises ``ProtocolError``)."""
+    if not isinstance(event_data, dict):
+        raise ProtocolError(f"event_data must be a JSON object, got {type(event_data).__name__}")
+    try:
+        encoded = json.dumps(event_data, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        where = _find_unserialisable(event_data, "event_data") or "a value too deeply nested"
+        raise ProtocolError(f"event_data is not JSON-serialisable: {where}") from None
+    if len(encoded) > MAX_EVENT_DATA_BYTES and len(encoded.encode()) > MAX_EVENT_DATA_BYTES:
+        raise ProtocolError(
+            f"event_data is {len(encoded.encode())} bytes encoded; at most {MAX_EVENT_DATA_BYTES} (1 MiB) are allowed"
+        )
+    return encoded
+
+
+def check_envelope(env: Envelope) -> None:
+    """All admission checks of SPEC §4 on one envelope; raises ``ProtocolError`` naming the field."""
+    check_shape(env)
+    check_event_data(env.event_data)
+
+
+def to_dict(env: Envelope) -> dict[str, Any]:
+    return env.to_dict()
+
+
+def from_dict(data: dict[str, Any]) -> Envelope:
+    return Envelope.from_dict(data)
+
+
+def to_json(env: Envelope) -> str:
+    return env.to_json()
+
+
+def from_json(text: str | bytes) -> Envelope:
+    return Envelope.from_json(text)
+
+
+__all__ = [
+    "ALL_EVENT_TYPES",
+    "CHANNEL_EVENTS",
+    "EV_CHANNEL_CLOSED",
+    "EV_CHANNEL_EXPIRED",
+    "EV_CHANNEL_INVITE",
+    "EV_CHANNEL_INVITE_ACK",
+    "EV_CHANNEL_INVITE_REJECT",
+    "EV_CHANNEL_OPENED",
+    "EV_CONTEXT_SET",
+    "EV_EXPECTATION_VIOLATED",
+    "EV_PACKET",
+    "EV_TASK_CANCELLED",
+    "EV_TASK_CANCEL_REQUEST",
+    "EV_TEXT",
+    "MAX_EVENT_DATA_BYTES",
+    "MAX_EVENT_TYPE_CHARS",
+    "PRIORITIES",
+    "PRIORITY_RANK",
+    "Envelope",
+    "Priority",
+    "check_envelope",
+    "check_event_data",
+    "check_shape",
+    "from_dict",
+    "from_json",
+    "is_channel_event",
+    "is_protocol_event",
+    "is_task_event",
+    "to_dict",
+    "to_json",
+    "visible_to",
+]

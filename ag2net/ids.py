@@ -1,0 +1,116 @@
+"""Identifiers and the clock: time-ordered envelope ids, random agent/channel ids, ISO-Z timestamps.
+
+Envelope ids are 32 lowercase hex characters: 8 bytes of big-endian nanoseconds followed by 8
+random bytes, minted by a strictly monotonic generator so lexical order is admission order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+ID_RE = re.compile(r"[0-9a-f]{32}")
+
+Clock = Callable[[], str]
+
+
+def make_id() -> str:
+    """A random 32-hex id (agents, channels, endpoints, requests): time prefix, not monotonic."""
+    return time.time_ns().to_bytes(8, "big").hex() + os.urandom(8).hex()
+
+
+def is_id(value: object) -> bool:
+    """True when ``value`` has the exact shape of an ag2 id (32 lowercase hex)."""
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+
+
+class MonotonicIds:
+    """Mints strictly increasing 32-hex ids; if the clock did not advance, last + 1 ns is used."""
+
+    __slots__ = ("_last", "_lock")
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        with self._lock:
+            ns = time.time_ns()
+            if ns <= self._last:
+                ns = self._last + 1
+            self._last = ns
+        return ns.to_bytes(8, "big").hex() + os.urandom(8).hex()
+
+    def observe(self, envelope_id: str) -> None:
+        """Never mint at or below an id already stored (clock moved back across a restart)."""
+        if is_id(envelope_id):
+            ns = int(envelope_id[:16], 16)
+            with self._lock:
+                if ns > self._last:
+                    self._last = ns
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width ISO-8601 UTC with a ``Z`` suffix and microseconds, so strings sort in time order."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond:06d}Z"
+
+
+def utc_now() -> str:
+    """The default clock: now as fixed-width ISO-Z."""
+    return format_time(datetime.now(UTC))
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an ISO-8601 string (``Z`` or ``+00:00``) into an aware datetime."""
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
+
+
+def add_seconds(value: str, seconds: float) -> str:
+    """``value`` (ISO) plus ``seconds``, formatted as ISO-Z."""
+    return format_time(parse_time(value) + timedelta(seconds=seconds))
+
+
+def seconds_between(start: str, end: str) -> float:
+    """Seconds from ``start`` to ``end`` (both ISO strings)."""
+    return (parse_time(end) - parse_time(start)).total_seconds()
+
+
+class ManualClock:
+    """An injectable clock for tests: returns a fixed time until advanced."""
+
+    def __init__(self, start: str = "2026-01-01T00:00:00.000000Z") -> None:
+        self._now = parse_time(start)
+
+    def __call__(self) -> str:
+        return format_time(self._now)
+
+    def advance(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+
+    def set(self, value: str) -> None:
+        self._now = parse_time(value)
+
+
+__all__ = [
+    "ID_RE",
+    "Clock",
+    "ManualClock",
+    "MonotonicIds",
+    "add_seconds",
+    "format_time",
+    "is_id",
+    "make_id",
+    "parse_time",
+    "seconds_between",
+    "utc_now",
+]
