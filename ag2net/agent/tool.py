@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable
@@ -100,28 +101,112 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     return {}
 
 
+_SECTIONS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "other parameters",
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "examples",
+    "example",
+    "notes",
+    "note",
+    "attributes",
+    "see also",
+    "warnings",
+    "warning",
+    "references",
+    "todo",
+}
+_PARAM_SECTIONS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "other parameters",
+}
+_SPHINX_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]+))?:\s*(.*)$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _section_header(lines: list[str], i: int) -> str | None:
+    """The section name when line ``i`` opens a Google (``Args:``) or NumPy (``Parameters`` + dashes) section."""
+    stripped = lines[i].strip()
+    if stripped.endswith(":") and stripped[:-1].strip().lower() in _SECTIONS:
+        return stripped[:-1].strip().lower()
+    underline = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    if stripped.lower() in _SECTIONS and underline and set(underline) == {"-"}:
+        return stripped.lower()
+    return None
+
+
 def _param_docs(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a docstring into its summary and ``name: text`` lines under Args/Parameters."""
+    """Split a docstring into its description and per-parameter text.
+
+    Understands Google style (``Args:`` then ``name (type): text`` with indented continuation
+    lines), NumPy style (``Parameters`` / ``----------`` then ``name : type`` and indented text) and
+    Sphinx fields (``:param name: text``). The description is the text before the first section
+    or field, joined into one line.
+    """
     lines = inspect.cleandoc(doc).splitlines() if doc else []
     summary: list[str] = []
     params: dict[str, str] = {}
-    in_args = False
-    for line in lines:
+    section: str | None = None
+    numpy = False
+    entry_indent = -1
+    current: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         stripped = line.strip()
-        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
-            in_args = True
+        header = _section_header(lines, i)
+        if header is not None:
+            section, current, entry_indent = header, None, -1
+            numpy = not stripped.endswith(":")
+            i += 2 if numpy else 1
             continue
-        if in_args:
-            if not stripped:
-                continue
-            if ":" in stripped and not line.startswith(" " * 8):
-                name, _, text = stripped.partition(":")
-                name = name.split("(")[0].strip()
-                params[name] = text.strip()
-            elif stripped.endswith(":"):
-                in_args = False
+        field_match = _SPHINX_FIELD.match(stripped)
+        if field_match:
+            kind, target, text = field_match.groups()
+            section, current = "sphinx", None
+            if kind in ("param", "parameter", "arg", "argument", "key", "keyword") and target:
+                current = target.split()[-1]
+                params[current] = text.strip()
+            i += 1
             continue
-        summary.append(stripped)
+        if section is None:
+            summary.append(stripped)
+        elif section == "sphinx":
+            if current and stripped:
+                params[current] = f"{params[current]} {stripped}".strip()
+        elif section in _PARAM_SECTIONS and stripped:
+            if entry_indent < 0:
+                entry_indent = _indent(line)
+            if _indent(line) <= entry_indent:
+                if numpy:
+                    name = stripped.partition(":")[0]
+                    text = ""
+                else:
+                    name, _, text = stripped.partition(":")
+                    name = name.split("(")[0]
+                current = name.strip().lstrip("*")
+                params[current] = text.strip()
+            elif current:
+                params[current] = f"{params[current]} {stripped}".strip()
+        i += 1
     return " ".join(s for s in summary if s).strip(), params
 
 

@@ -1,0 +1,308 @@
+"""``Agent``: a name, a model, a system prompt and tools, and the tool loop that runs one turn (``ask``).
+
+An ``Agent`` holds no per-turn state, so several channels may run turns on one agent concurrently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse
+from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
+from ag2net.agent.tool import TASK_DEP, Tool, as_tool
+from ag2net.events import (
+    BaseEvent,
+    DataInput,
+    Input,
+    ModelMessage,
+    ModelRequest,
+    TextInput,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+
+class ToolLoopError(RuntimeError):
+    """The model kept asking for tools past ``max_tool_rounds``.
+
+    ``events``, ``calls`` and ``usage`` hold what the turn produced before it was stopped, so a
+    failed turn can still be recorded.
+    """
+
+    def __init__(
+        self, message: str, *, events: list[BaseEvent], calls: list[ModelCall], usage: dict[str, int]
+    ) -> None:
+        super().__init__(message)
+        self.events = events
+        self.calls = calls
+        self.usage = usage
+
+
+@dataclass(slots=True)
+class AgentReply:
+    """The outcome of one ``Agent.ask`` turn.
+
+    ``body`` is the final reply text (None when the model ended with no text). ``events`` is
+    everything the turn produced, in order: the current input as a ``ModelRequest`` (when there was
+    input), any text the model sent alongside tool calls as ``ModelMessage``, each round's
+    ``ToolCallEvent``\\ s followed by their ``ToolResultEvent``\\ s, and the final ``ModelMessage``.
+    ``calls`` is every ``ModelCall`` the model received, in order — exactly what it was sent.
+    ``usage`` sums the token usage of all calls.
+    """
+
+    body: str | None
+    events: list[BaseEvent] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    calls: list[ModelCall] = field(default_factory=list)
+
+    @property
+    def tool_calls(self) -> list[ToolCallEvent]:
+        """The tool calls the model made during the turn."""
+        return [e for e in self.events if isinstance(e, ToolCallEvent)]
+
+    @property
+    def tool_results(self) -> list[ToolResultEvent]:
+        """The results the tools returned during the turn."""
+        return [e for e in self.events if isinstance(e, ToolResultEvent)]
+
+
+def to_parts(inputs: Iterable[Any]) -> list[Input]:
+    """Normalise ``ask`` inputs: ``str`` → ``TextInput``, Input parts as they are, a ``ModelRequest``
+    → its parts, anything else → ``DataInput``."""
+    parts: list[Input] = []
+    for item in inputs:
+        if isinstance(item, str):
+            parts.append(TextInput(item))
+        elif isinstance(item, TextInput | DataInput):
+            parts.append(item)
+        elif isinstance(item, ModelRequest):
+            parts.extend(item.parts)
+        else:
+            parts.append(DataInput(item))
+    return parts
+
+
+def merge_tools(*groups: Iterable[Tool | Callable[..., Any]]) -> list[Tool]:
+    """Concatenate tool lists; a later tool with an already-seen name replaces the earlier one in place."""
+    merged: dict[str, Tool] = {}
+    for group in groups:
+        for item in group:
+            t = as_tool(item)
+            merged[t.name] = t
+    return list(merged.values())
+
+
+def result_text(value: Any) -> str:
+    """What the model is shown for a tool's return value: ``str`` as-is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(_jsonable(value), ensure_ascii=False, default=str)
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        to_dict = getattr(value, "to_dict", None)
+        return to_dict() if callable(to_dict) else dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)  # pydantic models
+    if callable(dump):
+        return dump(mode="json")
+    return value
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, Any]) -> None:
+    usage = dict(usage)
+    if "total_tokens" not in usage:
+        usage["total_tokens"] = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    for key, amount in usage.items():
+        if isinstance(amount, int | float) and not isinstance(amount, bool):
+            total[key] = total.get(key, 0) + int(amount)
+
+
+class Agent:
+    """An LLM agent: ``name``, ``model``, ``system_prompt`` and ``tools``.
+
+    ``tools`` is a list of ``Tool`` (plain functions are converted with ``as_tool``); the network
+    plugin appends its tools to it. ``prompt_prefixes`` are lines put before the system prompt (the
+    plugin adds "You are {name} (agent_id: {id})."). ``task_sink`` is where ``agent.task(...)``
+    mirrors task state when no ``sink=`` is given (the network client sets it at registration).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: Model | None = None,
+        system_prompt: str = "",
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        *,
+        max_tool_rounds: int = 10,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("Agent name must be a non-empty string, e.g. Agent('researcher', model=...)")
+        if max_tool_rounds < 0:
+            raise ValueError(f"max_tool_rounds must be 0 or more, got {max_tool_rounds}")
+        self.name = name
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tools: list[Tool] = [as_tool(t) for t in tools]
+        self.max_tool_rounds = max_tool_rounds
+        self.prompt_prefixes: list[str] = []
+        self.task_sink: TaskSink | None = None
+
+    def __repr__(self) -> str:
+        model = getattr(self.model, "name", None)
+        return f"Agent(name={self.name!r}, model={model!r}, tools={[t.name for t in self.tools]})"
+
+    def add_prompt_prefix(self, text: str) -> None:
+        """Put ``text`` before the system prompt on every turn (once, however often it is added)."""
+        if text and text not in self.prompt_prefixes:
+            self.prompt_prefixes.append(text)
+
+    def remove_prompt_prefix(self, text: str) -> None:
+        """Stop sending a prefix added with ``add_prompt_prefix`` (no-op when absent)."""
+        if text in self.prompt_prefixes:
+            self.prompt_prefixes.remove(text)
+
+    def system_text(self, system_prompt: str | None = None) -> str:
+        """The system prompt the model receives: prefixes, then the prompt, blank-line separated."""
+        prompt = self.system_prompt if system_prompt is None else system_prompt
+        return "\n\n".join(p for p in [*self.prompt_prefixes, prompt] if p)
+
+    def tools_for_turn(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> list[Tool]:
+        """The tools offered in a turn: the agent's own, then ``tools`` (a same-named later tool wins)."""
+        return merge_tools(self.tools, tools)
+
+    async def ask(
+        self,
+        *inputs: Any,
+        history: Sequence[BaseEvent] = (),
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        dependencies: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> AgentReply:
+        """Run one turn: call the model, run the tools it asks for, repeat until it answers in text.
+
+        ``inputs`` become the current ``ModelRequest``; ``history`` (e.g. a projected view) comes
+        before it. ``tools`` are added after ``agent.tools``. ``dependencies`` fill injected tool
+        parameters; inside ``async with agent.task(...)`` the task is added under ``TASK_DEP``.
+        A tool that raises, an unknown tool and unparsable arguments become error results
+        (``is_error=True``, text ``"Error: ..."``) and the loop goes on. More than
+        ``max_tool_rounds`` rounds raises ``ToolLoopError``.
+        """
+        model = self.model
+        if model is None:
+            raise ModelError(
+                f"agent {self.name!r} has no model; construct it with model=ScriptedModel(...) or "
+                "model=OpenAIChatModel(...)"
+            )
+        deps = dict(dependencies or {})
+        if deps.get(TASK_DEP) is None:
+            active = active_task(self)
+            if active is not None:
+                deps[TASK_DEP] = active
+        system = self.system_text(system_prompt)
+        offered = self.tools_for_turn(tools)
+        by_name = {t.name: t for t in offered}
+        schemas = [t.schema() for t in offered]
+
+        prior = list(history)
+        parts = to_parts(inputs)
+        events: list[BaseEvent] = [ModelRequest(list(parts))] if parts else []
+        calls: list[ModelCall] = []
+        usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+        rounds = 0
+        while True:
+            call = ModelCall(
+                system=system,
+                history=prior + events,
+                inputs=list(parts),
+                tools=schemas,
+                prior=len(prior),
+                round=rounds,
+            )
+            calls.append(call)
+            response: ModelResponse = await model.complete(call)
+            _add_usage(usage, response.usage or {})
+            if not response.tool_calls:
+                body = response.content or None
+                if body is not None:
+                    events.append(ModelMessage(body))
+                return AgentReply(body=body, events=events, usage=usage, calls=calls)
+            if rounds >= self.max_tool_rounds:
+                asked = ", ".join(c.name for c in response.tool_calls)
+                raise ToolLoopError(
+                    f"agent {self.name!r} exceeded max_tool_rounds={self.max_tool_rounds}: the model still "
+                    f"asked for tools ({asked}); raise max_tool_rounds or change the prompt",
+                    events=events,
+                    calls=calls,
+                    usage=usage,
+                )
+            rounds += 1
+            if response.content:
+                events.append(ModelMessage(response.content))
+            events.extend(response.tool_calls)
+            for tc in response.tool_calls:
+                events.append(await self._run_tool(tc, by_name, deps))
+
+    async def _run_tool(
+        self, call: ToolCallEvent, by_name: dict[str, Tool], deps: dict[str, Any]
+    ) -> ToolResultEvent:
+        target = by_name.get(call.name)
+        if target is None:
+            available = ", ".join(by_name) or "none"
+            return _error_result(call, f"unknown tool '{call.name}'; available tools: {available}")
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError as exc:
+            return _error_result(call, f"arguments for tool '{call.name}' are not valid JSON ({exc})")
+        if not isinstance(arguments, dict):
+            return _error_result(
+                call,
+                f"arguments for tool '{call.name}' must be a JSON object, got {type(arguments).__name__}",
+            )
+        try:
+            value = await target.call(arguments, deps)
+        except Exception as exc:
+            return _error_result(call, str(exc) or type(exc).__name__, exc)
+        return ToolResultEvent(call.id, call.name, result_text(value), False, value)
+
+    def task(
+        self,
+        title: str,
+        *,
+        description: str = "",
+        payload: dict[str, Any] | None = None,
+        capability: str | None = None,
+        ttl_seconds: float | None = None,
+        sink: TaskSink | None = None,
+        on_cancelled: CancelCallback | None = None,
+        channel_id: str | None = None,
+        owner_id: str | None = None,
+    ) -> Task:
+        """A unit of work this agent owns, used as ``async with agent.task("title") as task: ...``.
+
+        State is mirrored to ``sink`` (default ``agent.task_sink``). See ``ag2net.agent.task.Task``.
+        """
+        return Task(
+            self,
+            title,
+            description=description,
+            payload=payload,
+            capability=capability,
+            ttl_seconds=ttl_seconds,
+            sink=sink if sink is not None else self.task_sink,
+            on_cancelled=on_cancelled,
+            channel_id=channel_id,
+            owner_id=owner_id,
+        )
+
+
+def _error_result(call: ToolCallEvent, message: str, value: Any = None) -> ToolResultEvent:
+    return ToolResultEvent(call.id, call.name, f"Error: {message}", True, value)
+
+
+__all__ = ["Agent", "AgentReply", "ToolLoopError", "merge_tools", "result_text", "to_parts"]

@@ -1,0 +1,208 @@
+"""The one protocol every LLM backend implements, and ``ScriptedModel``, a deterministic model for tests and demos.
+
+A model receives a ``ModelCall`` (system prompt, history, tool schemas) and returns a ``ModelResponse``
+(text and/or tool calls, plus token usage).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from ag2net.agent.tokens import estimate_call, estimate_tokens
+from ag2net.events import BaseEvent, Input, ModelRequest, ToolCallEvent
+
+
+class ModelError(RuntimeError):
+    """A model backend failed (unreachable endpoint, HTTP error, malformed answer, no model configured)."""
+
+
+class ScriptExhausted(ModelError):
+    """A ``ScriptedModel`` was called more times than its script has turns."""
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """Everything one model call receives.
+
+    ``history`` is the complete conversation in order, and the only thing a backend needs to read:
+    the history passed to ``Agent.ask`` (the projected view), then the current input as one
+    ``ModelRequest`` (absent when ``ask`` got no inputs), then this turn's earlier tool calls and
+    results. ``inputs`` repeats the current input's parts for convenience (turn records, scripted
+    callables); it is *not* sent separately. ``prior`` is how many events of ``history`` came from
+    before the turn. ``round`` counts tool rounds already done in this turn (0 on the first call).
+    """
+
+    system: str
+    history: list[BaseEvent]
+    inputs: list[Input] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    prior: int = 0
+    round: int = 0
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the offered tools, in schema order."""
+        return [t.get("function", {}).get("name", "") for t in self.tools]
+
+    @property
+    def turn_events(self) -> list[BaseEvent]:
+        """The events of the current turn (current input and tool traffic so far)."""
+        return self.history[self.prior :]
+
+    def snapshot(self) -> ModelCall:
+        """A copy that later mutation of the agent's lists, events or schemas cannot change."""
+        return ModelCall(
+            system=self.system,
+            history=[_copy_event(e) for e in self.history],
+            inputs=[_copy_part(p) for p in self.inputs],
+            tools=copy.deepcopy(self.tools),
+            prior=self.prior,
+            round=self.round,
+        )
+
+
+def _copy_part(part: Input) -> Input:
+    return replace(part, metadata=dict(part.metadata))
+
+
+def _copy_event(event: BaseEvent) -> BaseEvent:
+    if isinstance(event, ModelRequest):
+        return ModelRequest([_copy_part(p) for p in event.parts])
+    if hasattr(event, "metadata"):
+        return replace(event, metadata=dict(event.metadata))  # type: ignore[type-var]
+    return copy.copy(event)
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """What a model answered: text, tool calls (possibly both), and token usage."""
+
+    content: str | None = None
+    tool_calls: list[ToolCallEvent] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM backend: one async call per model round."""
+
+    name: str
+
+    async def complete(self, request: ModelCall) -> ModelResponse: ...
+
+
+def tool_call(name: str, /, **arguments: Any) -> ToolCallEvent:
+    """A ``ToolCallEvent`` for ``name`` with ``arguments`` encoded as JSON (for scripts)."""
+    return ToolCallEvent(name, json.dumps(arguments, ensure_ascii=False))
+
+
+Turn = str | ToolCallEvent | list[ToolCallEvent] | ModelResponse | BaseException | Callable[[ModelCall], Any]
+"""One scripted turn: reply text, tool call(s), a full response, an exception to raise, or a callable
+``(ModelCall) -> str | ToolCallEvent | list[ToolCallEvent] | ModelResponse`` (sync or async)."""
+
+
+class ScriptedModel:
+    """A deterministic model that plays a script, one turn per call.
+
+    One script per model object: the position carries across ``Agent.ask`` calls and across agents
+    sharing the model (unlike ag2's ``TestConfig``, which restarts on every ``ask``). A tool round
+    consumes a turn, so an ``ask`` that calls one tool and then answers uses two turns.
+
+    When the script runs out, the next call raises ``ScriptExhausted`` naming the model and the call
+    number; with ``loop=True`` the script starts again from its first turn instead (tool calls are
+    re-issued with fresh ids). Every received call is recorded, as a snapshot, in ``calls``.
+
+    ``usage`` (unless a turn is a ``ModelResponse`` carrying its own) is estimated with
+    ``ag2net.agent.tokens`` so demo figures look plausible.
+    """
+
+    def __init__(self, *turns: Turn, name: str = "scripted", loop: bool = False) -> None:
+        if loop and not turns:
+            raise ValueError("ScriptedModel(loop=True) needs at least one turn to repeat")
+        self.name = name
+        self.turns: list[Turn] = list(turns)
+        self.loop = loop
+        self.calls: list[ModelCall] = []
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(name={self.name!r}, turns={len(self.turns)}, used={len(self.calls)})"
+
+    @property
+    def remaining(self) -> int | None:
+        """Turns left before the script runs out (None when looping)."""
+        return None if self.loop else max(0, len(self.turns) - len(self.calls))
+
+    def add_turns(self, *turns: Turn) -> None:
+        """Append turns to the script."""
+        self.turns.extend(turns)
+
+    async def complete(self, request: ModelCall) -> ModelResponse:
+        index = len(self.calls)
+        self.calls.append(request.snapshot())
+        if index < len(self.turns):
+            turn, fresh_ids = self.turns[index], False
+        elif self.loop:
+            turn, fresh_ids = self.turns[index % len(self.turns)], True
+        else:
+            raise ScriptExhausted(
+                f"ScriptedModel {self.name!r} has no turn for call {index + 1}: its script has "
+                f"{len(self.turns)} turn(s); add turns or pass loop=True"
+            )
+        if isinstance(turn, BaseException):
+            raise turn
+        if callable(turn) and not isinstance(turn, ToolCallEvent):
+            turn = turn(request)
+            if inspect.isawaitable(turn):
+                turn = await turn
+            if isinstance(turn, BaseException):
+                raise turn
+        response = self._as_response(turn, index + 1, fresh_ids)
+        if not response.usage:
+            response.usage = _estimate_usage(request, response)
+        return response
+
+    def _as_response(self, turn: Any, number: int, fresh_ids: bool) -> ModelResponse:
+        if isinstance(turn, ModelResponse):
+            return replace(turn, tool_calls=[self._emit(c, fresh_ids) for c in turn.tool_calls])
+        if isinstance(turn, str):
+            return ModelResponse(content=turn)
+        if isinstance(turn, ToolCallEvent):
+            return ModelResponse(tool_calls=[self._emit(turn, fresh_ids)])
+        if isinstance(turn, list | tuple) and turn and all(isinstance(c, ToolCallEvent) for c in turn):
+            return ModelResponse(tool_calls=[self._emit(c, fresh_ids) for c in turn])
+        raise TypeError(
+            f"ScriptedModel {self.name!r} turn {number} is a {type(turn).__name__}; expected a str, a "
+            "ToolCallEvent, a non-empty list of them, a ModelResponse, an exception or a callable returning one"
+        )
+
+    @staticmethod
+    def _emit(call: ToolCallEvent, fresh_id: bool) -> ToolCallEvent:
+        # A copy, so the script's own events are never aliased into a conversation's history.
+        return ToolCallEvent(call.name, call.arguments, uuid.uuid4().hex if fresh_id else call.id)
+
+
+def _estimate_usage(request: ModelCall, response: ModelResponse) -> dict[str, int]:
+    breakdown = estimate_call(request)
+    completion = estimate_tokens(response.content or "") + sum(
+        estimate_tokens(f"{c.name}{c.arguments}") for c in response.tool_calls
+    )
+    prompt = int(breakdown["total"])
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+__all__ = [
+    "Model",
+    "ModelCall",
+    "ModelError",
+    "ModelResponse",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "Turn",
+    "tool_call",
+]
