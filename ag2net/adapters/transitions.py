@@ -1,0 +1,379 @@
+"""Workflow routing: transition graphs of conditions and targets, their JSON form, and the ``Handoff``/``Finish``
+values a handoff tool returns.
+
+A graph is evaluated after every substantive envelope: the first transition (by ascending ``priority``,
+stable) whose condition holds picks the next speaker; otherwise the graph's default target does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ag2net.envelope import EV_PACKET, Envelope
+from ag2net.errors import WorkflowGraphError
+
+
+@dataclass(slots=True)
+class Handoff:
+    """Returned by a tool to pass the turn to ``target`` (a passport name or an agent id)."""
+
+    target: str
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class Finish:
+    """Returned by a tool to end the workflow; the channel closes with ``reason``."""
+
+    summary: str = ""
+    reason: str = "finished"
+
+
+@dataclass(slots=True)
+class TransitionDecision:
+    """The next speaker (None ends the workflow) and the close reason when it ends."""
+
+    next_speaker: str | None
+    close_reason: str = ""
+
+
+class RoutingState(Protocol):
+    """What targets and conditions read from the workflow state."""
+
+    participant_order: list[str]
+    last_speaker_id: str | None
+    creator_id: str
+    context_vars: dict[str, Any]
+
+
+# targets ------------------------------------------------------------------------------------------
+class Target:
+    """Decides the next speaker. Subclasses set ``name`` and implement ``resolve`` and ``args``."""
+
+    name: ClassVar[str] = ""
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        raise NotImplementedError
+
+    def args(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.args()}
+
+
+@dataclass(slots=True)
+class AgentTarget(Target):
+    agent_id: str
+    name: ClassVar[str] = "agent"
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        return TransitionDecision(self.agent_id)
+
+    def args(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id}
+
+
+@dataclass(slots=True)
+class RoundRobinTarget(Target):
+    name: ClassVar[str] = "round_robin"
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        order = state.participant_order
+        if not order:
+            return TransitionDecision(None, "no_participants")
+        current = state.last_speaker_id or envelope.sender_id
+        if current not in order:
+            return TransitionDecision(order[0])
+        return TransitionDecision(order[(order.index(current) + 1) % len(order)])
+
+
+@dataclass(slots=True)
+class StayTarget(Target):
+    name: ClassVar[str] = "stay"
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        return TransitionDecision(state.last_speaker_id or envelope.sender_id)
+
+
+@dataclass(slots=True)
+class RevertToInitiatorTarget(Target):
+    name: ClassVar[str] = "revert_to_initiator"
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        return TransitionDecision(state.creator_id or None, "" if state.creator_id else "no_participants")
+
+
+@dataclass(slots=True)
+class TerminateTarget(Target):
+    reason: str = "after_work"
+    name: ClassVar[str] = "terminate"
+
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        return TransitionDecision(None, self.reason)
+
+    def args(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+
+# conditions ---------------------------------------------------------------------------------------
+class Condition:
+    """A predicate over the state after a turn and the envelope that made it."""
+
+    name: ClassVar[str] = ""
+
+    def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
+        raise NotImplementedError
+
+    def args(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.args()}
+
+
+@dataclass(slots=True)
+class Always(Condition):
+    name: ClassVar[str] = "always"
+
+    def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
+        return True
+
+
+@dataclass(slots=True)
+class FromSpeaker(Condition):
+    agent_id: str
+    name: ClassVar[str] = "from_speaker"
+
+    def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
+        return envelope.sender_id == self.agent_id
+
+    def args(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id}
+
+
+@dataclass(slots=True)
+class ToolCalled(Condition):
+    tool_name: str
+    name: ClassVar[str] = "tool_called"
+
+    def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
+        if envelope.event_type != EV_PACKET:
+            return False
+        routing = envelope.event_data.get("routing")
+        return isinstance(routing, dict) and routing.get("tool") == self.tool_name
+
+    def args(self) -> dict[str, Any]:
+        return {"tool_name": self.tool_name}
+
+
+@dataclass(slots=True)
+class ContextEquals(Condition):
+    key: str
+    value: Any = None
+    name: ClassVar[str] = "context_equals"
+
+    def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
+        return state.context_vars.get(self.key) == self.value
+
+    def args(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value}
+
+
+# registry -----------------------------------------------------------------------------------------
+class TransitionRegistry:
+    """Target and condition classes by name, used to load graphs from their JSON form."""
+
+    def __init__(self) -> None:
+        self.targets: dict[str, type[Target]] = {}
+        self.conditions: dict[str, type[Condition]] = {}
+
+    @classmethod
+    def default(cls) -> TransitionRegistry:
+        reg = cls()
+        for target in (AgentTarget, RoundRobinTarget, StayTarget, RevertToInitiatorTarget, TerminateTarget):
+            reg.register_target(target)
+        for condition in (Always, FromSpeaker, ToolCalled, ContextEquals):
+            reg.register_condition(condition)
+        return reg
+
+    def register_target(self, target_cls: type[Target]) -> type[Target]:
+        if not getattr(target_cls, "name", ""):
+            raise WorkflowGraphError(f"target class {target_cls.__name__} needs a non-empty `name`")
+        self.targets[target_cls.name] = target_cls
+        return target_cls
+
+    def register_condition(self, condition_cls: type[Condition]) -> type[Condition]:
+        if not getattr(condition_cls, "name", ""):
+            raise WorkflowGraphError(f"condition class {condition_cls.__name__} needs a non-empty `name`")
+        self.conditions[condition_cls.name] = condition_cls
+        return condition_cls
+
+    def _build(self, kind: str, table: dict[str, type], data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise WorkflowGraphError(f"{kind} must be an object {{'name', 'args'}}, got {data!r}")
+        name = data.get("name")
+        cls = table.get(name) if isinstance(name, str) else None
+        if cls is None:
+            raise WorkflowGraphError(f"unknown {kind} {name!r}; choose from {sorted(table)}")
+        args = data.get("args") or {}
+        if not isinstance(args, dict):
+            raise WorkflowGraphError(f"{kind} {name!r} args must be an object, got {args!r}")
+        try:
+            return cls(**args)
+        except TypeError as exc:
+            raise WorkflowGraphError(f"{kind} {name!r} has bad args {args!r}: {exc}") from None
+
+    def target_from_dict(self, data: Any) -> Target:
+        return self._build("target", self.targets, data)
+
+    def condition_from_dict(self, data: Any) -> Condition:
+        return self._build("condition", self.conditions, data)
+
+
+_DEFAULT_REGISTRY = TransitionRegistry.default()
+
+
+def register_target(target_cls: type[Target]) -> type[Target]:
+    """Add a target class to the default registry (usable as a class decorator)."""
+    return _DEFAULT_REGISTRY.register_target(target_cls)
+
+
+def register_condition(condition_cls: type[Condition]) -> type[Condition]:
+    """Add a condition class to the default registry (usable as a class decorator)."""
+    return _DEFAULT_REGISTRY.register_condition(condition_cls)
+
+
+def default_registry() -> TransitionRegistry:
+    return _DEFAULT_REGISTRY
+
+
+# graph --------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Transition:
+    when: Condition
+    then: Target
+    priority: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"when": self.when.to_dict(), "then": self.then.to_dict(), "priority": self.priority}
+
+
+@dataclass(slots=True)
+class TransitionGraph:
+    """Who speaks first, the rules for who speaks next, and when the workflow stops."""
+
+    initial_speaker: str
+    transitions: list[Transition] = field(default_factory=list)
+    default_target: Target = field(default_factory=TerminateTarget)
+    max_turns: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "initial_speaker": self.initial_speaker,
+            "transitions": [t.to_dict() for t in self.transitions],
+            "default_target": self.default_target.to_dict(),
+            "max_turns": self.max_turns,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def loads(cls, data: str | dict[str, Any], registry: TransitionRegistry | None = None) -> TransitionGraph:
+        """Rebuild a graph from ``dumps()`` text or ``to_dict()`` output (raises ``WorkflowGraphError``)."""
+        reg = registry or _DEFAULT_REGISTRY
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                raise WorkflowGraphError(f"graph is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise WorkflowGraphError(f"graph must be an object, got {type(data).__name__}")
+        initial = data.get("initial_speaker")
+        if not isinstance(initial, str) or not initial:
+            raise WorkflowGraphError(f"graph initial_speaker must be a non-empty agent id, got {initial!r}")
+        raw = data.get("transitions") or []
+        if not isinstance(raw, list):
+            raise WorkflowGraphError(f"graph transitions must be a list, got {type(raw).__name__}")
+        transitions = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, dict):
+                raise WorkflowGraphError(f"graph transitions[{i}] must be an object, got {item!r}")
+            priority = item.get("priority", 0)
+            if isinstance(priority, bool) or not isinstance(priority, int):
+                raise WorkflowGraphError(
+                    f"graph transitions[{i}].priority must be an integer, got {priority!r}"
+                )
+            transitions.append(
+                Transition(
+                    reg.condition_from_dict(item.get("when")),
+                    reg.target_from_dict(item.get("then")),
+                    priority,
+                )
+            )
+        default_raw = data.get("default_target")
+        default = TerminateTarget() if default_raw is None else reg.target_from_dict(default_raw)
+        max_turns = data.get("max_turns")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+        ):
+            raise WorkflowGraphError(f"graph max_turns must be a positive integer or null, got {max_turns!r}")
+        return cls(initial, transitions, default, max_turns)
+
+    @classmethod
+    def round_robin(cls, participants: list[str], max_turns: int | None = None) -> TransitionGraph:
+        """Everyone in turn (by channel order), until ``max_turns``."""
+        if not participants:
+            raise WorkflowGraphError("round_robin needs at least one participant")
+        return cls(
+            participants[0],
+            [Transition(Always(), RoundRobinTarget())],
+            TerminateTarget("round_robin_complete"),
+            max_turns,
+        )
+
+    @classmethod
+    def sequence(cls, steps: list[str]) -> TransitionGraph:
+        """Each step speaks once, in order; then the workflow closes ``sequence_complete``."""
+        if not steps:
+            raise WorkflowGraphError("sequence needs at least one step")
+        transitions = [Transition(FromSpeaker(a), AgentTarget(b)) for a, b in itertools.pairwise(steps)]
+        return cls(steps[0], transitions, TerminateTarget("sequence_complete"), len(steps))
+
+    def decide(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        for transition in sorted(self.transitions, key=lambda t: t.priority):
+            if transition.when.evaluate(state, envelope):
+                return transition.then.resolve(state, envelope)
+        return self.default_target.resolve(state, envelope)
+
+    def tool_names(self) -> set[str]:
+        """Tools named by ``ToolCalled`` conditions: calling one counts as a handoff."""
+        return {t.when.tool_name for t in self.transitions if isinstance(t.when, ToolCalled)}
+
+
+__all__ = [
+    "AgentTarget",
+    "Always",
+    "Condition",
+    "ContextEquals",
+    "Finish",
+    "FromSpeaker",
+    "Handoff",
+    "RevertToInitiatorTarget",
+    "RoundRobinTarget",
+    "StayTarget",
+    "Target",
+    "TerminateTarget",
+    "ToolCalled",
+    "Transition",
+    "TransitionDecision",
+    "TransitionGraph",
+    "TransitionRegistry",
+    "default_registry",
+    "register_condition",
+    "register_target",
+]
