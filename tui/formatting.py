@@ -1,0 +1,106 @@
+"""Pure helpers that turn envelopes into the short strings the workbench shows (no Textual imports)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
+
+NameFor = Callable[[str], str]
+
+FAMILIES: tuple[str, ...] = ("text", "packet", "channel", "task", "expectation", "context", "custom")
+
+
+def event_family(event_type: str) -> str:
+    """The colour family of an event type: text, packet, channel, task, expectation, context or custom."""
+    if event_type.startswith("ag2.msg."):
+        return "text"
+    if event_type == EV_PACKET:
+        return "packet"
+    if event_type.startswith("ag2.channel."):
+        return "channel"
+    if event_type.startswith("ag2.task."):
+        return "task"
+    if event_type.startswith("ag2.expectation."):
+        return "expectation"
+    if event_type.startswith("ag2.context."):
+        return "context"
+    return "custom"
+
+
+def short_time(created_at: str) -> str:
+    """``HH:MM:SS.mmm`` from a fixed-width ISO-Z timestamp (empty when unstamped)."""
+    if len(created_at) >= 23 and created_at[10] == "T":
+        return created_at[11:23]
+    return created_at[:12]
+
+
+def audience_label(envelope: Envelope, name_for: NameFor) -> str:
+    """``all`` for a broadcast, ``sender only`` for an empty audience, else the names joined by commas."""
+    audience = envelope.audience
+    if audience is None:
+        return "all"
+    if not audience:
+        return "sender only"
+    return ",".join(name_for(a) for a in audience)
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def preview(envelope: Envelope, limit: int = 240) -> str:
+    """A one-line summary of ``event_data``: the text for messages, the body for packets, else compact JSON."""
+    data = envelope.event_data
+    if not isinstance(data, dict):
+        return _one_line(repr(data), limit)
+    if envelope.event_type == EV_TEXT and isinstance(data.get("text"), str):
+        return _one_line(data["text"], limit)
+    if envelope.event_type == EV_PACKET and isinstance(data.get("body"), str):
+        routing = data.get("routing")
+        suffix = f"  → {compact_json(routing, 60)}" if routing else ""
+        return _one_line(data["body"], limit) + suffix
+    if "reason" in data and isinstance(data["reason"], str) and len(data) <= 2:
+        return _one_line(f"reason: {data['reason']}", limit)
+    return compact_json(data, limit)
+
+
+def compact_json(value: Any, limit: int = 240) -> str:
+    try:
+        text = json.dumps(value, separators=(", ", ": "), ensure_ascii=False, default=str, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return _one_line(text, limit)
+
+
+def short_id(value: str | None, width: int = 8) -> str:
+    if not value:
+        return "—"
+    return value[:width]
+
+
+def channel_label(manifest_type: str, channel_id: str) -> str:
+    """A short label for a channel: its type and the first four hex digits of its id."""
+    return f"{manifest_type}·{channel_id[:4]}"
+
+
+def envelope_json(envelope: Envelope) -> str:
+    """The envelope as indented JSON with sorted keys (what the detail screen shows and copies)."""
+    return json.dumps(envelope.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+__all__ = [
+    "FAMILIES",
+    "NameFor",
+    "audience_label",
+    "channel_label",
+    "compact_json",
+    "envelope_json",
+    "event_family",
+    "preview",
+    "short_id",
+    "short_time",
+]

@@ -1,0 +1,1 @@
+"""Workbench screens and modal forms."""

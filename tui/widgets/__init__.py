@@ -1,0 +1,1 @@
+"""Workbench widgets: one widget (or a tight family) per module."""

@@ -1,0 +1,780 @@
+"""The live WAL tail: a Line-API ``ScrollView`` over envelopes, with follow mode, filter, search and a cursor.
+
+Rows are kept as small tuples (seq, envelope, channel label); nothing becomes a widget and no Rich work is
+done until a row is on screen, where its strip is cached in an LRU keyed by the row's absolute index.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from typing import ClassVar, NamedTuple
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive, var
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ag2net.envelope import Envelope
+from tui.filtering import FilterSpec
+from tui.filtering import __doc__ as FILTER_HELP
+from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time
+
+DEFAULT_LIMIT = 100_000
+
+
+class TailRow(NamedTuple):
+    """One row of the tail: what it renders and the envelope the detail screen opens."""
+
+    seq: int | None
+    envelope: Envelope
+    channel: str
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut or padded to exactly ``width`` cells, with an ellipsis when cut."""
+    if width <= 0:
+        return ""
+    length = cell_len(text)
+    if length <= width:
+        return text + " " * (width - length)
+    out = []
+    used = 0
+    for ch in text:
+        w = cell_len(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…" + " " * (width - 1 - used)
+
+
+class EnvelopeTail(ScrollView, can_focus=True):
+    """Every admitted envelope, newest at the bottom; follows the end until you scroll up."""
+
+    HELP = (
+        """\
+## WAL tail
+
+Every envelope the hub admits, in admission order. While **following**, new rows scroll in at the
+bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End** or **f** resumes.
+
+- **Enter** opens the envelope (JSON, who can see it, causation link, copy).
+- **/** filters the rows, **s** searches (then **n** / **N** for next / previous match), **x** clears.
+- **:** jumps to a sequence number of the selected channel.
+
+### Filter and search syntax
+"""
+        + "\n".join(line for line in (FILTER_HELP or "").splitlines()[2:])
+        + "\n"
+    )
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor_up", "Up", show=False, id="tail.cursor_up"),
+        Binding("down,j", "cursor_down", "Down", show=False, id="tail.cursor_down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="tail.page_up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="tail.page_down"),
+        Binding("home,g", "cursor_home", "First", show=False, id="tail.home"),
+        Binding("end,G", "cursor_end", "Last + follow", show=False, id="tail.end"),
+        Binding(
+            "enter", "open_envelope", "Open", id="tail.open", tooltip="Open the envelope under the cursor"
+        ),
+        Binding(
+            "f",
+            "toggle_follow",
+            "Follow",
+            id="tail.follow",
+            tooltip="Follow new envelopes (or pause following)",
+        ),
+        Binding(
+            "slash", "request_query('filter')", "Filter", id="tail.filter", tooltip="Filter rows by a query"
+        ),
+        Binding(
+            "s", "request_query('search')", "Search", id="tail.search", tooltip="Search rows (then n / N)"
+        ),
+        Binding("n", "search_next", "Next match", id="tail.search_next", tooltip="Next search match"),
+        Binding(
+            "N", "search_prev", "Prev match", show=False, id="tail.search_prev", tooltip="Previous match"
+        ),
+        Binding(
+            "x", "clear_query", "Clear filter", id="tail.clear_filter", tooltip="Clear the filter and search"
+        ),
+        Binding(
+            "colon", "request_query('goto')", "Go to seq", id="tail.goto", tooltip="Jump to a sequence number"
+        ),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "envelope-tail--header",
+        "envelope-tail--cursor",
+        "envelope-tail--seq",
+        "envelope-tail--time",
+        "envelope-tail--label",
+        "envelope-tail--sender",
+        "envelope-tail--audience",
+        "envelope-tail--preview",
+        "envelope-tail--match",
+        *(f"envelope-tail--{family}" for family in FAMILIES),
+    }
+
+    DEFAULT_CSS = """
+    EnvelopeTail {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        overflow-y: scroll;
+        &:focus { background-tint: $foreground 4%; }
+        & > .envelope-tail--header { background: $panel; color: $text-muted; text-style: bold; }
+        & > .envelope-tail--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+        }
+        &:focus > .envelope-tail--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+        & > .envelope-tail--seq { color: $text-muted; }
+        & > .envelope-tail--time { color: $text-muted; }
+        & > .envelope-tail--label { color: $text-secondary; }
+        & > .envelope-tail--sender { color: $foreground; text-style: bold; }
+        & > .envelope-tail--audience { color: $text-muted; text-style: italic; }
+        & > .envelope-tail--preview { color: $foreground; }
+        & > .envelope-tail--match { color: $text-warning; text-style: bold reverse; }
+        & > .envelope-tail--text { color: $text-primary; }
+        & > .envelope-tail--packet { color: $text-secondary; }
+        & > .envelope-tail--channel { color: $text-muted; }
+        & > .envelope-tail--task { color: $text-warning; }
+        & > .envelope-tail--expectation { color: $text-error; }
+        & > .envelope-tail--context { color: $text-success; }
+        & > .envelope-tail--custom { color: $text-accent; }
+    }
+    """
+
+    following: var[bool] = var(True)
+    """True while new rows scroll into view; False once the user moves away from the end."""
+    pending_count: reactive[int] = reactive(0)
+    """Rows that arrived (and pass the filter) while following was paused."""
+    show_channel: reactive[bool] = reactive(True)
+    """Show the channel column (hidden when the tail is filtered to one channel)."""
+
+    class Selected(Message):
+        """The user opened the envelope under the cursor (Enter or double click)."""
+
+        def __init__(self, tail: EnvelopeTail, row: TailRow) -> None:
+            super().__init__()
+            self.tail = tail
+            self.envelope = row.envelope
+            self.seq = row.seq
+            self.channel_label = row.channel
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
+    class FollowChanged(Message):
+        """Following started or stopped; ``pending`` is the count of rows that arrived meanwhile."""
+
+        def __init__(self, tail: EnvelopeTail, following: bool, pending: int) -> None:
+            super().__init__()
+            self.tail = tail
+            self.following = following
+            self.pending = pending
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
+    class QueryRequested(Message):
+        """The user asked for the query bar: ``mode`` is ``filter``, ``search`` or ``goto``."""
+
+        def __init__(self, tail: EnvelopeTail, mode: str) -> None:
+            super().__init__()
+            self.tail = tail
+            self.mode = mode
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
+    class StateChanged(Message):
+        """Filter, search or channel filter changed (the status bar shows them)."""
+
+        def __init__(self, tail: EnvelopeTail) -> None:
+            super().__init__()
+            self.tail = tail
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EnvelopeTail.StateChanged) and message.tail is self.tail
+
+    def __init__(
+        self,
+        name_for: Callable[[str], str] | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        if limit < 1:
+            raise ValueError(f"tail limit must be at least 1, got {limit}")
+        self.name_for: Callable[[str], str] = name_for or (lambda agent_id: agent_id)
+        self.limit = limit
+        self._rows: list[TailRow] = []
+        self._base = 0
+        self._view: list[int] | None = None
+        self._cursor: int | None = None
+        self._channel_filter: str | None = None
+        self._filter = FilterSpec()
+        self._search = FilterSpec()
+        self._strips: LRUCache[tuple[int, bool], Strip] = LRUCache(1024)
+        self._styles: dict[str, Style] | None = None
+        self._width = 0
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def row_count(self) -> int:
+        """Rows held (after the limit dropped the oldest), regardless of filters."""
+        return len(self._rows)
+
+    @property
+    def visible_count(self) -> int:
+        """Rows that pass the channel filter and the filter."""
+        return len(self._view) if self._view is not None else len(self._rows)
+
+    @property
+    def channel_filter(self) -> str | None:
+        return self._channel_filter
+
+    @property
+    def filter_spec(self) -> FilterSpec:
+        return self._filter
+
+    @property
+    def search_spec(self) -> FilterSpec:
+        return self._search
+
+    @property
+    def cursor_row(self) -> TailRow | None:
+        """The row under the cursor (the last visible row while following)."""
+        index = self._cursor_abs()
+        return None if index is None else self._rows[index - self._base]
+
+    def visible_rows(self) -> list[TailRow]:
+        """The rows that pass the filters, oldest first (for tests and exports; O(rows))."""
+        if self._view is None:
+            return list(self._rows)
+        base = self._base
+        return [self._rows[i - base] for i in self._view]
+
+    def append(self, envelope: Envelope, seq: int | None = None, channel_label: str = "") -> None:
+        """Add one envelope at the end."""
+        self.append_many(((envelope, seq, channel_label),))
+
+    def append_many(self, items: Iterable[tuple[Envelope, int | None, str]]) -> None:
+        """Add envelopes at the end in one batch: one virtual-size update and one refresh."""
+        start = self._base + len(self._rows)
+        new = [TailRow(seq, env, label) for env, seq, label in items]
+        if not new:
+            return
+        self._rows.extend(new)
+        if self._view is None:
+            added = len(new)
+        else:
+            accept = self._accept
+            view = self._view
+            before = len(view)
+            view.extend(start + i for i, row in enumerate(new) if accept(row))
+            added = len(view) - before
+        self._trim()
+        self._after_change()
+        if self.following:
+            self._scroll_to_end()
+        elif added:
+            self.pending_count += added
+
+    def clear(self) -> None:
+        """Forget every row (filters stay)."""
+        self._base += len(self._rows)
+        self._rows.clear()
+        if self._view is not None:
+            self._view.clear()
+        self._cursor = None
+        self._strips.clear()
+        self.pending_count = 0
+        self._after_change()
+
+    def set_channel_filter(self, channel_id: str | None) -> None:
+        """Show only one channel's envelopes (None: every channel)."""
+        if channel_id == self._channel_filter:
+            return
+        self._channel_filter = channel_id
+        self.show_channel = channel_id is None
+        self._rebuild_view()
+
+    def set_filter(self, spec: FilterSpec | str | None) -> None:
+        """Show only rows matching ``spec`` (a ``FilterSpec`` or a query string; raises ``FilterError``)."""
+        if spec is None:
+            spec = FilterSpec()
+        elif isinstance(spec, str):
+            spec = FilterSpec.parse(spec)
+        self._filter = spec
+        self._rebuild_view()
+
+    def set_search(self, spec: FilterSpec | str | None) -> bool:
+        """Mark rows matching ``spec`` and move to the next match after the cursor; False when none matches."""
+        if spec is None:
+            spec = FilterSpec()
+        elif isinstance(spec, str):
+            spec = FilterSpec.parse(spec)
+        self._search = spec
+        self._strips.clear()
+        self.refresh()
+        self.post_message(self.StateChanged(self))
+        if spec.empty:
+            return True
+        line = self._cursor_line()
+        found = self._find(line if line is not None else -1, forward=True, inclusive=True)
+        if found is None:
+            found = self._find(-1, forward=True, inclusive=False)
+        if found is not None:
+            self._move_cursor_to_line(found)
+            return True
+        return False
+
+    def search_next(self) -> bool:
+        """Move the cursor to the next search match (wrapping); False when nothing matches."""
+        return self._step_search(forward=True)
+
+    def search_prev(self) -> bool:
+        """Move the cursor to the previous search match (wrapping); False when nothing matches."""
+        return self._step_search(forward=False)
+
+    def goto_seq(self, seq: int) -> bool:
+        """Move the cursor to the newest visible row with this per-channel ``seq``; False when absent."""
+        count = self.visible_count
+        for line in range(count - 1, -1, -1):
+            if self._row_at_line(line).seq == seq:
+                self._move_cursor_to_line(line)
+                return True
+        return False
+
+    def goto_envelope(self, envelope_id: str) -> bool:
+        """Move the cursor to the visible row of ``envelope_id``; False when it is not shown."""
+        count = self.visible_count
+        for line in range(count - 1, -1, -1):
+            if self._row_at_line(line).envelope.envelope_id == envelope_id:
+                self._move_cursor_to_line(line)
+                return True
+        return False
+
+    def find_envelope(self, envelope_id: str) -> TailRow | None:
+        """Any held row (filtered or not) carrying ``envelope_id``."""
+        for row in reversed(self._rows):
+            if row.envelope.envelope_id == envelope_id:
+                return row
+        return None
+
+    def follow(self) -> None:
+        """Resume following: cursor to the last row, pending count reset."""
+        self._cursor = None
+        self._set_following(True)
+        self._scroll_to_end()
+        self._strips.clear()
+        self.refresh()
+
+    def pause(self) -> None:
+        """Stop following, leaving the cursor where it is."""
+        if self.following:
+            self._cursor = self._cursor_abs()
+            self._set_following(False)
+
+    def refresh_names(self) -> None:
+        """Re-render rows (call after names resolve differently, e.g. an agent registered)."""
+        self._strips.clear()
+        self.refresh()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_cursor_up(self) -> None:
+        self._move_by(-1)
+
+    def action_cursor_down(self) -> None:
+        self._move_by(1)
+
+    def action_page_up(self) -> None:
+        self._move_by(-max(1, self._body_height() - 1))
+
+    def action_page_down(self) -> None:
+        self._move_by(max(1, self._body_height() - 1))
+
+    def action_cursor_home(self) -> None:
+        if self.visible_count:
+            self._move_cursor_to_line(0)
+
+    def action_cursor_end(self) -> None:
+        self.follow()
+
+    def action_toggle_follow(self) -> None:
+        if self.following:
+            self.pause()
+        else:
+            self.follow()
+
+    def action_open_envelope(self) -> None:
+        row = self.cursor_row
+        if row is not None:
+            self.post_message(self.Selected(self, row))
+
+    def action_request_query(self, mode: str) -> None:
+        self.post_message(self.QueryRequested(self, mode))
+
+    def action_search_next(self) -> None:
+        if not self.search_next():
+            self.notify("No envelope matches the search.", severity="warning", timeout=3)
+
+    def action_search_prev(self) -> None:
+        if not self.search_prev():
+            self.notify("No envelope matches the search.", severity="warning", timeout=3)
+
+    def action_clear_query(self) -> None:
+        self.set_search(None)
+        self.set_filter(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("search_next", "search_prev"):
+            return not self._search.empty
+        if action == "clear_query":
+            return not (self._search.empty and self._filter.empty)
+        if action == "open_envelope":
+            return True if self.visible_count else None
+        return True
+
+    # ------------------------------------------------------------------ events
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.pause()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        if not self.following and self.is_vertical_scroll_end:
+            self.follow()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self.is_vertical_scrollbar_grabbed:
+            if new_value < old_value:
+                self.pause()
+            elif self.is_vertical_scroll_end and not self.following:
+                self.follow()
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        line = int(self.scroll_y) + offset.y - 1
+        if 0 <= line < self.visible_count:
+            self._move_cursor_to_line(line)
+            if event.chain >= 2:
+                self.action_open_envelope()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._strips.clear()
+        if self.following:
+            self._scroll_to_end()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._strips.clear()
+
+    def _on_focus(self, event: events.Focus) -> None:
+        super()._on_focus(event)
+        self._strips.clear()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        super()._on_blur(event)
+        self._strips.clear()
+
+    def watch_show_channel(self) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    def watch_pending_count(self) -> None:
+        self._update_subtitle()
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._width:
+            self._width = width
+            self._strips.clear()
+        styles = self._get_styles()
+        if y == 0:
+            return self._render_header(width, styles)
+        line = int(self.scroll_y) + y - 1
+        if line >= self.visible_count:
+            return Strip.blank(width, self.rich_style)
+        index = self._abs_at_line(line)
+        is_cursor = index == self._cursor_abs()
+        key = (index, is_cursor)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._render_row(self._rows[index - self._base], width, is_cursor, styles)
+            self._strips[key] = strip
+        return strip
+
+    def _columns(self, width: int) -> tuple[int, int, int, int, int]:
+        """Widths of channel, sender, type and audience columns, and the preview width."""
+        channel = 12 if self.show_channel and width >= 90 else 0
+        audience = 12 if width >= 110 else 0
+        sender = 12
+        etype = 23 if width >= 70 else 14
+        fixed = (
+            7
+            + 13
+            + (channel + 1 if channel else 0)
+            + sender
+            + 1
+            + etype
+            + 1
+            + (audience + 1 if audience else 0)
+        )
+        return channel, sender, etype, audience, max(0, width - fixed)
+
+    def _render_header(self, width: int, styles: dict[str, Style]) -> Strip:
+        channel, sender, etype, audience, rest = self._columns(width)
+        parts = [_fit("seq", 6).rjust(6), " ", _fit("time", 12), " "]
+        if channel:
+            parts += [_fit("channel", channel), " "]
+        parts += [_fit("sender", sender), " ", _fit("event type", etype), " "]
+        if audience:
+            parts += [_fit("audience", audience), " "]
+        parts.append(_fit("preview", rest))
+        text = "".join(parts)
+        return Strip(
+            [*Text(text, style=styles["header"], end="").render(self.app.console)]
+        ).adjust_cell_length(width, styles["header"])
+
+    def _render_row(self, row: TailRow, width: int, is_cursor: bool, styles: dict[str, Style]) -> Strip:
+        env = row.envelope
+        channel, sender, etype, audience, rest = self._columns(width)
+        base = styles["base"]
+        text = Text(style=base, no_wrap=True, end="")
+        matched = not self._search.empty and self._search.matches(env, self.name_for, row.seq)
+        seq = "·" if row.seq is None else str(row.seq)
+        text.append(seq.rjust(6)[-6:], styles["match"] if matched else styles["seq"])
+        text.append(" ")
+        text.append(_fit(short_time(env.created_at), 12), styles["time"])
+        text.append(" ")
+        if channel:
+            text.append(_fit(row.channel, channel), styles["label"])
+            text.append(" ")
+        text.append(_fit(self.name_for(env.sender_id), sender), styles["sender"])
+        text.append(" ")
+        text.append(_fit(env.event_type, etype), styles[event_family(env.event_type)])
+        text.append(" ")
+        if audience:
+            text.append(_fit(audience_label(env, self.name_for), audience), styles["audience"])
+            text.append(" ")
+        if rest:
+            text.append(_fit(preview(env, rest + 1), rest), styles["preview"])
+        if is_cursor:
+            text.stylize(styles["cursor"])
+        strip = Strip(list(text.render(self.app.console)))
+        return strip.adjust_cell_length(width, base)
+
+    def _get_styles(self) -> dict[str, Style]:
+        if self._styles is None:
+            get = self.get_component_rich_style
+            styles = {
+                "base": self.rich_style,
+                "header": get("envelope-tail--header"),
+                "cursor": get("envelope-tail--cursor"),
+            }
+            for name in ("seq", "time", "label", "sender", "audience", "preview", "match", *FAMILIES):
+                styles[name] = get(f"envelope-tail--{name}", partial=True)
+            self._styles = styles
+        return self._styles
+
+    # ------------------------------------------------------------------ internals
+
+    def _accept(self, row: TailRow) -> bool:
+        if self._channel_filter is not None and row.envelope.channel_id != self._channel_filter:
+            return False
+        return self._filter.empty or self._filter.matches(row.envelope, self.name_for, row.seq)
+
+    def _rebuild_view(self) -> None:
+        keep = self._cursor_abs()
+        if self._channel_filter is None and self._filter.empty:
+            self._view = None
+        else:
+            base = self._base
+            accept = self._accept
+            self._view = [base + i for i, row in enumerate(self._rows) if accept(row)]
+        if not self.following and keep is not None:
+            # keep the cursor on the same envelope, or the nearest row before it
+            self._cursor = keep
+            line = self._nearest_line(keep)
+            self._cursor = None if line is None else self._abs_at_line(line)
+        self.pending_count = 0
+        self._strips.clear()
+        self._after_change()
+        if self.following or self._cursor is None:
+            self._scroll_to_end()
+        else:
+            self._scroll_cursor_into_view()
+        self.post_message(self.StateChanged(self))
+
+    def _trim(self) -> None:
+        excess = len(self._rows) - self.limit
+        if excess <= 0:
+            return
+        del self._rows[:excess]
+        self._base += excess
+        if self._view is not None:
+            cut = bisect_left(self._view, self._base)
+            if cut:
+                del self._view[:cut]
+        if self._cursor is not None and self._cursor < self._base:
+            self._cursor = self._abs_at_line(0) if self.visible_count else None
+
+    def _after_change(self) -> None:
+        self.virtual_size = Size(self._width, self.visible_count + 1)
+        self.refresh()
+
+    def _body_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _abs_at_line(self, line: int) -> int:
+        return self._view[line] if self._view is not None else self._base + line
+
+    def _row_at_line(self, line: int) -> TailRow:
+        return self._rows[self._abs_at_line(line) - self._base]
+
+    def _cursor_abs(self) -> int | None:
+        if self._cursor is not None:
+            return self._cursor
+        count = self.visible_count
+        return self._abs_at_line(count - 1) if count else None
+
+    def _nearest_line(self, index: int) -> int | None:
+        """The line of ``index``, or of the closest visible row at or before it (else the first)."""
+        count = self.visible_count
+        if not count:
+            return None
+        if self._view is None:
+            return min(max(index - self._base, 0), count - 1)
+        pos = bisect_left(self._view, index)
+        if pos < count and self._view[pos] == index:
+            return pos
+        return max(pos - 1, 0)
+
+    def _cursor_line(self) -> int | None:
+        index = self._cursor_abs()
+        return None if index is None else self._nearest_line(index)
+
+    def _move_by(self, delta: int) -> None:
+        count = self.visible_count
+        if not count:
+            return
+        line = self._cursor_line()
+        line = count - 1 if line is None else line
+        target = min(max(line + delta, 0), count - 1)
+        if delta > 0 and target == count - 1:
+            self.follow()
+            return
+        self._move_cursor_to_line(target)
+
+    def _move_cursor_to_line(self, line: int) -> None:
+        old = self._cursor_abs()
+        self._cursor = self._abs_at_line(line)
+        if self.following and line != self.visible_count - 1:
+            self._set_following(False)
+        if old is not None:
+            self._strips.discard((old, True))
+            self._strips.discard((old, False))
+        self._strips.discard((self._cursor, False))
+        self._scroll_cursor_into_view()
+        self.refresh()
+
+    def _scroll_cursor_into_view(self) -> None:
+        line = self._cursor_line()
+        if line is None:
+            return
+        top = int(self.scroll_y)
+        height = self._body_height()
+        if line < top:
+            self.scroll_to(y=line, animate=False, immediate=True)
+        elif line >= top + height:
+            self.scroll_to(y=line - height + 1, animate=False, immediate=True)
+
+    def _scroll_to_end(self) -> None:
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def _set_following(self, value: bool) -> None:
+        if value == self.following:
+            if value:
+                self.pending_count = 0
+            return
+        self.following = value
+        if value:
+            self.pending_count = 0
+        self._update_subtitle()
+        self.post_message(self.FollowChanged(self, value, self.pending_count))
+
+    def _update_subtitle(self) -> None:
+        if self.following:
+            self.border_subtitle = "following"
+        elif self.pending_count:
+            self.border_subtitle = f"paused · {self.pending_count:,} new · End to follow"
+        else:
+            self.border_subtitle = "paused · End to follow"
+
+    def _find(self, line: int, *, forward: bool, inclusive: bool) -> int | None:
+        count = self.visible_count
+        search = self._search
+        name_for = self.name_for
+        if forward:
+            lines: Iterable[int] = range(line if inclusive else line + 1, count)
+        else:
+            lines = range(line if inclusive else line - 1, -1, -1)
+        for candidate in lines:
+            if candidate < 0:
+                continue
+            row = self._row_at_line(candidate)
+            if search.matches(row.envelope, name_for, row.seq):
+                return candidate
+        return None
+
+    def _step_search(self, *, forward: bool) -> bool:
+        if self._search.empty or not self.visible_count:
+            return False
+        line = self._cursor_line()
+        line = self.visible_count - 1 if line is None else line
+        found = self._find(line, forward=forward, inclusive=False)
+        if found is None:  # wrap around
+            found = self._find(-1 if forward else self.visible_count, forward=forward, inclusive=False)
+        if found is None:
+            return False
+        self._move_cursor_to_line(found)
+        return True
+
+    def on_mount(self) -> None:
+        self._update_subtitle()
+
+
+__all__ = ["DEFAULT_LIMIT", "EnvelopeTail", "TailRow"]
