@@ -1,0 +1,214 @@
+"""Expectation evaluators: pure checks the hub's sweeper runs over a channel's metadata and WAL.
+
+``acks_within``, ``reply_within`` and ``max_silence`` as in ag2 1.2.1; each returns a ``Violation``
+or ``None`` and does no I/O. Handlers (what to do about a violation) live with the hub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ag2net.envelope import EV_EXPECTATION_VIOLATED, EV_TEXT, Envelope, is_protocol_event
+from ag2net.identity import parse_duration
+from ag2net.ids import parse_time, seconds_between
+
+ACKS_WITHIN = "acks_within"
+REPLY_WITHIN = "reply_within"
+MAX_SILENCE = "max_silence"
+
+
+@dataclass(slots=True)
+class ExpectationContext:
+    """What an evaluator may look at: the channel, its adapter state, its WAL and the time now."""
+
+    metadata: Any
+    state: Any
+    wal: list[Envelope]
+    now_iso: str
+    now_seconds: float
+
+    @classmethod
+    def at(cls, metadata: Any, state: Any, wal: list[Envelope], now_iso: str) -> ExpectationContext:
+        """A context whose ``now_seconds`` (epoch seconds) is derived from ``now_iso``."""
+        return cls(metadata, state, wal, now_iso, parse_time(now_iso).timestamp())
+
+
+@dataclass(slots=True)
+class Violation:
+    """An expectation that fired: who is at fault (``[]`` = the channel as a whole) and the figures."""
+
+    expectation: Any
+    violator_ids: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ExpectationEvaluator(Protocol):
+    """Checks one kind of expectation (matched by ``name``) against a channel."""
+
+    name: str
+
+    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None: ...
+
+
+def _state_value(state: Any) -> str:
+    return getattr(state, "value", state)
+
+
+def _params(expectation: Any) -> dict[str, Any]:
+    params = (
+        expectation.get("params") if isinstance(expectation, dict) else getattr(expectation, "params", None)
+    )
+    return params if isinstance(params, dict) else {}
+
+
+def _name(expectation: Any) -> str:
+    return expectation.get("name", "") if isinstance(expectation, dict) else getattr(expectation, "name", "")
+
+
+def threshold_seconds(expectation: Any, default: float) -> float:
+    """The expectation's ``seconds`` param (a number or a duration like ``"30s"``), else ``default``.
+
+    Raises ``ValueError`` naming the expectation when the param is unusable, so the hub can refuse
+    such a manifest when the channel is created instead of every sweep.
+    """
+    value = _params(expectation).get("seconds", default)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise ValueError(f"expectation {_name(expectation)!r}: params.seconds {exc}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError(
+            f"expectation {_name(expectation)!r}: params.seconds must be a non-negative number of seconds, "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _elapsed(since: str, now_iso: str) -> float | None:
+    """Seconds from ``since`` to now, or ``None`` when ``since`` is not a timestamp (unstamped)."""
+    if not since:
+        return None
+    try:
+        return seconds_between(since, now_iso)
+    except ValueError:
+        return None
+
+
+def _round(seconds: float) -> float:
+    return round(seconds, 3)
+
+
+class AcksWithin:
+    """While the channel is pending: every invitee acknowledges within ``seconds`` (default 30)."""
+
+    name = ACKS_WITHIN
+    default_seconds = 30.0
+
+    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+        md = ctx.metadata
+        if _state_value(md.state) != "pending" or not md.pending_acks:
+            return None
+        threshold = threshold_seconds(expectation, self.default_seconds)
+        elapsed = _elapsed(md.created_at, ctx.now_iso)
+        if elapsed is None or elapsed < threshold:
+            return None
+        return Violation(
+            expectation,
+            list(md.pending_acks),
+            {"elapsed_seconds": _round(elapsed), "threshold_seconds": threshold},
+        )
+
+
+class ReplyWithin:
+    """While active: a participant answers text addressed to it within ``seconds`` (default 600).
+
+    Per participant, the latest ``EV_TEXT`` addressed to it (a broadcast or one listing it, not its
+    own) with no ``EV_TEXT`` of its own after it must be younger than the threshold.
+    """
+
+    name = REPLY_WITHIN
+    default_seconds = 600.0
+
+    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+        md = ctx.metadata
+        if _state_value(md.state) != "active":
+            return None
+        threshold = threshold_seconds(expectation, self.default_seconds)
+        participants = md.participant_ids()
+        undecided = set(participants)
+        late: set[str] = set()
+        # newest first: for each participant the first relevant text decides
+        for env in reversed(ctx.wal):
+            if not undecided:
+                break
+            if env.event_type != EV_TEXT:
+                continue
+            sender = env.sender_id
+            if sender in undecided:
+                undecided.discard(sender)  # it has spoken since anything addressed to it
+            addressed = undecided if env.audience is None else undecided.intersection(env.audience)
+            if not addressed:
+                continue
+            elapsed = _elapsed(env.created_at, ctx.now_iso)
+            overdue = elapsed is not None and elapsed >= threshold
+            for pid in list(addressed):
+                undecided.discard(pid)
+                if overdue:
+                    late.add(pid)
+        if not late:
+            return None
+        return Violation(
+            expectation, [p for p in participants if p in late], {"threshold_seconds": threshold}
+        )
+
+
+def _is_content(env: Envelope) -> bool:
+    return not is_protocol_event(env.event_type) and env.event_type != EV_EXPECTATION_VIOLATED
+
+
+class MaxSilence:
+    """While active: some content envelope (not channel/task protocol, not a violation notice) at
+    least every ``seconds`` (default 3600), counted from the last one or from channel creation."""
+
+    name = MAX_SILENCE
+    default_seconds = 3600.0
+
+    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+        md = ctx.metadata
+        if _state_value(md.state) != "active":
+            return None
+        threshold = threshold_seconds(expectation, self.default_seconds)
+        since = md.created_at
+        for env in reversed(ctx.wal):
+            if _is_content(env):
+                since = env.created_at
+                break
+        elapsed = _elapsed(since, ctx.now_iso)
+        if elapsed is None or elapsed < threshold:
+            return None
+        return Violation(
+            expectation, [], {"elapsed_seconds": _round(elapsed), "threshold_seconds": threshold}
+        )
+
+
+def default_evaluators() -> list[ExpectationEvaluator]:
+    """The three built-in evaluators, fresh instances, in registration order."""
+    return [AcksWithin(), ReplyWithin(), MaxSilence()]
+
+
+__all__ = [
+    "ACKS_WITHIN",
+    "MAX_SILENCE",
+    "REPLY_WITHIN",
+    "AcksWithin",
+    "ExpectationContext",
+    "ExpectationEvaluator",
+    "MaxSilence",
+    "ReplyWithin",
+    "Violation",
+    "default_evaluators",
+    "threshold_seconds",
+]
