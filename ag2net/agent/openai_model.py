@@ -146,7 +146,7 @@ class OpenAIChatModel:
         except openai.APIStatusError as exc:
             raise ModelError(
                 f"model endpoint {self.endpoint} answered HTTP {exc.status_code} for model {self.model!r}: "
-                f"{_short(exc.message)}"
+                f"{_short(_status_detail(exc))}"
             ) from exc
         except openai.APITimeoutError as exc:
             raise ModelError(
@@ -180,6 +180,18 @@ class OpenAIChatModel:
                 if isinstance(value, int):
                     usage[key] = value
         return ModelResponse(content=message.content, tool_calls=calls, usage=usage)
+
+
+def _status_detail(exc: Any) -> str:
+    """The server's own error message when the body has one (``{"error": {"message": ...}}``)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+    return str(getattr(exc, "message", exc))
 
 
 def _short(text: str, limit: int = 300) -> str:
