@@ -1,0 +1,69 @@
+"""``Channel``: a handle on one channel for the agent or human that opened or joined it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag2net.channel import ChannelMetadata, ChannelState
+from ag2net.envelope import EV_TEXT, Envelope
+
+
+class Channel:
+    """A participant's handle on a channel: send into it, refresh its metadata, close it."""
+
+    def __init__(self, *, metadata: ChannelMetadata, client: Any) -> None:
+        self._metadata = metadata
+        self._client = client
+
+    @property
+    def channel_id(self) -> str:
+        return self._metadata.channel_id
+
+    @property
+    def metadata(self) -> ChannelMetadata:
+        return self._metadata
+
+    @property
+    def state(self) -> ChannelState:
+        return self._metadata.state
+
+    def is_terminal(self) -> bool:
+        return self._metadata.is_terminal()
+
+    async def send(
+        self,
+        content: str,
+        *,
+        audience: list[str] | None = None,
+        causation_id: str | None = None,
+        event_type: str = EV_TEXT,
+        event_data: dict[str, Any] | None = None,
+        depth: int | None = None,
+        priority: str = "normal",
+    ) -> str:
+        """Post into the channel; ``event_data`` defaults to ``{"text": content}``."""
+        env = Envelope(
+            channel_id=self.channel_id,
+            sender_id=self._client.agent_id,
+            audience=audience,
+            event_type=event_type,
+            event_data=event_data if event_data is not None else {"text": content},
+            causation_id=causation_id,
+            depth=depth or 0,
+            priority=priority,  # type: ignore[arg-type]
+        )
+        return await self._client.send_envelope(env)
+
+    async def info(self) -> ChannelMetadata:
+        self._metadata = await self._client.hub_client.get_channel(self.channel_id)
+        return self._metadata
+
+    async def close(self, reason: str = "") -> ChannelMetadata:
+        self._metadata = await self._client.hub_client.close_channel(self.channel_id, reason=reason)
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return f"Channel({self._metadata.manifest.type}, {self.channel_id}, {self._metadata.state.value})"
+
+
+__all__ = ["Channel"]

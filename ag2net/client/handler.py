@@ -1,0 +1,242 @@
+"""The default envelope handler and its public hooks.
+
+``default_handler(envelope, client)``: ack invites; for ``EV_TEXT``/``EV_PACKET`` (SPEC §3.10) run one
+LLM turn over the channel's projected view with the adapter's per-turn tools, post the adapter's
+round envelope, and store a turn record of exactly what the model received.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import Any
+
+from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, HUB_DEP
+from ag2net.channel import ChannelMetadata, ChannelState
+from ag2net.client.channel import Channel
+from ag2net.client.turns import TurnRecord
+from ag2net.envelope import (
+    EV_CHANNEL_INVITE,
+    EV_CHANNEL_INVITE_ACK,
+    EV_PACKET,
+    EV_TEXT,
+    Envelope,
+    is_protocol_event,
+)
+from ag2net.errors import NetworkError
+from ag2net.events import BaseEvent, Input, ModelMessage, ModelRequest, TextInput, ToolCallEvent, ToolResultEvent
+from ag2net.ids import utc_now
+from ag2net.views.base import ViewPolicy
+from ag2net.views.registry import resolve_view, view_spec
+
+log = logging.getLogger(__name__)
+
+SUBSTANTIVE = (EV_TEXT, EV_PACKET)
+
+
+async def read_wal_until(client: Any, envelope: Envelope) -> Any:
+    """The channel's WAL strictly before ``envelope`` (the whole WAL when it is not found)."""
+    return await client.hub_client.read_wal_until(envelope.channel_id, envelope.envelope_id)
+
+
+def resolve_view_policy(client: Any, metadata: ChannelMetadata) -> ViewPolicy:
+    """The view this participant uses: per-participant override, channel override, adapter default."""
+    adapter = client.hub_client.adapter_for_metadata(metadata)
+    return resolve_view(metadata, client.agent_id, adapter)
+
+
+def stamp_dependencies(client: Any, channel: Channel, state: Any) -> dict[str, Any]:
+    """The turn's injectable dependencies (``CHANNEL_DEP``, ``AGENT_CLIENT_DEP``, ``HUB_DEP``, ``CHANNEL_STATE_DEP``)."""
+    return {
+        CHANNEL_DEP: channel,
+        AGENT_CLIENT_DEP: client,
+        HUB_DEP: client.hub_client,
+        CHANNEL_STATE_DEP: state,
+    }
+
+
+def _current_input(projected: list[BaseEvent], adapter: Any, envelope: Envelope) -> list[Input]:
+    if projected:
+        first = projected[0]
+        if isinstance(first, ModelRequest):
+            return [p for p in first.parts if not (isinstance(p, TextInput) and not p.content)]
+        if isinstance(first, ModelMessage) and first.content:
+            return [TextInput(first.content)]
+    text = adapter.extract_turn_input(envelope)
+    return [TextInput(text)] if text else []
+
+
+async def ack_invite(client: Any, envelope: Envelope) -> None:
+    """Accept a channel invite (what the default handler does with ``EV_CHANNEL_INVITE``)."""
+    with contextlib.suppress(NetworkError):
+        await client.send_envelope(
+            Envelope(
+                channel_id=envelope.channel_id,
+                sender_id=client.agent_id,
+                audience=None,
+                event_type=EV_CHANNEL_INVITE_ACK,
+                event_data={"channel_id": envelope.channel_id},
+                causation_id=envelope.envelope_id,
+            )
+        )
+
+
+async def default_handler(envelope: Envelope, client: Any) -> None:
+    """Auto-ack invites; run an LLM turn on ``EV_TEXT``/``EV_PACKET``; pass over everything else."""
+    event_type = envelope.event_type
+    if event_type == EV_CHANNEL_INVITE:
+        if envelope.sender_id != client.agent_id:
+            await ack_invite(client, envelope)
+        return
+    if is_protocol_event(event_type) or event_type not in SUBSTANTIVE:
+        return
+    if envelope.sender_id == client.agent_id:
+        return
+    await run_turn(client, envelope)
+
+
+async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool = True) -> Envelope | None:
+    """The default handler's substantive path; returns the posted round envelope, if any."""
+    hub_client = client.hub_client
+    me = client.agent_id
+    cid = envelope.channel_id
+    started = time.perf_counter()
+    started_at = utc_now()
+    record: TurnRecord | None = None
+    try:
+        md = await hub_client.get_channel(cid)
+        if md.state != ChannelState.ACTIVE:
+            return None
+        if await hub_client.find_envelope_by_causation(cid, sender_id=me, causation_id=envelope.envelope_id):
+            return None  # already answered (redelivery after a reconnect)
+        if not await hub_client.can_send(cid, me):
+            return None
+        adapter = hub_client.adapter_for_metadata(md)
+        channel = Channel(metadata=md, client=client)
+        view = resolve_view_policy(client, md)
+        t0 = time.perf_counter()
+        history = await read_wal_until(client, envelope)
+        projection = await view.project(
+            history, participant_id=me, channel=md, render_envelope=adapter.render_envelope, name_for=hub_client.name_for
+        )
+        current = await view.project(
+            [envelope], participant_id=me, channel=md, render_envelope=adapter.render_envelope, name_for=hub_client.name_for
+        )
+        inputs = _current_input(current, adapter, envelope)
+        t_project = time.perf_counter() - t0
+        if not inputs:
+            return None
+        state = await hub_client.adapter_state(cid, md)
+        deps = stamp_dependencies(client, channel, state)
+        if envelope.trace_id:
+            deps["ag2.otel.traceparent"] = envelope.trace_id
+        t0 = time.perf_counter()
+        adapter_tools: list[Any] = []
+        if offer_adapter_tools:
+            try:
+                adapter_tools = list(adapter.tools_for(client, md, state, me))
+            except Exception:
+                log.exception("tools_for failed on channel %s", cid)
+        t_tools = time.perf_counter() - t0
+        record = TurnRecord(
+            channel_id=cid,
+            agent_id=me,
+            trigger_envelope_id=envelope.envelope_id,
+            started_at=started_at,
+            history=list(projection),
+            inputs=list(inputs),
+            view=view_spec(view),
+            timings={"projection_ms": t_project * 1000, "tool_schema_ms": t_tools * 1000},
+        )
+        t0 = time.perf_counter()
+        try:
+            reply = await client.agent.ask(*inputs, history=projection, tools=adapter_tools, dependencies=deps)
+        except Exception as exc:
+            _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
+            raise
+        record.timings["model_ms"] = (time.perf_counter() - t0) * 1000
+        _fill_from_calls(record, reply.calls, reply.events)
+        record.reply = reply.body
+        record.tokens["output"] = _count_output(reply)
+        state = await hub_client.adapter_state(cid)
+        out = adapter.build_round_envelope(
+            metadata=md, sender_id=me, reply=reply, events=reply.events, state=state, hub=hub_client
+        )
+        if out is not None:
+            out.causation_id = envelope.envelope_id
+            t0 = time.perf_counter()
+            record.reply_envelope_id = await client.send_envelope(out)
+            record.timings["post_ms"] = (time.perf_counter() - t0) * 1000
+        return out
+    except Exception as exc:
+        log.info("turn of %s on %s failed: %s", me, envelope.envelope_id, exc)
+        if record is not None:
+            record.error = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(Exception):
+            await hub_client.report_turn_failure(channel_id=cid, agent_id=me, envelope_id=envelope.envelope_id, exc=exc)
+        return None
+    finally:
+        if record is not None:
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            t0 = time.perf_counter()
+            with contextlib.suppress(Exception):
+                await hub_client.record_turn(record)
+            record.timings["record_ms"] = (time.perf_counter() - t0) * 1000
+
+
+def _fill_from_calls(record: TurnRecord, calls: list[Any], events: list[BaseEvent]) -> None:
+    """Copy what the model actually received (its first call) and the tool traffic into the record."""
+    from ag2net.agent.tokens import default_counter
+
+    counter = default_counter()
+    record.model_calls = len(calls)
+    if calls:
+        first = calls[0]
+        record.system_prompt = first.system
+        record.tools = list(first.tools)
+        record.history = list(first.history[: first.prior])
+        record.inputs = list(first.inputs)
+    record.token_method = counter.method
+    record.tokens.update(
+        {
+            "system": counter.count_system(record.system_prompt),
+            "history": counter.count_events(record.history),
+            "tools": counter.count_tools(record.tools),
+            "input": counter.count_events([ModelRequest(list(record.inputs))]) if record.inputs else 0,
+        }
+    )
+    results = {e.parent_id: e for e in events if isinstance(e, ToolResultEvent)}
+    record.tool_calls = [
+        {
+            "id": e.id,
+            "name": e.name,
+            "arguments": e.arguments,
+            "result": results[e.id].result if e.id in results else None,
+            "is_error": results[e.id].is_error if e.id in results else False,
+        }
+        for e in events
+        if isinstance(e, ToolCallEvent)
+    ]
+
+
+def _count_output(reply: Any) -> int:
+    from ag2net.agent.tokens import default_counter
+
+    counter = default_counter()
+    total = counter.count(reply.body or "")
+    for e in reply.events:
+        if isinstance(e, ToolCallEvent):
+            total += counter.count(e.name + e.arguments)
+    return total
+
+
+__all__ = [
+    "SUBSTANTIVE",
+    "ack_invite",
+    "default_handler",
+    "read_wal_until",
+    "resolve_view_policy",
+    "run_turn",
+    "stamp_dependencies",
+]

@@ -1,0 +1,593 @@
+"""``HubClient``: one connection to a hub, spoken through a ``Link`` by op name.
+
+It registers agents and humans, demultiplexes deliveries to them, and offers the read surface the
+workbench uses (channels, WAL pages, agents, skills, turn records, the observe stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ag2net.channel import ChannelMetadata
+from ag2net.envelope import Envelope
+from ag2net.errors import NotFoundError
+from ag2net.identity import Passport, Resume, Rule
+from ag2net.tasks import TaskMetadata
+from ag2net.transport.link import Link, LocalLink
+
+if TYPE_CHECKING:
+    from ag2net.client.agent_client import AgentClient
+    from ag2net.client.human_client import HumanClient
+    from ag2net.client.turns import TurnPreview, TurnRecord
+    from ag2net.hub.hub import Hub
+    from ag2net.hub.observe import ObservedEvent
+
+log = logging.getLogger(__name__)
+
+
+def _as(cls: type, value: Any) -> Any:
+    if value is None or isinstance(value, cls):
+        return value
+    return cls.from_dict(value)
+
+
+def _as_envelope(value: Any) -> Envelope:
+    return value if isinstance(value, Envelope) else Envelope.from_dict(value)
+
+
+class HubClient:
+    """A connection to a hub. ``HubClient.local(hub)`` for in-process use."""
+
+    def __init__(self, link: Link, *, rpc_timeout: float = 30.0) -> None:
+        self.link = link
+        self.rpc_timeout = rpc_timeout
+        self._clients: dict[str, Any] = {}
+        self._names: dict[str, str] = {}
+        self._ids_by_name: dict[str, str] = {}
+        self._adapters: dict[tuple[str, int], Any] | None = None
+        self._open = False
+        self._closed = False
+        self._open_lock = asyncio.Lock()
+
+    @classmethod
+    def local(cls, hub: Hub, **kwargs: Any) -> HubClient:
+        return cls(LocalLink(hub), **kwargs)
+
+    @property
+    def hub(self) -> Hub | None:
+        """The in-process ``Hub`` behind a local link (``None`` when remote)."""
+        return getattr(self.link, "hub", None)
+
+    @property
+    def remote(self) -> bool:
+        return not getattr(self.link, "local", False)
+
+    async def open(self) -> HubClient:
+        if self._closed:
+            raise RuntimeError("HubClient is closed")
+        if not self._open:
+            async with self._open_lock:
+                if not self._open:
+                    await self.link.open(self._on_notify)
+                    self._open = True
+        return self
+
+    async def __aenter__(self) -> HubClient:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for client in list(self._clients.values()):
+            stop = getattr(client, "_stop_workers", None)
+            if stop is not None:
+                await stop()
+        with contextlib.suppress(Exception):
+            await self.link.close()
+
+    async def shutdown(self) -> None:
+        """Unregister every identity this client registered, then close."""
+        for agent_id in list(self._clients):
+            with contextlib.suppress(Exception):
+                await self.call("unregister", agent_id=agent_id)
+        await self.close()
+
+    async def call(self, op: str, **params: Any) -> Any:
+        """Run a control-plane op on the hub."""
+        if self._closed:
+            raise RuntimeError("HubClient is closed")
+        if not self._open:
+            await self.open()
+        return await self.link.request(op, params)
+
+    # ------------------------------------------------------------------ deliveries
+
+    async def _on_notify(self, recipient_id: str, envelope: Envelope) -> None:
+        client = self._clients.get(recipient_id)
+        if client is None:
+            return
+        await client.receive(envelope)
+
+    async def ack(self, envelope: Envelope, recipient_id: str, status: str = "ack", reason: str = "") -> None:
+        if not envelope.envelope_id or self._closed:
+            return
+        with contextlib.suppress(Exception):
+            await self.link.receipt(envelope.envelope_id, status, recipient_id, envelope.channel_id, reason)
+
+    def _remember(self, passport: Passport) -> None:
+        if passport.agent_id:
+            self._names[passport.agent_id] = passport.name
+            self._ids_by_name[passport.name] = passport.agent_id
+
+    # ------------------------------------------------------------------ identities
+
+    async def register(
+        self,
+        agent: Any,
+        passport: Passport | None = None,
+        resume: Resume | None = None,
+        *,
+        skill_md: str | None = None,
+        rule: Rule | None = None,
+        attach_plugin: bool = True,
+        attach_default_handler: bool = True,
+    ) -> AgentClient:
+        """Register an LLM agent; returns its ``AgentClient`` (default handler attached unless told not to)."""
+        from ag2net.client.agent_client import AgentClient
+
+        if self._closed:
+            raise RuntimeError("HubClient is closed")
+        passport = passport or Passport(name=agent.name)
+        if passport.kind == "human":
+            raise ValueError(
+                "register() is for agent-kind participants; use HubClient.register_human(...) for kind='human' passports"
+            )
+        resume = resume or Resume()
+        stamped = _as(Passport, await self.call("register", passport=passport, resume=resume, skill_md=skill_md,
+                                                rule=rule))
+        passport.agent_id = stamped.agent_id
+        passport.created_at = stamped.created_at
+        self._remember(stamped)
+        client = AgentClient(
+            agent=agent,
+            passport=passport,
+            resume=resume,
+            rule=rule or Rule(),
+            hub_client=self,
+            attach_default_handler=attach_default_handler,
+        )
+        self._clients[stamped.agent_id] = client
+        if attach_plugin:
+            from ag2net.client.plugin import NetworkPlugin
+
+            NetworkPlugin(client).apply(agent)
+        return client
+
+    async def attach(
+        self,
+        agent: Any,
+        name: str,
+        *,
+        attach_plugin: bool = True,
+        attach_default_handler: bool = True,
+    ) -> AgentClient:
+        """Re-bind an agent identity that already exists on the hub (e.g. after a restart)."""
+        from ag2net.client.agent_client import AgentClient
+
+        passport = _as(Passport, await self.call("bind", name=name))
+        self._remember(passport)
+        resume = _as(Resume, await self.call("get_resume", agent_id=passport.agent_id))
+        rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
+        client = AgentClient(
+            agent=agent,
+            passport=passport,
+            resume=resume,
+            rule=rule,
+            hub_client=self,
+            attach_default_handler=attach_default_handler,
+        )
+        self._clients[passport.agent_id] = client
+        if attach_plugin:
+            from ag2net.client.plugin import NetworkPlugin
+
+            NetworkPlugin(client).apply(agent)
+        return client
+
+    async def register_human(
+        self,
+        passport: Passport,
+        *,
+        resume: Resume | None = None,
+        rule: Rule | None = None,
+        auto_ack_invites: bool = True,
+    ) -> HumanClient:
+        """Register a person (or bridge) as a participant without an LLM."""
+        from ag2net.client.human_client import HumanClient
+
+        if passport.kind not in (None, "human"):
+            raise ValueError(f"register_human() requires kind='human' (or None); got {passport.kind!r}")
+        passport.kind = "human"
+        resume = resume or Resume()
+        stamped = _as(Passport, await self.call("register", passport=passport, resume=resume, rule=rule))
+        passport.agent_id = stamped.agent_id
+        passport.created_at = stamped.created_at
+        self._remember(stamped)
+        human = HumanClient(
+            passport=passport, resume=resume, rule=rule or Rule(), hub_client=self, auto_ack_invites=auto_ack_invites
+        )
+        self._clients[stamped.agent_id] = human
+        return human
+
+    async def attach_human(self, name: str, *, auto_ack_invites: bool = True) -> HumanClient:
+        """Re-bind a human identity that already exists (a person reopening the same database)."""
+        from ag2net.client.human_client import HumanClient
+
+        passport = _as(Passport, await self.call("bind", name=name))
+        if passport.effective_kind != "human":
+            raise ValueError(f"{name!r} is registered as kind {passport.effective_kind!r}, not 'human'")
+        self._remember(passport)
+        resume = _as(Resume, await self.call("get_resume", agent_id=passport.agent_id))
+        rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
+        human = HumanClient(
+            passport=passport, resume=resume, rule=rule, hub_client=self, auto_ack_invites=auto_ack_invites
+        )
+        self._clients[passport.agent_id] = human
+        return human
+
+    async def register_or_attach_human(self, name: str, **kwargs: Any) -> HumanClient:
+        """Attach to the human ``name`` if it exists, else register it."""
+        if await self.find_agent_id_remote(name):
+            return await self.attach_human(name, **kwargs)
+        return await self.register_human(Passport(name=name, kind="human"), **kwargs)
+
+    def _forget(self, agent_id: str) -> None:
+        self._clients.pop(agent_id, None)
+
+    async def unregister_agent(self, agent_id: str) -> None:
+        await self.call("unregister", agent_id=agent_id)
+        self._forget(agent_id)
+
+    async def get_agent(self, name_or_id: str) -> Passport:
+        passport = _as(Passport, await self.call("get_agent", name_or_id=name_or_id))
+        self._remember(passport)
+        return passport
+
+    async def get_resume(self, agent_id: str) -> Resume:
+        return _as(Resume, await self.call("get_resume", agent_id=agent_id))
+
+    async def get_rule(self, agent_id: str) -> Rule:
+        return _as(Rule, await self.call("get_rule", agent_id=agent_id))
+
+    async def get_skill(self, agent_id: str) -> str | None:
+        return await self.call("get_skill", agent_id=agent_id)
+
+    async def get_skill_info(self, agent_id: str) -> dict[str, Any]:
+        return await self.call("get_skill_info", agent_id=agent_id)
+
+    def find_agent_id(self, name: str) -> str | None:
+        """Sync lookup from the local name cache (filled by every passport this client has seen)."""
+        hub = self.hub
+        if hub is not None:
+            return hub.find_agent_id(name)
+        return self._ids_by_name.get(name)
+
+    async def find_agent_id_remote(self, name: str) -> str | None:
+        return await self.call("find_agent_id", name=name)
+
+    async def names_for(self, agent_ids: list[str]) -> dict[str, str]:
+        names = await self.call("names_for", agent_ids=list(agent_ids))
+        for agent_id, name in names.items():
+            if name != agent_id:
+                self._names[agent_id] = name
+                self._ids_by_name[name] = agent_id
+        return names
+
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
+        """Sync: passport name for an id (cached; in-process reads the hub)."""
+        name = self._names.get(agent_id)
+        if name is None:
+            hub = self.hub
+            if hub is not None and agent_id in hub.agents:
+                name = hub.name_for(agent_id)
+                self._names[agent_id] = name
+        if name is not None:
+            return name
+        return default if default is not None else agent_id
+
+    def name_to_id_map(self) -> dict[str, str]:
+        return dict(self._ids_by_name)
+
+    async def list_agents(
+        self,
+        *,
+        capability: str | None = None,
+        query: str | None = None,
+        kind: str | None = None,
+        sort_by: str | None = None,
+        limit: int | None = 50,
+    ) -> list[Passport]:
+        result = await self.call(
+            "list_agents", capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit
+        )
+        passports = [_as(Passport, p) for p in result]
+        for p in passports:
+            self._remember(p)
+        return passports
+
+    async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
+        return _as(Resume, await self.call("set_resume", agent_id=agent_id, resume=resume))
+
+    async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
+        await self.call("set_skill", agent_id=agent_id, skill_md=skill_md)
+
+    async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
+        return _as(Rule, await self.call("set_rule", agent_id=agent_id, rule=rule))
+
+    # ------------------------------------------------------------------ channels
+
+    async def create_channel(
+        self,
+        *,
+        creator_id: str,
+        manifest_type: str,
+        participants: list[str],
+        manifest_version: int = 1,
+        required_acks: int | None = None,
+        ttl: Any = None,
+        knobs: dict[str, Any] | None = None,
+        intent: str | None = None,
+        labels: dict[str, Any] | None = None,
+    ) -> ChannelMetadata:
+        md = _as(
+            ChannelMetadata,
+            await self.call(
+                "create_channel",
+                creator_id=creator_id,
+                manifest_type=manifest_type,
+                manifest_version=manifest_version,
+                participants=participants,
+                required_acks=required_acks,
+                ttl=ttl,
+                knobs=knobs,
+                intent=intent,
+                labels=labels,
+            ),
+        )
+        if self.remote:
+            await self.names_for(md.participant_ids())
+        return md
+
+    async def get_channel(self, channel_id: str) -> ChannelMetadata:
+        return _as(ChannelMetadata, await self.call("get_channel", channel_id=channel_id))
+
+    async def list_channels(
+        self,
+        *,
+        agent_id: str | None = None,
+        include_terminal: bool = False,
+        limit: int | None = 50,
+        all_channels: bool = False,
+    ) -> list[ChannelMetadata]:
+        """Channels of ``agent_id`` (or, with ``all_channels=True``, every channel the hub lets you see)."""
+        if agent_id is None and not all_channels and self._clients:
+            agent_id = next(iter(self._clients))
+        result = await self.call(
+            "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
+        )
+        return [_as(ChannelMetadata, m) for m in result]
+
+    async def channel_stats(self) -> dict[str, dict[str, Any]]:
+        return await self.call("channel_stats")
+
+    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
+        return _as(ChannelMetadata, await self.call("close_channel", channel_id=channel_id, reason=reason))
+
+    async def post_envelope(self, envelope: Envelope) -> str:
+        return await self.call("post_envelope", envelope=envelope)
+
+    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
+        result = await self.call("read_wal", channel_id=channel_id, since=since, until=until)
+        return result if self.link.local else [_as_envelope(e) for e in result]
+
+    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, Envelope]]:
+        result = await self.call("read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
+        return [(int(seq), _as_envelope(env)) for seq, env in result]
+
+    async def read_wal_until(self, channel_id: str, envelope_id: str) -> list[Envelope]:
+        result = await self.call("read_wal_until", channel_id=channel_id, envelope_id=envelope_id)
+        return result if self.link.local else [_as_envelope(e) for e in result]
+
+    async def wal_count(self, channel_id: str) -> int:
+        return await self.call("wal_count", channel_id=channel_id)
+
+    async def find_envelope_by_causation(
+        self, channel_id: str, *, sender_id: str, causation_id: str
+    ) -> Envelope | None:
+        result = await self.call(
+            "find_envelope_by_causation", channel_id=channel_id, sender_id=sender_id, causation_id=causation_id
+        )
+        return None if result is None else _as_envelope(result)
+
+    async def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
+        return await self.call("can_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type)
+
+    async def explain_send(
+        self, channel_id: str, sender_id: str, *, event_type: str | None = None
+    ) -> tuple[bool, str]:
+        ok, why = await self.call("explain_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type)
+        return bool(ok), str(why)
+
+    async def pending_turns_for(self, agent_id: str) -> list[Any]:
+        return await self.call("pending_turns_for", agent_id=agent_id)
+
+    async def report_turn_failure(
+        self, *, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str
+    ) -> None:
+        await self.call(
+            "report_turn_failure",
+            channel_id=channel_id,
+            agent_id=agent_id,
+            envelope_id=envelope_id,
+            error=f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc),
+        )
+
+    # ------------------------------------------------------------------ adapters (local helpers)
+
+    def _adapter_registry(self) -> dict[tuple[str, int], Any]:
+        hub = self.hub
+        if hub is not None:
+            return hub._adapters
+        if self._adapters is None:
+            from ag2net.adapters import default_adapters
+
+            self._adapters = {(a.manifest.type, a.manifest.version): a for a in default_adapters()}
+        return self._adapters
+
+    def register_adapter(self, adapter: Any) -> None:
+        if self.hub is not None:
+            self.hub.register_adapter(adapter)
+        else:
+            self._adapter_registry()[(adapter.manifest.type, adapter.manifest.version)] = adapter
+
+    def adapter_for_metadata(self, metadata: ChannelMetadata) -> Any:
+        adapter = self._adapter_registry().get((metadata.manifest.type, metadata.manifest.version))
+        if adapter is None:
+            raise NotFoundError(f"no adapter registered for {metadata.manifest.type!r}@v{metadata.manifest.version}")
+        return adapter
+
+    async def adapter_for(self, channel_id: str) -> Any:
+        return self.adapter_for_metadata(await self.get_channel(channel_id))
+
+    async def adapter_state(self, channel_id: str, metadata: ChannelMetadata | None = None) -> Any:
+        """The channel's adapter state: folded locally from the WAL (works the same remote or local)."""
+        hub = self.hub
+        if hub is not None:
+            state = hub.adapter_state(channel_id)
+            if state is not None:
+                return state
+        md = metadata or await self.get_channel(channel_id)
+        adapter = self.adapter_for_metadata(md)
+        state = adapter.initial_state(md)
+        for env in await self.read_wal(channel_id):
+            state = adapter.fold(env, state)
+        return state
+
+    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> Any:
+        from ag2net.views.registry import resolve_view
+
+        return resolve_view(metadata, participant_id, self.adapter_for_metadata(metadata))
+
+    # ------------------------------------------------------------------ tasks
+
+    async def get_task(self, task_id: str) -> TaskMetadata:
+        return _as(TaskMetadata, await self.call("get_task", task_id=task_id))
+
+    async def list_tasks(
+        self, *, agent_id: str | None = None, channel_id: str | None = None, state: Any = None, limit: int = 50
+    ) -> list[TaskMetadata]:
+        result = await self.call(
+            "list_tasks",
+            agent_id=agent_id,
+            channel_id=channel_id,
+            state=getattr(state, "value", state),
+            limit=limit,
+        )
+        return [_as(TaskMetadata, t) for t in result]
+
+    async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
+        return _as(TaskMetadata, await self.call("observe_task", metadata=metadata))
+
+    async def update_task(
+        self, task_id: str, *, state: Any = None, progress: Any = None, result: Any = None, error: Any = None
+    ) -> TaskMetadata:
+        return _as(
+            TaskMetadata,
+            await self.call(
+                "update_task",
+                task_id=task_id,
+                state=getattr(state, "value", state),
+                progress=progress,
+                result=result,
+                error=error,
+            ),
+        )
+
+    async def record_observation(self, **kwargs: Any) -> None:
+        if "outcome" in kwargs:
+            kwargs["outcome"] = getattr(kwargs["outcome"], "value", kwargs["outcome"])
+        await self.call("record_observation", **kwargs)
+
+    async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
+        await self.call("fire_task_event", task_id=task_id, kind=kind, payload=payload)
+
+    # ------------------------------------------------------------------ knowledge, turns, audit
+
+    async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
+        return await self.call("add_knowledge", agent_id=agent_id, text=text, source=source)
+
+    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        return await self.call("search_knowledge", agent_id=agent_id, query=query, limit=limit)
+
+    async def record_turn(self, record: TurnRecord) -> None:
+        await self.call("record_turn", record=record.to_dict())
+
+    async def list_turns(
+        self,
+        *,
+        channel_id: str | None = None,
+        agent_id: str | None = None,
+        trigger_envelope_id: str | None = None,
+        limit: int = 20,
+    ) -> list[TurnRecord]:
+        from ag2net.client.turns import TurnRecord
+
+        rows = await self.call(
+            "list_turns",
+            channel_id=channel_id,
+            agent_id=agent_id,
+            trigger_envelope_id=trigger_envelope_id,
+            limit=limit,
+        )
+        return [TurnRecord.from_dict(r) for r in rows]
+
+    async def preview_turn(self, channel_id: str, participant_id: str, view: Any = None) -> TurnPreview:
+        from ag2net.client.turns import preview_turn
+
+        return await preview_turn(self, channel_id, participant_id, view)
+
+    async def list_audit(self, *, since: int = 0, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+        return [(int(pos), rec) for pos, rec in await self.call("list_audit", since=since, limit=limit)]
+
+    async def health(self) -> dict[str, Any]:
+        return await self.call("health")
+
+    async def adapter_types(self) -> list[str]:
+        return await self.call("adapter_types")
+
+    # ------------------------------------------------------------------ observe
+
+    async def observe_position(self) -> int:
+        return await self.call("observe_position")
+
+    async def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
+        """Every admitted envelope and lifecycle/audit event after position ``since`` (default: from now)."""
+        await self.open()
+        async for event in self.link.observe(since):
+            if event.kind == "agent":
+                name = event.payload.get("name")
+                agent_id = event.payload.get("agent_id")
+                if name and agent_id:
+                    self._names[agent_id] = name
+                    self._ids_by_name[name] = agent_id
+            yield event
+
+
+__all__ = ["HubClient"]

@@ -1,0 +1,138 @@
+"""``HumanClient``: a participant without an LLM — a person at the workbench, a bridge, a seeder."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from ag2net.client.base import ParticipantClient
+from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_TEXT, Envelope
+from ag2net.errors import NetworkError
+
+log = logging.getLogger(__name__)
+
+EnvelopeCallback = Callable[[Envelope], Awaitable[None]]
+
+
+class HumanClient(ParticipantClient):
+    """Push (``on_envelope``) and pull (``next_envelope``, ``envelopes()``) access to deliveries."""
+
+    kind_label = "HumanClient"
+
+    def __init__(self, *, auto_ack_invites: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.auto_ack_invites = auto_ack_invites
+        self._callbacks: list[EnvelopeCallback] = []
+        self._queue: asyncio.Queue[Envelope | None] = asyncio.Queue()
+
+    async def receive(self, envelope: Envelope) -> None:
+        if self._disconnected:
+            return
+        if (
+            self.auto_ack_invites
+            and envelope.event_type == EV_CHANNEL_INVITE
+            and envelope.sender_id != self.agent_id
+        ):
+            with contextlib.suppress(NetworkError):
+                await self._post_ack(envelope)
+        self._to_inbox(envelope)
+        self._queue.put_nowait(envelope)
+        for callback in list(self._callbacks):
+            try:
+                await callback(envelope)
+            except Exception:
+                log.exception("HumanClient %s: envelope callback failed", self.name)
+        await self._hub_client.ack(envelope, self.agent_id)
+
+    async def _post_ack(self, invite: Envelope) -> str:
+        return await self._hub_client.post_envelope(
+            Envelope(
+                channel_id=invite.channel_id,
+                sender_id=self.agent_id,
+                audience=None,
+                event_type=EV_CHANNEL_INVITE_ACK,
+                event_data={"channel_id": invite.channel_id},
+                causation_id=invite.envelope_id,
+            )
+        )
+
+    def on_envelope(self, callback: EnvelopeCallback) -> EnvelopeCallback:
+        """Add a callback run once per inbound envelope (in registration order; errors are logged)."""
+        self._callbacks.append(callback)
+        return callback
+
+    def remove_envelope_callback(self, callback: EnvelopeCallback) -> None:
+        with contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
+    async def next_envelope(
+        self, *, predicate: Callable[[Envelope], bool] | None = None, timeout: float | None = None
+    ) -> Envelope:
+        """The next inbound envelope matching ``predicate`` (non-matching ones are discarded)."""
+        self._check_connected()
+
+        async def wait() -> Envelope:
+            while True:
+                env = await self._queue.get()
+                if env is None:
+                    self._queue.put_nowait(None)
+                    raise RuntimeError("HumanClient is disconnected")
+                if predicate is None or predicate(env):
+                    return env
+
+        return await asyncio.wait_for(wait(), timeout)
+
+    async def envelopes(self) -> AsyncIterator[Envelope]:
+        """Every inbound envelope until ``disconnect()``."""
+        while True:
+            env = await self._queue.get()
+            if env is None:
+                self._queue.put_nowait(None)
+                return
+            yield env
+
+    async def send(
+        self,
+        channel_id: str,
+        text: str,
+        *,
+        audience: list[str] | None = None,
+        causation_id: str | None = None,
+    ) -> str:
+        """Post ``EV_TEXT``; ``audience`` may name participants by name or id."""
+        self._check_connected()
+        return await self._hub_client.post_envelope(
+            Envelope(
+                channel_id=channel_id,
+                sender_id=self.agent_id,
+                audience=await self.resolve_audience(audience),
+                event_type=EV_TEXT,
+                event_data={"text": text},
+                causation_id=causation_id,
+            )
+        )
+
+    async def post_envelope(self, envelope: Envelope) -> str:
+        return await self.send_envelope(envelope)
+
+    async def can_send(self, channel_id: str, *, event_type: str | None = None) -> tuple[bool, str]:
+        """Whether this human may speak in ``channel_id`` now, and if not, why (one sentence)."""
+        return await self._hub_client.explain_send(channel_id, self.agent_id, event_type=event_type)
+
+    async def close_channel(self, channel_id: str, reason: str = "human_closed") -> Any:
+        return await self._hub_client.close_channel(channel_id, reason=reason)
+
+    async def receive_chunk(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def disconnect(self) -> None:
+        if self._disconnected:
+            return
+        super().disconnect()
+        self._queue.put_nowait(None)
+
+
+__all__ = ["HumanClient"]

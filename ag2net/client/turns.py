@@ -1,0 +1,166 @@
+"""Turn records (what an LLM actually received in a turn, and what it did) and re-projection previews."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ag2net.events import BaseEvent, Input, event_from_dict, part_from_dict
+
+if TYPE_CHECKING:
+    from ag2net.client.hub_client import HubClient
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    """Everything one default-handler LLM turn sent and got back."""
+
+    channel_id: str
+    agent_id: str
+    trigger_envelope_id: str
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_at: str = ""
+    duration_ms: float = 0.0
+    system_prompt: str = ""
+    history: list[BaseEvent] = field(default_factory=list)
+    inputs: list[Input] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    view: dict[str, Any] = field(default_factory=dict)
+    reply: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)
+    token_method: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    reply_envelope_id: str | None = None
+    model_calls: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "channel_id": self.channel_id,
+            "agent_id": self.agent_id,
+            "trigger_envelope_id": self.trigger_envelope_id,
+            "started_at": self.started_at,
+            "duration_ms": self.duration_ms,
+            "system_prompt": self.system_prompt,
+            "history": [e.to_dict() for e in self.history],
+            "inputs": [p.to_dict() for p in self.inputs],
+            "tools": self.tools,
+            "view": self.view,
+            "reply": self.reply,
+            "tool_calls": self.tool_calls,
+            "tokens": self.tokens,
+            "token_method": self.token_method,
+            "timings": self.timings,
+            "reply_envelope_id": self.reply_envelope_id,
+            "model_calls": self.model_calls,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
+        return cls(
+            channel_id=data["channel_id"],
+            agent_id=data["agent_id"],
+            trigger_envelope_id=data.get("trigger_envelope_id", ""),
+            turn_id=data.get("turn_id") or uuid.uuid4().hex,
+            started_at=data.get("started_at", ""),
+            duration_ms=float(data.get("duration_ms", 0.0)),
+            system_prompt=data.get("system_prompt", ""),
+            history=[event_from_dict(e) for e in data.get("history", [])],
+            inputs=[part_from_dict(p) for p in data.get("inputs", [])],
+            tools=list(data.get("tools", [])),
+            view=dict(data.get("view", {})),
+            reply=data.get("reply"),
+            tool_calls=list(data.get("tool_calls", [])),
+            tokens=dict(data.get("tokens", {})),
+            token_method=data.get("token_method", ""),
+            timings=dict(data.get("timings", {})),
+            reply_envelope_id=data.get("reply_envelope_id"),
+            model_calls=int(data.get("model_calls", 0)),
+            error=data.get("error"),
+        )
+
+
+@dataclass(slots=True)
+class TurnPreview:
+    """What ``participant_id`` would receive if its turn ran now (re-projection over today's WAL)."""
+
+    channel_id: str
+    participant_id: str
+    view: dict[str, Any]
+    system_prompt: str
+    history: list[BaseEvent]
+    tools: list[dict[str, Any]]
+    tokens: dict[str, int]
+    token_method: str
+    wal_length: int
+
+
+class _ProbeClient:
+    """Just enough of a client for ``adapter.tools_for`` to build tool schemas."""
+
+    def __init__(self, hub_client: HubClient, agent_id: str) -> None:
+        self.hub_client = hub_client
+        self.agent_id = agent_id
+
+    async def send_envelope(self, envelope: Any) -> str:  # pragma: no cover - never called by a schema build
+        raise RuntimeError("a preview cannot post")
+
+
+async def project_for(
+    hub_client: HubClient, metadata: Any, participant_id: str, wal: Any, view: Any
+) -> list[BaseEvent]:
+    adapter = hub_client.adapter_for_metadata(metadata)
+    return await view.project(
+        wal,
+        participant_id=participant_id,
+        channel=metadata,
+        render_envelope=adapter.render_envelope,
+        name_for=hub_client.name_for,
+    )
+
+
+async def preview_turn(hub_client: HubClient, channel_id: str, participant_id: str, view: Any = None) -> TurnPreview:
+    """Re-project the channel for ``participant_id`` now, with ``view`` (a spec or policy) or the one in force."""
+    from ag2net.agent.tokens import default_counter
+    from ag2net.views.registry import view_from_spec, view_spec
+
+    md = await hub_client.get_channel(channel_id)
+    adapter = hub_client.adapter_for_metadata(md)
+    policy = view_from_spec(view) if view is not None else hub_client.default_view_policy(md, participant_id)
+    wal = await hub_client.read_wal(channel_id)
+    history = await project_for(hub_client, md, participant_id, wal, policy)
+    state = await hub_client.adapter_state(channel_id, md)
+    # The probe gets its own id: adapters cache ``say`` per client id, and a probe must never be reused.
+    probe = _ProbeClient(hub_client, f"preview:{participant_id}")
+    adapter_tools = [t.schema() for t in adapter.tools_for(probe, md, state, participant_id)]
+    last = await hub_client.list_turns(agent_id=participant_id, limit=1)
+    system = last[0].system_prompt if last else ""
+    adapter_names = {t["function"]["name"] for t in adapter_tools}
+    base_tools = [t for t in (last[0].tools if last else []) if t.get("function", {}).get("name") not in
+                  adapter_names and t.get("function", {}).get("name") != "say"]
+    tools = base_tools + adapter_tools
+    counter = default_counter()
+    tokens = {
+        "system": counter.count_system(system),
+        "history": counter.count_events(history),
+        "tools": counter.count_tools(tools),
+    }
+    tokens["total"] = sum(tokens.values())
+    return TurnPreview(
+        channel_id=channel_id,
+        participant_id=participant_id,
+        view=view_spec(policy),
+        system_prompt=system,
+        history=history,
+        tools=tools,
+        tokens=tokens,
+        token_method=counter.method,
+        wal_length=len(wal),
+    )
+
+
+__all__ = ["TurnPreview", "TurnRecord", "preview_turn", "project_for"]

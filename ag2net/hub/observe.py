@@ -1,0 +1,114 @@
+"""The observe stream: every admitted envelope, lifecycle event and audit record, in admission order.
+
+Positions are a per-hub counter. A bounded in-memory buffer lets a late observer catch up from a
+position without gaps or duplicates; one shared future wakes every waiting observer in O(1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag2net.envelope import Envelope
+from ag2net.errors import ProtocolError
+
+
+@dataclass(slots=True)
+class ObservedEvent:
+    """One entry of the observe stream."""
+
+    position: int
+    kind: str  # "envelope" | "channel" | "agent" | "audit"
+    channel_id: str | None = None
+    seq: int | None = None
+    envelope: Envelope | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "kind": self.kind,
+            "channel_id": self.channel_id,
+            "seq": self.seq,
+            "envelope": None if self.envelope is None else self.envelope.to_dict(),
+            "payload": self.payload,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ObservedEvent:
+        env = data.get("envelope")
+        return cls(
+            position=int(data["position"]),
+            kind=str(data["kind"]),
+            channel_id=data.get("channel_id"),
+            seq=data.get("seq"),
+            envelope=None if env is None else (env if isinstance(env, Envelope) else Envelope.from_dict(env)),
+            payload=dict(data.get("payload") or {}),
+        )
+
+
+class ObserveLog:
+    """Append-only, bounded buffer of observed events with async followers."""
+
+    def __init__(self, capacity: int = 250_000) -> None:
+        self._buffer: deque[ObservedEvent] = deque(maxlen=capacity)
+        self._position = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+
+    @property
+    def position(self) -> int:
+        """Position of the newest event (0 before any)."""
+        return self._position
+
+    def append(self, kind: str, **fields: Any) -> ObservedEvent:
+        self._position += 1
+        event = ObservedEvent(self._position, kind, **fields)
+        self._buffer.append(event)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        return event
+
+    def close(self) -> None:
+        self._closed = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def _events_after(self, position: int) -> list[ObservedEvent]:
+        buffer = self._buffer
+        if not buffer or position >= self._position:
+            return []
+        oldest = buffer[0].position
+        if position + 1 < oldest:
+            raise ProtocolError(
+                f"observe position {position} is older than the buffer (oldest {oldest}); "
+                "read the WAL for older history and observe from a newer position"
+            )
+        start = position + 1 - oldest
+        return [buffer[i] for i in range(start, len(buffer))]
+
+    async def follow(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
+        """Yield events after ``since`` (default: from now on) until the log closes."""
+        position = self._position if since is None else since
+        while True:
+            batch = self._events_after(position)
+            if batch:
+                for event in batch:
+                    position = event.position
+                    yield event
+                continue
+            if self._closed:
+                return
+            if self._waiter is None:
+                self._waiter = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._waiter)
+
+
+__all__ = ["ObserveLog", "ObservedEvent"]

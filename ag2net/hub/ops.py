@@ -1,0 +1,378 @@
+"""Control-plane ops by name: the one door through which every client (local or remote) reaches the hub.
+
+Params may hold Python records (in-process link) or their JSON dicts (WebSocket); each op decodes
+what it needs. Results are Python records; the WebSocket server encodes them with ``to_wire``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ag2net.channel import ChannelMetadata
+from ag2net.envelope import Envelope
+from ag2net.errors import ProtocolError
+from ag2net.identity import Passport, Resume, Rule
+from ag2net.tasks import TaskMetadata, TaskState
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+
+Op = Callable[["Hub", Any, dict[str, Any]], Awaitable[Any]]
+OPS: dict[str, Op] = {}
+
+
+def op(name: str) -> Callable[[Op], Op]:
+    def register(fn: Op) -> Op:
+        OPS[name] = fn
+        return fn
+
+    return register
+
+
+def _record(value: Any, cls: type) -> Any:
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        return cls.from_dict(value)
+    raise ProtocolError(f"expected a {cls.__name__} object, got {type(value).__name__}")
+
+
+def envelope_param(value: Any) -> Envelope:
+    if isinstance(value, Envelope):
+        return value
+    if isinstance(value, dict):
+        return Envelope.from_dict(value)
+    raise ProtocolError("post_envelope needs params.envelope as an envelope object")
+
+
+def _str(params: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+    value = params.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError(f"params.{name} must be a string")
+    return value
+
+
+async def run_op(hub: Hub, endpoint: Any, name: str, params: dict[str, Any]) -> Any:
+    fn = OPS.get(name)
+    if fn is None:
+        raise ProtocolError(f"unknown control-plane op: {name!r}")
+    if not isinstance(params, dict):
+        raise ProtocolError("params must be a JSON object")
+    authorize = getattr(endpoint, "authorize", None)
+    if authorize is not None:
+        await authorize(hub, name, params)
+    return await fn(hub, endpoint, params)
+
+
+@op("register")
+async def _register(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
+    passport = _record(p.get("passport"), Passport)
+    if passport is None:
+        raise ProtocolError("register needs params.passport")
+    owner = None
+    if passport.kind == "remote_agent":
+        owner = next(iter(getattr(endpoint, "bound", ()) or ()), None)
+    stamped = await hub.register_identity(
+        passport,
+        _record(p.get("resume"), Resume),
+        skill_md=p.get("skill_md"),
+        rule=_record(p.get("rule"), Rule),
+        owner_id=owner,
+    )
+    if endpoint is not None and p.get("bind", True):
+        hub.bind_endpoint(endpoint, stamped.agent_id)
+    return stamped
+
+
+@op("bind")
+async def _bind(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
+    """Re-bind an existing identity to this connection (a human reopening the same database)."""
+    passport = hub.get_agent(_str(p, "name"))
+    hub.bind_endpoint(endpoint, passport.agent_id)
+    return passport
+
+
+@op("unbind")
+async def _unbind(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    hub.unbind_endpoint(endpoint, _str(p, "agent_id"))
+
+
+@op("get_agent")
+async def _get_agent(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
+    return hub.get_agent(_str(p, "name_or_id"))
+
+
+@op("get_resume")
+async def _get_resume(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Resume:
+    return hub.get_resume(_str(p, "agent_id"))
+
+
+@op("get_rule")
+async def _get_rule(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Rule:
+    return hub.get_rule(_str(p, "agent_id"))
+
+
+@op("get_skill")
+async def _get_skill(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str | None:
+    return hub.get_skill(_str(p, "agent_id"))
+
+
+@op("get_skill_info")
+async def _get_skill_info(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, Any]:
+    return hub.get_skill_info(_str(p, "agent_id"))
+
+
+@op("find_agent_id")
+async def _find_agent_id(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str | None:
+    return hub.find_agent_id(_str(p, "name"))
+
+
+@op("names_for")
+async def _names_for(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, str]:
+    ids = p.get("agent_ids") or []
+    if not isinstance(ids, list):
+        raise ProtocolError("params.agent_ids must be a list of ids")
+    return hub.names_for([str(i) for i in ids])
+
+
+@op("list_agents")
+async def _list_agents(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Passport]:
+    return hub.list_agents(
+        capability=p.get("capability"),
+        query=p.get("query"),
+        kind=p.get("kind"),
+        sort_by=p.get("sort_by"),
+        limit=p.get("limit", 50),
+    )
+
+
+@op("set_resume")
+async def _set_resume(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Resume:
+    return await hub.set_resume(_str(p, "agent_id"), _record(p.get("resume"), Resume))
+
+
+@op("set_skill")
+async def _set_skill(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    await hub.set_skill(_str(p, "agent_id"), p.get("skill_md"))
+
+
+@op("set_rule")
+async def _set_rule(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Rule:
+    return await hub.set_rule(_str(p, "agent_id"), _record(p.get("rule"), Rule))
+
+
+@op("unregister")
+async def _unregister(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    await hub.unregister(_str(p, "agent_id"))
+
+
+@op("create_channel")
+async def _create_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> ChannelMetadata:
+    participants = p.get("participants")
+    if not isinstance(participants, list):
+        raise ProtocolError("params.participants must be a list of agent ids")
+    return await hub.create_channel(
+        creator_id=_str(p, "creator_id"),
+        manifest_type=_str(p, "manifest_type"),
+        manifest_version=int(p.get("manifest_version", 1)),
+        participants=participants,
+        required_acks=p.get("required_acks"),
+        ttl=p.get("ttl"),
+        knobs=p.get("knobs"),
+        intent=p.get("intent"),
+        labels=p.get("labels"),
+    )
+
+
+@op("get_channel")
+async def _get_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> ChannelMetadata:
+    return hub.get_channel(_str(p, "channel_id"))
+
+
+@op("list_channels")
+async def _list_channels(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[ChannelMetadata]:
+    return hub.list_channels(
+        agent_id=p.get("agent_id"),
+        include_terminal=bool(p.get("include_terminal", False)),
+        limit=p.get("limit", 50),
+    )
+
+
+@op("channel_stats")
+async def _channel_stats(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, Any]:
+    return hub.channel_stats()
+
+
+@op("close_channel")
+async def _close_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> ChannelMetadata:
+    return await hub.close_channel(_str(p, "channel_id"), reason=p.get("reason") or "")
+
+
+@op("post_envelope")
+async def _post_envelope(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str:
+    return await hub.post_envelope(envelope_param(p.get("envelope")))
+
+
+@op("read_wal")
+async def _read_wal(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Envelope]:
+    return await hub.read_wal(_str(p, "channel_id"), since=int(p.get("since", 0)), until=p.get("until"))
+
+
+@op("read_wal_seq")
+async def _read_wal_seq(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[tuple[int, Envelope]]:
+    return await hub.read_wal_seq(_str(p, "channel_id"), int(p["first_seq"]), int(p["last_seq"]))
+
+
+@op("read_wal_until")
+async def _read_wal_until(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Envelope]:
+    return await hub.read_wal_until(_str(p, "channel_id"), _str(p, "envelope_id"))
+
+
+@op("wal_count")
+async def _wal_count(hub: Hub, endpoint: Any, p: dict[str, Any]) -> int:
+    return hub.wal_count(_str(p, "channel_id"))
+
+
+@op("find_envelope_by_causation")
+async def _find_by_causation(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Envelope | None:
+    return await hub.find_envelope_by_causation(
+        _str(p, "channel_id"), sender_id=_str(p, "sender_id"), causation_id=_str(p, "causation_id")
+    )
+
+
+@op("can_send")
+async def _can_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> bool:
+    return await hub.can_send(_str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type"))
+
+
+@op("explain_send")
+async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
+    ok, why = await hub.explain_send(_str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type"))
+    return [ok, why]
+
+
+@op("pending_turns_for")
+async def _pending_turns_for(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
+    return hub.pending_turns_for(_str(p, "agent_id"))
+
+
+@op("report_turn_failure")
+async def _report_turn_failure(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    await hub.report_turn_failure(
+        channel_id=_str(p, "channel_id"),
+        agent_id=_str(p, "agent_id"),
+        envelope_id=_str(p, "envelope_id"),
+        exc=p.get("error") or "",
+    )
+
+
+@op("record_turn")
+async def _record_turn(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    record = p.get("record")
+    if not isinstance(record, dict):
+        raise ProtocolError("params.record must be a turn record object")
+    await hub.record_turn(record)
+
+
+@op("list_turns")
+async def _list_turns(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    return await hub.list_turns(
+        channel_id=p.get("channel_id"),
+        agent_id=p.get("agent_id"),
+        trigger_envelope_id=p.get("trigger_envelope_id"),
+        limit=int(p.get("limit", 50)),
+    )
+
+
+@op("get_task")
+async def _get_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> TaskMetadata:
+    return hub.get_task(_str(p, "task_id"))
+
+
+@op("list_tasks")
+async def _list_tasks(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[TaskMetadata]:
+    return hub.list_tasks(
+        agent_id=p.get("agent_id"), channel_id=p.get("channel_id"), state=p.get("state"), limit=p.get("limit", 50)
+    )
+
+
+@op("observe_task")
+async def _observe_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> TaskMetadata:
+    return await hub.observe_task(_record(p.get("metadata"), TaskMetadata))
+
+
+@op("update_task")
+async def _update_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> TaskMetadata:
+    state = p.get("state")
+    return await hub.update_task(
+        _str(p, "task_id"),
+        state=TaskState(state) if state else None,
+        progress=p.get("progress"),
+        result=p.get("result"),
+        error=p.get("error"),
+    )
+
+
+@op("record_observation")
+async def _record_observation(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    await hub.record_observation(
+        owner_id=_str(p, "owner_id"),
+        capability=_str(p, "capability"),
+        outcome=p.get("outcome"),
+        latency_ms=p.get("latency_ms"),
+        task_id=p.get("task_id"),
+    )
+
+
+@op("fire_task_event")
+async def _fire_task_event(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    await hub.fire_task_event(_str(p, "task_id"), _str(p, "kind"), dict(p.get("payload") or {}))
+
+
+@op("add_knowledge")
+async def _add_knowledge(hub: Hub, endpoint: Any, p: dict[str, Any]) -> int:
+    return await hub.add_knowledge(_str(p, "agent_id"), _str(p, "text"), source=p.get("source") or "")
+
+
+@op("search_knowledge")
+async def _search_knowledge(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    return await hub.search_knowledge(_str(p, "agent_id"), _str(p, "query"), int(p.get("limit", 10)))
+
+
+@op("list_audit")
+async def _list_audit(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
+    return await hub.store.read_audit(since=int(p.get("since", 0)), limit=p.get("limit"))
+
+
+@op("health")
+async def _health(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, Any]:
+    return hub.health()
+
+
+@op("observe_position")
+async def _observe_position(hub: Hub, endpoint: Any, p: dict[str, Any]) -> int:
+    return hub.observe_position
+
+
+@op("adapter_types")
+async def _adapter_types(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[str]:
+    return hub.adapter_types()
+
+
+def to_wire(value: Any) -> Any:
+    """Encode an op result as JSON-able data (records via ``to_dict``, passports without claims)."""
+    if isinstance(value, Passport):
+        return value.public_dict()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_wire(v) for k, v in value.items()}
+    return value
+
+
+__all__ = ["OPS", "envelope_param", "op", "run_op", "to_wire"]
