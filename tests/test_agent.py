@@ -254,6 +254,16 @@ async def test_inputs_are_normalised_and_history_comes_first():
     assert history == [ModelRequest([TextInput("earlier")]), ModelMessage("my earlier answer")]
 
 
+async def test_a_list_of_parts_is_the_same_as_spreading_it():
+    model = ScriptedModel("a", "b")
+    agent = Agent("l", model)
+    parts = [TextInput("x"), "y"]
+    await agent.ask(parts)
+    await agent.ask(*parts)
+    assert model.calls[0].inputs == model.calls[1].inputs == [TextInput("x"), TextInput("y")]
+    assert (await Agent("d", ScriptedModel("c")).ask([1, 2])).events[0].parts == [DataInput([1, 2])]
+
+
 async def test_ask_without_inputs_continues_from_history():
     model = ScriptedModel("continuing")
     reply = await Agent("c", model).ask(history=[ModelRequest([TextInput("q")])])
@@ -478,9 +488,9 @@ async def test_cancel_calls_the_callback_and_ends_the_task():
     }
 
 
-async def test_sink_task_cancelled_is_the_default_callback():
+async def test_sink_post_task_cancelled_is_the_default_callback():
     class Sink(RecordingSink):
-        async def task_cancelled(self, task_id: str, reason: str) -> None:
+        async def post_task_cancelled(self, task_id: str, reason: str) -> None:
             self.log.append(("cancelled", reason))
 
     sink = Sink()
@@ -489,6 +499,24 @@ async def test_sink_task_cancelled_is_the_default_callback():
     async with agent.task("t") as task:
         await task.cancel("stop")
     assert sink.log[-1] == ("cancelled", "stop")
+
+
+async def test_task_adopts_owner_and_channel_the_sink_fills_in():
+    class Client(RecordingSink):
+        @property
+        def agent_id(self) -> str:
+            raise RuntimeError("passport not stamped yet")
+
+        async def observe_task(self, metadata: TaskMetadata) -> None:
+            metadata.owner_id, metadata.channel_id = "b" * 32, "c" * 32
+            await super().observe_task(metadata)
+
+    agent = Agent("owner", ScriptedModel())
+    task = agent.task("t", sink=Client())
+    assert task.owner_id == "owner"  # a raising agent_id falls back to the agent's name
+    async with task:
+        assert (task.owner_id, task.channel_id) == ("b" * 32, "c" * 32)
+        assert task.metadata.channel_id == "c" * 32
 
 
 async def test_asyncio_cancellation_cancels_the_task():

@@ -72,10 +72,17 @@ class AgentReply:
 
 def to_parts(inputs: Iterable[Any]) -> list[Input]:
     """Normalise ``ask`` inputs: ``str`` → ``TextInput``, Input parts as they are, a ``ModelRequest``
-    → its parts, anything else → ``DataInput``."""
+    → its parts, a list of str/parts → flattened (so ``ask(parts)`` equals ``ask(*parts)``), anything
+    else → ``DataInput``."""
     parts: list[Input] = []
     for item in inputs:
-        if isinstance(item, str):
+        if (
+            isinstance(item, list | tuple)
+            and item
+            and all(isinstance(i, str | TextInput | DataInput) for i in item)
+        ):
+            parts.extend(to_parts(item))
+        elif isinstance(item, str):
             parts.append(TextInput(item))
         elif isinstance(item, TextInput | DataInput):
             parts.append(item)

@@ -7,6 +7,7 @@ A model receives a ``ModelCall`` (system prompt, history, tool schemas) and retu
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import uuid
@@ -74,7 +75,7 @@ def _copy_part(part: Input) -> Input:
 def _copy_event(event: BaseEvent) -> BaseEvent:
     if isinstance(event, ModelRequest):
         return ModelRequest([_copy_part(p) for p in event.parts])
-    if hasattr(event, "metadata"):
+    if dataclasses.is_dataclass(event) and isinstance(getattr(event, "metadata", None), dict):
         return replace(event, metadata=dict(event.metadata))  # type: ignore[type-var]
     return copy.copy(event)
 

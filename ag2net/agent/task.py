@@ -29,8 +29,9 @@ CancelCallback = Callable[[str, str], Awaitable[Any]]
 class TaskSink(Protocol):
     """Where a task's state is mirrored (the agent's network client, or the hub itself).
 
-    A sink may also define ``async task_cancelled(task_id, reason)``; it is used as the cancel
-    callback when ``Task`` gets no ``on_cancelled``.
+    A sink may also define ``async post_task_cancelled(task_id, reason)`` (the network client posts
+    ``EV_TASK_CANCELLED`` there); it is the cancel callback when ``Task`` gets no ``on_cancelled``.
+    ``observe_task`` may fill in the metadata's ``owner_id`` and ``channel_id``; the task adopts them.
     """
 
     async def observe_task(self, metadata: TaskMetadata) -> Any: ...
@@ -100,12 +101,12 @@ class Task:
         self.spec = TaskSpec(
             title=title, description=description, payload=dict(payload or {}), capability=capability
         )
-        self.owner_id = owner_id or getattr(sink, "agent_id", None) or agent.name
+        self.owner_id = owner_id or _sink_agent_id(sink) or agent.name
         self.channel_id = channel_id
         self.ttl_seconds = ttl_seconds
         self.sink = sink
         if on_cancelled is None:
-            on_cancelled = getattr(sink, "task_cancelled", None)
+            on_cancelled = getattr(sink, "post_task_cancelled", None)
         self.on_cancelled = on_cancelled
         self.state = TaskState.CREATED
         self.created_at = utc_now()
@@ -156,12 +157,15 @@ class Task:
         if self.ttl_seconds is not None:
             self.expires_at = add_seconds(self.started_at, self.ttl_seconds)
         if self.sink is not None:
+            metadata = self.metadata
             try:
-                await self.sink.observe_task(self.metadata)
+                await self.sink.observe_task(metadata)
             except BaseException:
                 # the hub refused (e.g. max_concurrent_tasks): the task never started
                 self.state, self.started_at, self.expires_at = TaskState.CREATED, None, None
                 raise
+            self.owner_id = metadata.owner_id or self.owner_id
+            self.channel_id = metadata.channel_id or self.channel_id
 
     def _require_running(self, action: str) -> None:
         if self.state is TaskState.CREATED:
@@ -243,6 +247,14 @@ class Task:
         except ValueError:
             pass  # exited in another context than it was entered in; drop just this task
         _ACTIVE.set(tuple(t for t in _ACTIVE.get() if t is not self))
+
+
+def _sink_agent_id(sink: Any) -> str | None:
+    try:
+        value = getattr(sink, "agent_id", None)
+    except Exception:  # e.g. a client whose passport is not stamped yet
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 __all__ = ["CancelCallback", "Task", "TaskSink", "active_task", "current_task"]
