@@ -664,3 +664,36 @@ async def test_concurrent_tasks_on_one_agent_each_see_their_own():
 
     await asyncio.gather(*(job(str(i)) for i in range(5)))
     assert seen == {str(i): f"task {i}" for i in range(5)}
+
+
+async def test_task_mirrors_into_a_real_hub_through_the_agent_client(hub):
+    from ag2net.client.hub_client import HubClient
+    from ag2net.identity import Passport
+
+    @tool
+    async def report(percent: int, task: TaskInject) -> str:
+        """Report progress on the active task."""
+        await task.progress({"percent": percent})
+        return "ok"
+
+    hc = HubClient.local(hub)
+    await hc.open()
+    agent = Agent("worker", ScriptedModel(tool_call("report", percent=40), "done"), tools=[report])
+    client = await hc.register(agent, Passport(name="worker"), attach_plugin=False)
+    assert agent.task_sink is client
+    async with agent.task("job", capability="summary") as task:
+        await agent.ask("go")
+        running = hub.get_task(task.task_id)
+        assert (running.state, running.progress, running.owner_id) == (
+            TaskState.RUNNING,
+            {"percent": 40},
+            client.agent_id,
+        )
+    assert hub.get_task(task.task_id).state is TaskState.COMPLETED
+    with pytest.raises(RuntimeError):
+        async with agent.task("doomed") as doomed:
+            raise RuntimeError("gave up")
+    assert (hub.get_task(doomed.task_id).state, hub.get_task(doomed.task_id).error) == (
+        TaskState.FAILED,
+        "gave up",
+    )
