@@ -216,29 +216,47 @@ def check_shape(env: Envelope) -> None:
     _optional_str(env.idempotency_key, "idempotency_key")
 
 
+_JSON_KEY_TYPES = (str, int, float, bool, type(None))
+_LEAVE = object()
+
+
 def _find_unserialisable(value: Any, path: str) -> str | None:
-    """Path and type of the first value json cannot encode, e.g. ``datetime at event_data.when``."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return None
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            return f"non-finite float at {path}"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{type(key).__name__} key at {path}"
-            found = _find_unserialisable(item, f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            found = _find_unserialisable(item, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return f"{type(value).__name__} at {path}"
+    """Path and type of the first value json cannot encode, e.g. ``datetime at event_data.when``.
+
+    Iterative, so a cycle or a structure nested past the recursion limit is reported, not re-raised.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    on_path: set[int] = set()  # containers enclosing the current item: a repeat is a cycle
+    while stack:
+        item, where = stack.pop()
+        if where is _LEAVE:
+            on_path.discard(item)
+            continue
+        if item is None or isinstance(item, (str, bool, int)):
+            continue
+        if isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"non-finite float at {where}"
+            continue
+        if isinstance(item, (dict, list, tuple)):
+            if id(item) in on_path:
+                return f"circular reference at {where}"
+            on_path.add(id(item))
+            stack.append((id(item), _LEAVE))  # type: ignore[arg-type]
+            if isinstance(item, dict):
+                children = []
+                for key, child in item.items():
+                    if not isinstance(key, _JSON_KEY_TYPES):
+                        return f"{type(key).__name__} key at {where}"
+                    if isinstance(key, float) and (key != key or key in (float("inf"), float("-inf"))):
+                        return f"non-finite float key at {where}"
+                    children.append((child, f"{where}.{key}"))
+            else:
+                children = [(child, f"{where}[{i}]") for i, child in enumerate(item)]
+            stack.extend(reversed(children))
+            continue
+        return f"{type(item).__name__} at {where}"
+    return None
 
 
 def check_event_data(event_data: Any) -> str:
@@ -248,7 +266,11 @@ def check_event_data(event_data: Any) -> str:
     try:
         encoded = json.dumps(event_data, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
-        where = _find_unserialisable(event_data, "event_data") or "a value too deeply nested"
+        where = _find_unserialisable(event_data, "event_data")
+        if where is None:
+            raise ProtocolError("event_data is nested too deeply to encode; flatten it") from None
+        if len(where) > 240:
+            where = where[:160] + "…" + where[-60:]
         raise ProtocolError(f"event_data is not JSON-serialisable: {where}") from None
     if len(encoded) > MAX_EVENT_DATA_BYTES and len(encoded.encode()) > MAX_EVENT_DATA_BYTES:
         raise ProtocolError(
