@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import typing
 from typing import Any
 
 import pytest
@@ -80,6 +81,8 @@ class _Client:
 
 
 def test_seed_example_raw_envelope_construction() -> None:
+    from ag2net import Envelope
+
     channel, alice, bob = _Channel(), _Client(ALICE), _Client(BOB)
     envelope = Envelope(
         channel_id=channel.channel_id,
@@ -95,6 +98,8 @@ def test_seed_example_raw_envelope_construction() -> None:
 
 
 def test_seed_example_visible_to() -> None:
+    from ag2net import visible_to
+
     my_agent_id = BOB
     seen = []
 
@@ -108,6 +113,9 @@ def test_seed_example_visible_to() -> None:
 
 
 def test_seed_example_priority_is_a_plain_string() -> None:
+    from ag2net import Priority
+
+    assert typing.get_args(Priority) == ("background", "normal", "urgent")
     env = text(priority="urgent")
     check_envelope(env)
     assert env.to_dict()["priority"] == "urgent"

@@ -28,8 +28,12 @@ Limitations: not for code review or numerical analysis.
 
 
 def test_seed_example_parsing_the_frontmatter() -> None:
+    from ag2net import parse_skill_frontmatter
+
     skill_md = SEED_SKILL
     parsed: ParsedSkill = parse_skill_frontmatter(skill_md)
+    print(parsed.frontmatter)  # {"title": "Research Assistant", "expertise": [...]}
+    print(parsed.body)  # the markdown body
     assert parsed.frontmatter == {"title": "Research Assistant", "expertise": ["policy", "finance"]}
     assert parsed.body.startswith("\n# Researcher\n\nA senior policy analyst.")
     assert parsed.body.endswith("numerical analysis.\n")
@@ -39,6 +43,8 @@ def test_seed_example_parsing_the_frontmatter() -> None:
 
 
 def test_seed_example_fallback_skill() -> None:
+    from ag2net import Passport, Resume, render_fallback_skill
+
     passport = Passport(name="researcher")
     resume = Resume(claimed_capabilities=["research"])
     skill_md = render_fallback_skill(passport, resume)
