@@ -296,7 +296,9 @@ class TransitionGraph:
         initial = data.get("initial_speaker")
         if not isinstance(initial, str) or not initial:
             raise WorkflowGraphError(f"graph initial_speaker must be a non-empty agent id, got {initial!r}")
-        raw = data.get("transitions") or []
+        raw = data.get("transitions")
+        if raw is None:
+            raw = []
         if not isinstance(raw, list):
             raise WorkflowGraphError(f"graph transitions must be a list, got {type(raw).__name__}")
         transitions = []
