@@ -1,0 +1,542 @@
+"""The envelope composer: hand-craft any envelope (custom types included), validated live, previewed exactly.
+
+Send posts ``EnvelopeComposer.SendRequested``; the app posts it through ``human.post_envelope`` and calls
+``show_send_error`` when the hub refuses (the draft stays) or ``sent`` when it was admitted. Drafts
+persist in a JSON file next to the settings file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label, Select, SelectionList, Static, TextArea
+from textual.widgets.selection_list import Selection
+
+from ag2net.envelope import (
+    ALL_EVENT_TYPES,
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_EXPIRED,
+    EV_CHANNEL_INVITE,
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_INVITE_REJECT,
+    EV_CHANNEL_OPENED,
+    EV_CONTEXT_SET,
+    EV_EXPECTATION_VIOLATED,
+    EV_PACKET,
+    EV_TASK_CANCEL_REQUEST,
+    EV_TASK_CANCELLED,
+    EV_TEXT,
+    PRIORITIES,
+    Envelope,
+    check_envelope,
+    check_event_data,
+)
+from ag2net.errors import ProtocolError
+from tui.widgets.json_area import json_text_area
+
+CUSTOM_TEMPLATE = "custom"
+
+
+def event_templates(channel_id: str = "", sender_id: str = "") -> dict[str, dict[str, Any]]:
+    """An ``event_data`` skeleton for every EV_* type (plus a custom one), keyed by event type."""
+    return {
+        EV_TEXT: {"text": "Hello from the workbench."},
+        EV_PACKET: {"routing": {}, "context_updates": {"set": {}, "delete": []}, "body": ""},
+        EV_CHANNEL_INVITE: {
+            "channel_id": channel_id,
+            "manifest_type": "consulting",
+            "manifest_version": 1,
+            "creator_id": sender_id,
+            "knobs": {},
+            "labels": {},
+        },
+        EV_CHANNEL_INVITE_ACK: {"channel_id": channel_id},
+        EV_CHANNEL_INVITE_REJECT: {"channel_id": channel_id, "reason": ""},
+        EV_CHANNEL_OPENED: {"channel_id": channel_id},
+        EV_CHANNEL_CLOSED: {"reason": "closed_by_human", "channel_id": channel_id},
+        EV_CHANNEL_EXPIRED: {"reason": "ttl", "channel_id": channel_id},
+        EV_EXPECTATION_VIOLATED: {"expectation": "reply_within", "violators": [], "detail": ""},
+        EV_CONTEXT_SET: {"set": {"key": "value"}, "delete": []},
+        EV_TASK_CANCEL_REQUEST: {"task_id": "", "reason": ""},
+        EV_TASK_CANCELLED: {"task_id": "", "reason": ""},
+        CUSTOM_TEMPLATE: {"document_id": "doc-123", "kind": "security"},
+    }
+
+
+def event_type_warning(event_type: str) -> str:
+    """A warning (not an error) for a type outside a dotted namespace; empty when the type is fine."""
+    if event_type and "." not in event_type.strip("."):
+        return (
+            f"'{event_type}' has no dotted namespace; prefer e.g. 'myapp.{event_type}' "
+            "so it cannot collide with future ag2.* events"
+        )
+    return ""
+
+
+def parse_event_data(text: str) -> tuple[dict[str, Any] | None, str]:
+    """Parse the editor's text: (object, "") or (None, one-sentence error)."""
+    if not text.strip():
+        return None, 'event_data is empty; write a JSON object such as {"text": "hi"}'
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return None, f"event_data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(value), "null"
+        )
+        return None, f'event_data must be a JSON object, got {kind}; wrap it like {{"value": ...}}'
+    try:
+        check_event_data(value)
+    except ProtocolError as exc:
+        return None, str(exc)
+    return value, ""
+
+
+@dataclass(slots=True)
+class ChannelChoice:
+    """A channel the composer can post into: its label and its participants as (agent_id, name)."""
+
+    channel_id: str
+    label: str
+    participants: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _set_message(label: Label, text: str) -> None:
+    label.update(text)
+    label.set_class(not text, "-empty")
+
+
+RecentFor = Callable[[str], Sequence[tuple[str, str]]]
+
+
+class EnvelopeComposer(ModalScreen[None]):
+    """A form for one raw envelope with live validation and an exact preview."""
+
+    HELP = """\
+## Envelope composer
+
+Build any envelope, including custom event types (`myapp.review_request`).
+
+- **Template** fills event type and event data for every `EV_*` type.
+- **Audience**: tick participants; none ticked is a broadcast (`audience: null`).
+- The preview on the right is exactly what will be posted; the hub stamps `envelope_id` and `created_at`.
+- **Ctrl+S** sends, **Escape** closes (the draft is kept).
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s,ctrl+enter,ctrl+j", "send", "Send", id="composer.send", tooltip="Post the envelope"),
+        Binding("escape", "close", "Close", id="composer.close", tooltip="Close; the draft is kept"),
+    ]
+
+    DEFAULT_CSS = """
+    EnvelopeComposer {
+        align: center middle;
+        & > #composer-frame {
+            width: 96%;
+            height: 94%;
+            border: round $primary;
+            border-title-color: $text-primary;
+            border-title-style: bold;
+            background: $surface;
+        }
+        & #composer-form { width: 3fr; padding: 0 1; }
+        & #composer-side { width: 2fr; border-left: vkey $panel-lighten-1; padding: 0 1; }
+        & .field-label { color: $text-muted; margin-top: 1; }
+        & .field-error { color: $text-error; height: auto; width: 100%; }
+        & .field-warning { color: $text-warning; height: auto; width: 100%; }
+        & .field-hint { color: $text-muted; text-style: italic; height: auto; width: 100%; }
+        & Input, & Select, & SelectionList { background: $boost; }
+        & .field-error.-empty, & .field-warning.-empty { display: none; }
+        & #composer-audience { height: auto; max-height: 6; }
+        & #composer-data { height: 9; }
+        & #composer-row { height: auto; }
+        & #composer-row > Vertical { width: 1fr; height: auto; }
+        & #composer-row > Vertical:first-child { margin-right: 1; }
+        & #composer-buttons { height: auto; margin-top: 1; }
+        & #composer-buttons Button { margin-right: 1; }
+        & #composer-send-error {
+            color: $text-error;
+            border: tall $error;
+            padding: 0 1;
+            height: auto;
+            margin-bottom: 1;
+        }
+        & #composer-send-error.-empty { display: none; }
+        & #composer-preview { height: 1fr; border: none; }
+    }
+    """
+
+    class SendRequested(Message):
+        """The user asked to post ``envelope`` (already validated)."""
+
+        def __init__(self, composer: EnvelopeComposer, envelope: Envelope) -> None:
+            super().__init__()
+            self.composer = composer
+            self.envelope = envelope
+
+        @property
+        def control(self) -> EnvelopeComposer:
+            return self.composer
+
+    def __init__(
+        self,
+        channels: Sequence[ChannelChoice],
+        sender_id: str,
+        *,
+        initial_channel: str | None = None,
+        recent_for: RecentFor | None = None,
+        draft_path: Path | None = None,
+        custom_types: Sequence[str] = (),
+    ) -> None:
+        super().__init__()
+        self.channels = {c.channel_id: c for c in channels}
+        self.sender_id = sender_id
+        self.recent_for: RecentFor = recent_for or (lambda channel_id: ())
+        self.draft_path = draft_path
+        self.custom_types = [t for t in custom_types if t not in ALL_EVENT_TYPES]
+        self.errors: dict[str, str] = {}
+        self.warnings: dict[str, str] = {}
+        self.sending = False
+        self._loading = True
+        self._draft = self._read_draft()
+        channel = initial_channel or self._draft.get("channel_id")
+        if channel not in self.channels:
+            channel = next(iter(self.channels), None)
+        self._initial_channel = channel
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        draft = self._draft
+        channel_options = [(c.label, c.channel_id) for c in self.channels.values()]
+        templates = [(t, t) for t in (*ALL_EVENT_TYPES, CUSTOM_TEMPLATE)]
+        with Horizontal(id="composer-frame") as frame:
+            frame.border_title = "Compose envelope"
+            frame.border_subtitle = "ctrl+s send · esc close (draft kept)"
+            with VerticalScroll(id="composer-form"):
+                yield Label("Channel", classes="field-label")
+                yield Select(
+                    channel_options,
+                    prompt="Pick a channel",
+                    value=self._initial_channel if self._initial_channel else Select.NULL,
+                    compact=True,
+                    id="composer-channel",
+                )
+                yield Label("", classes="field-error", id="composer-channel-msg")
+                yield Label("Audience (none ticked = broadcast to all participants)", classes="field-label")
+                yield SelectionList[str](compact=True, id="composer-audience")
+                yield Label("Template", classes="field-label")
+                yield Select(templates, prompt="Fill from a template…", compact=True, id="composer-template")
+                yield Label("Event type", classes="field-label")
+                yield Input(
+                    draft.get("event_type", EV_TEXT),
+                    placeholder="ag2.msg.text or myapp.review_request",
+                    suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types]),
+                    compact=True,
+                    id="composer-type",
+                )
+                yield Label("", classes="field-error", id="composer-type-msg")
+                yield Label("", classes="field-warning", id="composer-type-warning")
+                yield Label("Event data (JSON object)", classes="field-label")
+                yield json_text_area(
+                    draft.get("event_data", json.dumps({"text": ""}, indent=2)),
+                    tab_behavior="focus",
+                    show_line_numbers=True,
+                    compact=True,
+                    id="composer-data",
+                )
+                yield Label("", classes="field-error", id="composer-data-msg")
+                with Horizontal(id="composer-row"):
+                    with Vertical():
+                        yield Label("Priority", classes="field-label")
+                        yield Select(
+                            [(p, p) for p in PRIORITIES],
+                            value=draft.get("priority", "normal"),
+                            allow_blank=False,
+                            compact=True,
+                            id="composer-priority",
+                        )
+                    with Vertical():
+                        yield Label("TTL seconds (optional)", classes="field-label")
+                        yield Input(
+                            str(draft.get("ttl_seconds") or ""),
+                            placeholder="none",
+                            compact=True,
+                            id="composer-ttl",
+                        )
+                        yield Label("", classes="field-error", id="composer-ttl-msg")
+                yield Label("In reply to (causation_id)", classes="field-label")
+                yield Select([], prompt="Not a reply", compact=True, id="composer-causation")
+                yield Label("Task id (optional)", classes="field-label")
+                yield Input(draft.get("task_id") or "", placeholder="none", compact=True, id="composer-task")
+                with Horizontal(id="composer-buttons"):
+                    yield Button("Send", variant="primary", id="composer-send")
+                    yield Button("Close", id="composer-cancel")
+            with Vertical(id="composer-side"):
+                yield Static("", id="composer-send-error", classes="-empty")
+                yield Label("Envelope to post", classes="field-label")
+                yield Label(
+                    "envelope_id and created_at are stamped by the hub at admission.",
+                    classes="field-hint",
+                )
+                yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
+
+    def on_mount(self) -> None:
+        self._fill_channel(self._initial_channel, restore=self._draft)
+        self._loading = False
+        self.validate_form()
+        self.query_one("#composer-type", Input).focus()
+
+    # ------------------------------------------------------------------ reading the form
+
+    @property
+    def channel_id(self) -> str | None:
+        value = self.query_one("#composer-channel", Select).value
+        return None if value is Select.NULL else str(value)
+
+    def form_values(self) -> dict[str, Any]:
+        """The raw form contents (what a draft stores)."""
+        causation = self.query_one("#composer-causation", Select).value
+        return {
+            "channel_id": self.channel_id,
+            "audience": list(self.query_one("#composer-audience", SelectionList).selected),
+            "event_type": self.query_one("#composer-type", Input).value,
+            "event_data": self.query_one("#composer-data", TextArea).text,
+            "priority": str(self.query_one("#composer-priority", Select).value),
+            "causation_id": None if causation is Select.NULL else str(causation),
+            "ttl_seconds": self.query_one("#composer-ttl", Input).value.strip() or None,
+            "task_id": self.query_one("#composer-task", Input).value.strip() or None,
+        }
+
+    def validate_form(self) -> Envelope | None:
+        """Check every field, show messages beside them, refresh the preview; the envelope when valid."""
+        values = self.form_values()
+        errors: dict[str, str] = {}
+        warnings: dict[str, str] = {}
+        if not values["channel_id"]:
+            errors["channel"] = "pick a channel to post into"
+        event_type = values["event_type"].strip()
+        if not event_type:
+            errors["type"] = "event_type is empty; pick one (e.g. ag2.msg.text) or type a dotted name"
+        else:
+            warnings["type"] = event_type_warning(event_type)
+        data, data_error = parse_event_data(values["event_data"])
+        if data_error:
+            errors["data"] = data_error
+        ttl: int | None = None
+        if values["ttl_seconds"] is not None:
+            try:
+                ttl = int(values["ttl_seconds"])
+                if ttl < 0:
+                    raise ValueError
+            except ValueError:
+                errors["ttl"] = "ttl_seconds must be a whole number of seconds (0 or more), or empty"
+        envelope: Envelope | None = None
+        if not errors:
+            envelope = Envelope(
+                channel_id=values["channel_id"],
+                sender_id=self.sender_id,
+                audience=values["audience"] or None,
+                event_type=event_type,
+                event_data=data or {},
+                task_id=values["task_id"],
+                causation_id=values["causation_id"],
+                priority=values["priority"],
+                ttl_seconds=ttl,
+            )
+            try:
+                check_envelope(envelope)
+            except ProtocolError as exc:
+                field_name = "type" if "event_type" in str(exc) else "data"
+                errors[field_name] = str(exc)
+                envelope = None
+        self.errors = errors
+        self.warnings = {k: v for k, v in warnings.items() if v}
+        for name in ("channel", "type", "data", "ttl"):
+            _set_message(self.query_one(f"#composer-{name}-msg", Label), errors.get(name, ""))
+        _set_message(self.query_one("#composer-type-warning", Label), self.warnings.get("type", ""))
+        self.query_one("#composer-send", Button).disabled = bool(errors) or self.sending
+        self._update_preview(values, envelope)
+        return envelope
+
+    def _update_preview(self, values: dict[str, Any], envelope: Envelope | None) -> None:
+        preview = self.query_one("#composer-preview", TextArea)
+        if envelope is not None:
+            text = json.dumps(envelope.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
+        else:
+            problems = "\n".join(f"// {msg}" for msg in self.errors.values())
+            text = f"// not sendable yet:\n{problems}"
+        if preview.text != text:
+            preview.load_text(text)
+
+    # ------------------------------------------------------------------ reacting
+
+    @on(Select.Changed, "#composer-channel")
+    def _channel_changed(self, event: Select.Changed) -> None:
+        if self._loading:
+            return
+        self._fill_channel(self.channel_id, restore=None)
+        self._changed()
+
+    @on(Select.Changed, "#composer-template")
+    def _template_changed(self, event: Select.Changed) -> None:
+        if event.value is Select.NULL:
+            return
+        name = str(event.value)
+        template = event_templates(self.channel_id or "", self.sender_id)[name]
+        self.query_one("#composer-type", Input).value = (
+            "myapp.custom_event" if name == CUSTOM_TEMPLATE else name
+        )
+        self.query_one("#composer-data", TextArea).load_text(json.dumps(template, indent=2))
+        self._changed()
+
+    @on(Input.Changed)
+    @on(TextArea.Changed, "#composer-data")
+    @on(Select.Changed, "#composer-priority, #composer-causation")
+    @on(SelectionList.SelectedChanged)
+    def _field_changed(self) -> None:
+        if not self._loading:
+            self._changed()
+
+    def _changed(self) -> None:
+        self.validate_form()
+        self._clear_send_error()
+        self._save_draft_soon()
+
+    @on(Button.Pressed, "#composer-send")
+    def _send_pressed(self) -> None:
+        self.action_send()
+
+    @on(Button.Pressed, "#composer-cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_close()
+
+    def action_send(self) -> None:
+        envelope = self.validate_form()
+        if envelope is None:
+            first = next(iter(self.errors), None)
+            focus_target = {
+                "channel": "#composer-channel",
+                "type": "#composer-type",
+                "data": "#composer-data",
+            }
+            if first in focus_target:
+                self.query_one(focus_target[first]).focus()
+            elif first == "ttl":
+                self.query_one("#composer-ttl").focus()
+            return
+        if self.sending:
+            return
+        self.sending = True
+        self.query_one("#composer-send", Button).disabled = True
+        self.post_message(self.SendRequested(self, envelope))
+
+    def action_close(self) -> None:
+        self._write_draft(self.form_values())
+        self.dismiss(None)
+
+    # ------------------------------------------------------------------ called by the app
+
+    def show_send_error(self, message: str) -> None:
+        """The hub refused the envelope: show why beside the form and keep every field as typed."""
+        self.sending = False
+        error = self.query_one("#composer-send-error", Static)
+        error.update(f"Not sent: {message}")
+        error.remove_class("-empty")
+        self.validate_form()
+        self._write_draft(self.form_values())
+
+    def sent(self) -> None:
+        """The hub admitted the envelope: forget the draft and close."""
+        self.sending = False
+        self._delete_draft()
+        self.dismiss(None)
+
+    @property
+    def send_error(self) -> str:
+        return str(self.query_one("#composer-send-error", Static).render())
+
+    # ------------------------------------------------------------------ internals
+
+    def _clear_send_error(self) -> None:
+        error = self.query_one("#composer-send-error", Static)
+        if not error.has_class("-empty"):
+            error.update("")
+            error.add_class("-empty")
+
+    def _fill_channel(self, channel_id: str | None, *, restore: dict[str, Any] | None) -> None:
+        audience = self.query_one("#composer-audience", SelectionList)
+        audience.clear_options()
+        causation = self.query_one("#composer-causation", Select)
+        choice = self.channels.get(channel_id or "")
+        if choice is None:
+            causation.set_options([])
+            return
+        chosen = set(restore.get("audience") or []) if restore else set()
+        audience.add_options(
+            [Selection(name, agent_id, agent_id in chosen) for agent_id, name in choice.participants]
+        )
+        recent = list(self.recent_for(choice.channel_id))
+        causation.set_options([(label, envelope_id) for envelope_id, label in recent])
+        wanted = restore.get("causation_id") if restore else None
+        if wanted and any(envelope_id == wanted for envelope_id, _ in recent):
+            causation.value = wanted
+
+    def _save_draft_soon(self) -> None:
+        if self.draft_path is None:
+            return
+        self._write_draft(self.form_values())
+
+    @work(thread=True, exclusive=True, group="composer-draft")
+    def _write_draft(self, values: dict[str, Any]) -> None:
+        if self.draft_path is None:
+            return
+        try:
+            self.draft_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.draft_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(values, indent=2))
+            tmp.replace(self.draft_path)
+        except OSError as exc:
+            self.app.call_from_thread(
+                self.notify,
+                f"Could not save the draft to {self.draft_path}: {exc.strerror}.",
+                severity="warning",
+            )
+
+    def _delete_draft(self) -> None:
+        if self.draft_path is not None:
+            try:
+                self.draft_path.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    def _read_draft(self) -> dict[str, Any]:
+        # A few hundred bytes read once when the screen opens; not worth a worker round-trip.
+        if self.draft_path is None or not self.draft_path.exists():
+            return {}
+        try:
+            data = json.loads(self.draft_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+__all__ = [
+    "ChannelChoice",
+    "EnvelopeComposer",
+    "event_templates",
+    "event_type_warning",
+    "parse_event_data",
+]

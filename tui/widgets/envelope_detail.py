@@ -1,0 +1,198 @@
+"""The envelope detail screen: the exact JSON, who can see it, the envelope it answers, copy as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static, TextArea
+
+from ag2net.envelope import Envelope
+from tui.formatting import envelope_json, event_family, short_id
+from tui.widgets.json_area import json_text_area
+
+FAMILY_VARIABLE = {
+    "text": "$text-primary",
+    "packet": "$text-secondary",
+    "channel": "$text-muted",
+    "task": "$text-warning",
+    "expectation": "$text-error",
+    "context": "$text-success",
+    "custom": "$text-accent",
+}
+
+
+def visibility_names(
+    envelope: Envelope, name_for: Callable[[str], str], participants: Sequence[str] | None
+) -> tuple[str, list[str]]:
+    """A sentence describing who may see ``envelope`` and the resolved names (sender first)."""
+    sender = name_for(envelope.sender_id)
+    if envelope.audience is None:
+        if participants:
+            names = [name_for(p) for p in participants]
+            return "every participant (broadcast)", names
+        return "every participant (broadcast)", [sender]
+    names = [sender] + [name_for(a) for a in envelope.audience if a != envelope.sender_id]
+    if not envelope.audience:
+        return "only the sender (empty audience)", names
+    return "the sender and the audience", names
+
+
+class EnvelopeDetail(ModalScreen[None]):
+    """One envelope in full. Posts ``OpenRequested`` to follow its causation link."""
+
+    HELP = """\
+## Envelope
+
+The envelope exactly as stored in the WAL.
+
+- **c** copies it as JSON to the clipboard.
+- **o** opens the envelope this one replies to (its `causation_id`).
+- **Escape** closes.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss", "Close", id="detail.close"),
+        Binding("c", "copy_json", "Copy JSON", id="detail.copy", tooltip="Copy the envelope as JSON"),
+        Binding(
+            "o",
+            "open_causation",
+            "Open cause",
+            id="detail.cause",
+            tooltip="Open the envelope this one answers",
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    EnvelopeDetail {
+        align: center middle;
+        & > #detail-frame {
+            width: 90%;
+            max-width: 130;
+            height: 90%;
+            border: round $primary;
+            border-title-color: $text-primary;
+            border-title-style: bold;
+            background: $surface;
+            padding: 0 1;
+        }
+        & #detail-fields { height: auto; margin-bottom: 1; }
+        & .field-name { color: $text-muted; width: 14; }
+        & .field-value { width: 1fr; }
+        & .detail-row { height: 1; }
+        & #detail-visibility { height: auto; margin-bottom: 1; }
+        & #detail-cause { height: 1; margin-bottom: 1; }
+        & #detail-cause Button { min-width: 0; height: 1; border: none; margin: 0 1 0 0; }
+        & #detail-json { height: 1fr; border: none; }
+        & #detail-hint { height: 1; color: $text-muted; }
+    }
+    """
+
+    class OpenRequested(Message):
+        """Open another envelope by id (the causation link)."""
+
+        def __init__(self, envelope_id: str, channel_id: str) -> None:
+            super().__init__()
+            self.envelope_id = envelope_id
+            self.channel_id = channel_id
+
+    def __init__(
+        self,
+        envelope: Envelope,
+        *,
+        seq: int | None = None,
+        channel_label: str = "",
+        name_for: Callable[[str], str] | None = None,
+        participants: Sequence[str] | None = None,
+        cause_label: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.envelope = envelope
+        self.seq = seq
+        self.channel_label = channel_label
+        self.name_for = name_for or (lambda agent_id: agent_id)
+        self.participants = list(participants or [])
+        self.cause_label = cause_label
+
+    @property
+    def json_text(self) -> str:
+        return envelope_json(self.envelope)
+
+    def compose(self) -> ComposeResult:
+        env = self.envelope
+        name_for = self.name_for
+        with Vertical(id="detail-frame") as frame:
+            seq = "" if self.seq is None else f"#{self.seq} "
+            frame.border_title = f"Envelope {seq}· {env.event_type}"
+            frame.border_subtitle = "c copy · o open cause · esc close"
+            with Vertical(id="detail-fields"):
+                rows = [
+                    ("channel", f"{self.channel_label or short_id(env.channel_id)}  ({env.channel_id})"),
+                    ("sender", f"{name_for(env.sender_id)}  ({env.sender_id})"),
+                    ("event type", env.event_type),
+                    ("created", env.created_at or "—"),
+                    ("envelope id", env.envelope_id or "—"),
+                    ("priority", f"{env.priority}   depth {env.depth}   ttl {env.ttl_seconds or '—'}"),
+                    ("task / trace", f"{env.task_id or '—'} / {env.trace_id or '—'}"),
+                ]
+                for key, value in rows:
+                    with Horizontal(classes="detail-row"):
+                        yield Label(key, classes="field-name")
+                        if key == "event type":
+                            style = FAMILY_VARIABLE[event_family(value)]
+                            yield Label(
+                                Content.from_markup(f"[{style}]$value", value=value),
+                                classes="field-value",
+                                id="detail-type",
+                            )
+                        else:
+                            yield Label(Text(value), classes="field-value")
+            sentence, names = visibility_names(env, name_for, self.participants)
+            visibility = Text.assemble(("Visible to ", "dim"), (sentence, "bold"), ": ", ", ".join(names))
+            yield Static(visibility, id="detail-visibility")
+            with Horizontal(id="detail-cause"):
+                if env.causation_id:
+                    label = self.cause_label or short_id(env.causation_id, 12)
+                    yield Button(
+                        f"↳ in reply to {label}", id="detail-open-cause", variant="primary", compact=True
+                    )
+                else:
+                    yield Label("Not a reply (no causation_id).", classes="field-name")
+            yield json_text_area(
+                self.json_text,
+                read_only=True,
+                show_line_numbers=True,
+                soft_wrap=True,
+                id="detail-json",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-json", TextArea).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_causation":
+            return bool(self.envelope.causation_id)
+        return True
+
+    def action_copy_json(self) -> None:
+        self.app.copy_to_clipboard(self.json_text)
+        self.notify("Envelope copied to the clipboard as JSON.", timeout=3)
+
+    def action_open_causation(self) -> None:
+        if self.envelope.causation_id:
+            self.post_message(self.OpenRequested(self.envelope.causation_id, self.envelope.channel_id))
+
+    @on(Button.Pressed, "#detail-open-cause")
+    def _cause_pressed(self) -> None:
+        self.action_open_causation()
+
+
+__all__ = ["EnvelopeDetail", "visibility_names"]
