@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Envelope], Awaitable[None]]
 
 #: The envelope the current task's handler is working on (per asyncio task, so per channel worker).
-handling_envelope: contextvars.ContextVar[Envelope | None] = contextvars.ContextVar("handling_envelope", default=None)
+handling_envelope: contextvars.ContextVar[Envelope | None] = contextvars.ContextVar(
+    "handling_envelope", default=None
+)
 
 
 class AgentClient(ParticipantClient):
@@ -173,8 +175,10 @@ class AgentClient(ParticipantClient):
         """Feed every turn the hub says is ours (after a restart) back into the handler."""
         count = 0
         for turn in await self._hub_client.pending_turns_for(self.agent_id):
-            trigger_id = turn.triggering_envelope_id if hasattr(turn, "triggering_envelope_id") else turn.get(
-                "triggering_envelope_id"
+            trigger_id = (
+                turn.triggering_envelope_id
+                if hasattr(turn, "triggering_envelope_id")
+                else turn.get("triggering_envelope_id")
             )
             channel_id = turn.channel_id if hasattr(turn, "channel_id") else turn.get("channel_id")
             if not trigger_id:

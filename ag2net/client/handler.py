@@ -25,7 +25,15 @@ from ag2net.envelope import (
     is_protocol_event,
 )
 from ag2net.errors import NetworkError
-from ag2net.events import BaseEvent, Input, ModelMessage, ModelRequest, TextInput, ToolCallEvent, ToolResultEvent
+from ag2net.events import (
+    BaseEvent,
+    Input,
+    ModelMessage,
+    ModelRequest,
+    TextInput,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ag2net.ids import utc_now
 from ag2net.views.base import ViewPolicy
 from ag2net.views.registry import resolve_view, view_spec
@@ -118,10 +126,18 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         t0 = time.perf_counter()
         history = await read_wal_until(client, envelope)
         projection = await view.project(
-            history, participant_id=me, channel=md, render_envelope=adapter.render_envelope, name_for=hub_client.name_for
+            history,
+            participant_id=me,
+            channel=md,
+            render_envelope=adapter.render_envelope,
+            name_for=hub_client.name_for,
         )
         current = await view.project(
-            [envelope], participant_id=me, channel=md, render_envelope=adapter.render_envelope, name_for=hub_client.name_for
+            [envelope],
+            participant_id=me,
+            channel=md,
+            render_envelope=adapter.render_envelope,
+            name_for=hub_client.name_for,
         )
         inputs = _current_input(current, adapter, envelope)
         t_project = time.perf_counter() - t0
@@ -151,7 +167,9 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         )
         t0 = time.perf_counter()
         try:
-            reply = await client.agent.ask(*inputs, history=projection, tools=adapter_tools, dependencies=deps)
+            reply = await client.agent.ask(
+                *inputs, history=projection, tools=adapter_tools, dependencies=deps
+            )
         except Exception as exc:
             _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
             raise
@@ -174,7 +192,9 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if record is not None:
             record.error = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(Exception):
-            await hub_client.report_turn_failure(channel_id=cid, agent_id=me, envelope_id=envelope.envelope_id, exc=exc)
+            await hub_client.report_turn_failure(
+                channel_id=cid, agent_id=me, envelope_id=envelope.envelope_id, exc=exc
+            )
         return None
     finally:
         if record is not None:

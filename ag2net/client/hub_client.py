@@ -151,8 +151,10 @@ class HubClient:
                 "register() is for agent-kind participants; use HubClient.register_human(...) for kind='human' passports"
             )
         resume = resume or Resume()
-        stamped = _as(Passport, await self.call("register", passport=passport, resume=resume, skill_md=skill_md,
-                                                rule=rule))
+        stamped = _as(
+            Passport,
+            await self.call("register", passport=passport, resume=resume, skill_md=skill_md, rule=rule),
+        )
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
@@ -221,7 +223,11 @@ class HubClient:
         passport.created_at = stamped.created_at
         self._remember(stamped)
         human = HumanClient(
-            passport=passport, resume=resume, rule=rule or Rule(), hub_client=self, auto_ack_invites=auto_ack_invites
+            passport=passport,
+            resume=resume,
+            rule=rule or Rule(),
+            hub_client=self,
+            auto_ack_invites=auto_ack_invites,
         )
         self._clients[stamped.agent_id] = human
         return human
@@ -397,8 +403,12 @@ class HubClient:
         result = await self.call("read_wal", channel_id=channel_id, since=since, until=until)
         return result if self.link.local else [_as_envelope(e) for e in result]
 
-    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, Envelope]]:
-        result = await self.call("read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
+    async def read_wal_seq(
+        self, channel_id: str, first_seq: int, last_seq: int
+    ) -> list[tuple[int, Envelope]]:
+        result = await self.call(
+            "read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq
+        )
         return [(int(seq), _as_envelope(env)) for seq, env in result]
 
     async def read_wal_until(self, channel_id: str, envelope_id: str) -> list[Envelope]:
@@ -412,7 +422,10 @@ class HubClient:
         self, channel_id: str, *, sender_id: str, causation_id: str
     ) -> Envelope | None:
         result = await self.call(
-            "find_envelope_by_causation", channel_id=channel_id, sender_id=sender_id, causation_id=causation_id
+            "find_envelope_by_causation",
+            channel_id=channel_id,
+            sender_id=sender_id,
+            causation_id=causation_id,
         )
         return None if result is None else _as_envelope(result)
 
@@ -422,7 +435,9 @@ class HubClient:
     async def explain_send(
         self, channel_id: str, sender_id: str, *, event_type: str | None = None
     ) -> tuple[bool, str]:
-        ok, why = await self.call("explain_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type)
+        ok, why = await self.call(
+            "explain_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type
+        )
         return bool(ok), str(why)
 
     async def pending_turns_for(self, agent_id: str) -> list[Any]:
@@ -460,7 +475,9 @@ class HubClient:
     def adapter_for_metadata(self, metadata: ChannelMetadata) -> Any:
         adapter = self._adapter_registry().get((metadata.manifest.type, metadata.manifest.version))
         if adapter is None:
-            raise NotFoundError(f"no adapter registered for {metadata.manifest.type!r}@v{metadata.manifest.version}")
+            raise NotFoundError(
+                f"no adapter registered for {metadata.manifest.type!r}@v{metadata.manifest.version}"
+            )
         return adapter
 
     async def adapter_for(self, channel_id: str) -> Any:
@@ -491,7 +508,12 @@ class HubClient:
         return _as(TaskMetadata, await self.call("get_task", task_id=task_id))
 
     async def list_tasks(
-        self, *, agent_id: str | None = None, channel_id: str | None = None, state: Any = None, limit: int = 50
+        self,
+        *,
+        agent_id: str | None = None,
+        channel_id: str | None = None,
+        state: Any = None,
+        limit: int = 50,
     ) -> list[TaskMetadata]:
         result = await self.call(
             "list_tasks",
@@ -563,7 +585,9 @@ class HubClient:
 
         return await preview_turn(self, channel_id, participant_id, view)
 
-    async def list_audit(self, *, since: int = 0, limit: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+    async def list_audit(
+        self, *, since: int = 0, limit: int | None = None
+    ) -> list[tuple[int, dict[str, Any]]]:
         return [(int(pos), rec) for pos, rec in await self.call("list_audit", since=since, limit=limit)]
 
     async def health(self) -> dict[str, Any]:

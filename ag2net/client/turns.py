@@ -123,7 +123,9 @@ async def project_for(
     )
 
 
-async def preview_turn(hub_client: HubClient, channel_id: str, participant_id: str, view: Any = None) -> TurnPreview:
+async def preview_turn(
+    hub_client: HubClient, channel_id: str, participant_id: str, view: Any = None
+) -> TurnPreview:
     """Re-project the channel for ``participant_id`` now, with ``view`` (a spec or policy) or the one in force."""
     from ag2net.agent.tokens import default_counter
     from ag2net.views.registry import view_from_spec, view_spec
@@ -140,8 +142,12 @@ async def preview_turn(hub_client: HubClient, channel_id: str, participant_id: s
     last = await hub_client.list_turns(agent_id=participant_id, limit=1)
     system = last[0].system_prompt if last else ""
     adapter_names = {t["function"]["name"] for t in adapter_tools}
-    base_tools = [t for t in (last[0].tools if last else []) if t.get("function", {}).get("name") not in
-                  adapter_names and t.get("function", {}).get("name") != "say"]
+    base_tools = [
+        t
+        for t in (last[0].tools if last else [])
+        if t.get("function", {}).get("name") not in adapter_names
+        and t.get("function", {}).get("name") != "say"
+    ]
     tools = base_tools + adapter_tools
     counter = default_counter()
     tokens = {

@@ -351,7 +351,9 @@ class Hub:
         record = audit_record(kind, fields.pop("at", None) or self.clock(), **fields)
         record = json.loads(json.dumps(record, default=str))
         position = await self.store.append_audit(record)
-        self.observe_log.append("audit", channel_id=record.get("channel_id"), payload={"id": position, **record})
+        self.observe_log.append(
+            "audit", channel_id=record.get("channel_id"), payload={"id": position, **record}
+        )
 
     def _observe_channel(self, channel_id: str, kind: str, metadata: ChannelMetadata, **extra: Any) -> None:
         self.observe_log.append(
@@ -396,8 +398,10 @@ class Hub:
             self._states[cid] = self.get_adapter(md.manifest.type, md.manifest.version).initial_state(md)
             self._wal[cid] = WalLog()
         if live:
-            folds = {cid: self.get_adapter(self.channels[cid].manifest.type, self.channels[cid].manifest.version)
-                     for cid in live}
+            folds = {
+                cid: self.get_adapter(self.channels[cid].manifest.type, self.channels[cid].manifest.version)
+                for cid in live
+            }
             loads = json.loads
             async for cid, _seq, text in self.store.iter_wal(live):
                 env = Envelope(**loads(text))
@@ -465,7 +469,9 @@ class Hub:
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
         if passport.kind != "remote_agent":
             stored.auth.claim = {}
-        rec = AgentRecord(stored, resume or Resume(), rule or Rule(), skill_md, [owner_id] if owner_id else [])
+        rec = AgentRecord(
+            stored, resume or Resume(), rule or Rule(), skill_md, [owner_id] if owner_id else []
+        )
         self.agents[stored.agent_id] = rec
         self._names[name] = stored.agent_id
         await self._persist_agent(rec)
@@ -475,7 +481,9 @@ class Hub:
         await self._fan_out("on_agent_event", stored.agent_id, "registered", {"passport": stored, "at": at})
         return passport
 
-    async def register(self, agent: Any, passport: Passport | None = None, resume: Resume | None = None, **kw: Any):
+    async def register(
+        self, agent: Any, passport: Passport | None = None, resume: Resume | None = None, **kw: Any
+    ):
         """Register ``agent`` on a dedicated in-process ``HubClient``; returns its ``AgentClient``."""
         from ag2net.client.hub_client import HubClient
 
@@ -691,7 +699,10 @@ class Hub:
 
     def channel_stats(self) -> dict[str, dict[str, Any]]:
         return {
-            cid: {"wal_count": self._wal_counts.get(cid, 0), "last_activity": self._last_activity.get(cid, "")}
+            cid: {
+                "wal_count": self._wal_counts.get(cid, 0),
+                "last_activity": self._last_activity.get(cid, ""),
+            }
             for cid in self.channels
         }
 
@@ -728,15 +739,23 @@ class Hub:
         invitees = [i for i in ids if i != creator_id]
         for pid in invitees:
             invitee = self.agents[pid]
-            rules.check_inbound(creator.passport.name, invitee.passport.name, invitee.rule.access.inbound_from)
-        active = sum(1 for md in self.channels.values() if creator_id in md.participant_ids() and not md.is_terminal())
+            rules.check_inbound(
+                creator.passport.name, invitee.passport.name, invitee.rule.access.inbound_from
+            )
+        active = sum(
+            1 for md in self.channels.values() if creator_id in md.participant_ids() and not md.is_terminal()
+        )
         rules.check_channel_quota(creator.passport.name, active, creator.rule.limits.max_concurrent_channels)
         now = self.clock()
         ttl_value = creator.rule.limits.channel_ttl_default if ttl is None else ttl
         try:
-            ttl_seconds = float(ttl_value) if isinstance(ttl_value, (int, float)) else parse_duration(ttl_value)
+            ttl_seconds = (
+                float(ttl_value) if isinstance(ttl_value, (int, float)) else parse_duration(ttl_value)
+            )
         except (TypeError, ValueError):
-            raise ProtocolError(f"ttl {ttl_value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h'") from None
+            raise ProtocolError(
+                f"ttl {ttl_value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h'"
+            ) from None
         two = len(ids) == 2
         md = ChannelMetadata(
             channel_id=make_id(),
@@ -784,7 +803,9 @@ class Hub:
             participants=list(ids),
         )
         self._observe_channel(cid, "created", md)
-        await self._fan_out("on_channel_event", cid, "created", {"metadata": md, "participants": ids, "at": now})
+        await self._fan_out(
+            "on_channel_event", cid, "created", {"metadata": md, "participants": ids, "at": now}
+        )
         if not invitees:
             await self._activate(md)
             return md
@@ -886,6 +907,7 @@ class Hub:
             event_type=EV_CHANNEL_EXPIRED if expired else EV_CHANNEL_CLOSED,
             event_data={"reason": reason, "channel_id": channel_id},
         )
+        self._stamp(env)
         await self._append(md, env)
         self._dispatch(md, env)
         kind = "expired" if expired else "closed"
@@ -896,14 +918,18 @@ class Hub:
             channel_id=channel_id,
             reason=reason,
         )
-        await self._fan_out("on_channel_event", channel_id, kind, {"reason": reason, "metadata": md, "at": now})
+        await self._fan_out(
+            "on_channel_event", channel_id, kind, {"reason": reason, "metadata": md, "at": now}
+        )
 
     # ------------------------------------------------------------------ admission
 
-    async def _append(self, md: ChannelMetadata, env: Envelope) -> int:
-        """Stamp, cache and durably append one envelope; returns its seq."""
+    def _stamp(self, env: Envelope) -> None:
         env.envelope_id = self._ids()
         env.created_at = self.clock()
+
+    async def _append(self, md: ChannelMetadata, env: Envelope) -> int:
+        """Cache and durably append one stamped envelope; returns its seq."""
         cid = md.channel_id
         wal = self._wal.get(cid)
         if wal is None:
@@ -939,7 +965,9 @@ class Hub:
             raise NotFoundError(f"sender not registered: {env.sender_id}")
         audience = env.audience
         if audience:
-            names = [self.agents[a].passport.name for a in audience if a in self.agents and a != env.sender_id]
+            names = [
+                self.agents[a].passport.name for a in audience if a in self.agents and a != env.sender_id
+            ]
             if names:
                 rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
         rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
@@ -957,7 +985,9 @@ class Hub:
         peer_cancel = False
         if env.sender_id not in participants:
             if not self._is_peer_cancel(md, env):
-                raise ProtocolError(f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'")
+                raise ProtocolError(
+                    f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'"
+                )
             peer_cancel = True
         if audience:
             for a in audience:
@@ -983,8 +1013,11 @@ class Hub:
         if state is None:
             raise ProtocolError(f"channel '{cid}' has no adapter state")
         if peer_cancel and env.sender_id in self._peer_cancellers.get(env.task_id or "", ()):
-            raise ProtocolError(f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'")
+            raise ProtocolError(
+                f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'"
+            )
         adapter.validate_send(md, env, state)
+        self._stamp(env)
         new_state = adapter.fold(env, state)
         result = adapter.on_accepted(md, env, new_state)
         self._states[cid] = new_state
@@ -1038,7 +1071,10 @@ class Hub:
             reason = f" (reason: {md.close_reason})" if md.close_reason else ""
             return False, f"channel '{channel_id}' is {md.state.value}{reason}; open a new one"
         if md.state != ChannelState.ACTIVE:
-            return False, f"channel '{channel_id}' not active (state={md.state.value}); wait for every invitee to ack"
+            return (
+                False,
+                f"channel '{channel_id}' not active (state={md.state.value}); wait for every invitee to ack",
+            )
         if sender_id not in md.participant_ids():
             return False, f"you are not a participant of channel '{channel_id}'"
         state = self._states.get(channel_id)
@@ -1089,7 +1125,9 @@ class Hub:
 
     def _dispatch(self, md: ChannelMetadata, env: Envelope) -> None:
         sender_id = env.sender_id
-        recipients = env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
+        recipients = (
+            env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
+        )
         if not recipients:
             return
         counted = not is_protocol_event(env.event_type)
@@ -1136,7 +1174,13 @@ class Hub:
         await self._fan_out("on_dispatch_failed", env, recipient_id, exc)
 
     def handle_receipt(
-        self, endpoint: Any, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
+        self,
+        endpoint: Any,
+        envelope_id: str,
+        status: str,
+        recipient_id: str,
+        channel_id: str,
+        reason: str = "",
     ) -> None:
         """A client acknowledged (or refused) one delivery."""
         if recipient_id not in self.agents or self._bindings.get(recipient_id) is not endpoint:
@@ -1211,7 +1255,9 @@ class Hub:
             wal = await self._load_wal(channel_id)
         return wal[since:until]
 
-    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, Envelope]]:
+    async def read_wal_seq(
+        self, channel_id: str, first_seq: int, last_seq: int
+    ) -> list[tuple[int, Envelope]]:
         """Envelopes with ``first_seq <= seq <= last_seq`` (seq starts at 1), O(range)."""
         if channel_id not in self.channels:
             return []
@@ -1354,7 +1400,9 @@ class Hub:
         owner = self._record(metadata.owner_id)
         limit = owner.rule.limits.max_concurrent_tasks
         if limit > 0:
-            active = sum(1 for t in self._tasks.values() if t.owner_id == metadata.owner_id and not t.is_terminal())
+            active = sum(
+                1 for t in self._tasks.values() if t.owner_id == metadata.owner_id and not t.is_terminal()
+            )
             if active >= limit:
                 from ag2net.errors import AccessDeniedError
 
@@ -1465,7 +1513,9 @@ class Hub:
         for cid, md in list(self.channels.items()):
             if md.is_terminal():
                 continue
-            ctx = ExpectationContext(md, self._states.get(cid), await self.read_wal(cid), now_iso, now_seconds)
+            ctx = ExpectationContext(
+                md, self._states.get(cid), await self.read_wal(cid), now_iso, now_seconds
+            )
             for index, exp in enumerate(md.manifest.expectations):
                 evaluator = self._evaluators.get(exp.name)
                 handler = self._violation_handlers.get(exp.on_violation)

@@ -250,7 +250,9 @@ async def _can_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> bool:
 
 @op("explain_send")
 async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
-    ok, why = await hub.explain_send(_str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type"))
+    ok, why = await hub.explain_send(
+        _str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type")
+    )
     return [ok, why]
 
 
@@ -295,7 +297,10 @@ async def _get_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> TaskMetadata:
 @op("list_tasks")
 async def _list_tasks(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[TaskMetadata]:
     return hub.list_tasks(
-        agent_id=p.get("agent_id"), channel_id=p.get("channel_id"), state=p.get("state"), limit=p.get("limit", 50)
+        agent_id=p.get("agent_id"),
+        channel_id=p.get("channel_id"),
+        state=p.get("state"),
+        limit=p.get("limit", 50),
     )
 
 

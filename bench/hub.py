@@ -1,0 +1,213 @@
+"""Hub throughput benchmark: admission + delivery on the SQLite store, reads, hydrate, peak RSS.
+
+Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside ag2 1.2.1):
+- ``e2e``: one human posts 20,000 EV_TEXT envelopes into a conversation, awaiting each post; the other
+  participant (a human) consumes every delivery; envelopes/s until the last delivery, and the time
+  per envelope of the first and the last tenth of the run.
+- ``e2e_pipelined``: the same with 64 posts in flight.
+- ``fanout``: 2,000 broadcasts to 20 participants (deliveries/s).
+- ``read_wal``: read_wal of the 20,000-envelope channel (cold from the store and warm from the cache).
+- ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels.
+Usage: python bench/hub.py [--n 20000] [--fsync] [--skip-hydrate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ag2net.client import HubClient
+from ag2net.envelope import EV_TEXT, Envelope
+from ag2net.hub import Hub
+from ag2net.identity import Passport
+from ag2net.store import SqliteStore
+
+
+def emit(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def open_hub(path: Path, fsync: bool) -> Hub:
+    return await Hub.open(
+        SqliteStore(path, fsync=fsync),
+        ttl_sweep_interval=0,
+        expectation_sweep_interval=0,
+        invite_ack_timeout=10,
+    )
+
+
+async def conversation(hub: Hub, a: str, b: str):
+    hc = HubClient.local(hub)
+    alice = await hc.register_human(Passport(name=a, kind="human"))
+    bob = await hc.register_human(Passport(name=b, kind="human"))
+    ch = await alice.open(type="conversation", target=b)
+    return hc, alice, bob, ch
+
+
+async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
+    hub = await open_hub(path, fsync)
+    _, alice, bob, ch = await conversation(hub, f"alice{inflight}", f"bob{inflight}")
+    received = 0
+    done = asyncio.Event()
+
+    async def consume(env: Envelope) -> None:
+        nonlocal received
+        if env.event_type == EV_TEXT:
+            received += 1
+            if received == n:
+                done.set()
+
+    bob.on_envelope(consume)
+    marks: list[float] = []
+    t0 = time.perf_counter()
+    if inflight == 1:
+        for i in range(n):
+            await alice.send(ch.channel_id, f"message number {i} with a little padding to be realistic")
+            if i % (n // 10) == 0:
+                marks.append(time.perf_counter())
+    else:
+        sem = asyncio.Semaphore(inflight)
+
+        async def one(i: int) -> None:
+            async with sem:
+                await alice.send(ch.channel_id, f"message number {i} with a little padding to be realistic")
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+    await asyncio.wait_for(done.wait(), 120)
+    elapsed = time.perf_counter() - t0
+    marks.append(time.perf_counter())
+    fields = {
+        "bench": "e2e" if inflight == 1 else "e2e_pipelined",
+        "envelopes": n,
+        "inflight": inflight,
+        "fsync": fsync,
+        "seconds": round(elapsed, 3),
+        "envelopes_per_s": round(n / elapsed),
+    }
+    if len(marks) >= 11:
+        first = (marks[1] - marks[0]) / (n / 10)
+        last = (marks[10] - marks[9]) / (n / 10)
+        fields.update(
+            first_tenth_us=round(first * 1e6, 1),
+            last_tenth_us=round(last * 1e6, 1),
+            last_over_first=round(last / first, 2),
+        )
+    emit(**fields)
+    cid = ch.channel_id
+    await hub.close()
+    return cid
+
+
+async def read_wal(path: Path, cid: str) -> None:
+    hub = await open_hub(path, False)
+    t0 = time.perf_counter()
+    wal = await hub.read_wal(cid)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    wal = await hub.read_wal(cid)
+    warm = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    page = await hub.read_wal_seq(cid, 10_000, 10_099)
+    seq_ms = (time.perf_counter() - t0) * 1000
+    emit(
+        bench="read_wal",
+        envelopes=len(wal),
+        cold_ms=round(cold * 1000, 2),
+        warm_ms=round(warm * 1000, 3),
+        seq_range_100_ms=round(seq_ms, 3),
+        rows=len(page),
+    )
+    await hub.close()
+
+
+async def fanout(path: Path, n: int, participants: int) -> None:
+    hub = await open_hub(path, False)
+    hc = HubClient.local(hub)
+    humans = [await hc.register_human(Passport(name=f"p{i}", kind="human")) for i in range(participants + 1)]
+    ch = await humans[0].open(type="discussion", target=[h.passport.name for h in humans[1:]])
+    expected = n * participants
+    got = 0
+    done = asyncio.Event()
+
+    async def count(env: Envelope) -> None:
+        nonlocal got
+        if env.event_type == "bench.broadcast":
+            got += 1
+            if got == expected:
+                done.set()
+
+    for h in humans[1:]:
+        h.on_envelope(count)
+    t0 = time.perf_counter()
+    for i in range(n):
+        await humans[0].post_envelope(
+            Envelope(ch.channel_id, humans[0].agent_id, None, "bench.broadcast", {"i": i})
+        )
+    await asyncio.wait_for(done.wait(), 120)
+    elapsed = time.perf_counter() - t0
+    emit(
+        bench="fanout",
+        broadcasts=n,
+        participants=participants,
+        deliveries=expected,
+        seconds=round(elapsed, 3),
+        deliveries_per_s=round(expected / elapsed),
+    )
+    await hub.close()
+
+
+async def hydrate(path: Path, channels: int, per_channel: int) -> None:
+    hub = await open_hub(path, False)
+    hc = HubClient.local(hub)
+    a = await hc.register_human(Passport(name="writer", kind="human"))
+    b = await hc.register_human(Passport(name="reader", kind="human"))
+    sem = asyncio.Semaphore(256)
+
+    async def fill(cid: str) -> None:
+        async def one(i: int) -> None:
+            async with sem:
+                await a.send(cid, f"hydrate filler {i} " + "x" * 80)
+
+        await asyncio.gather(*(one(i) for i in range(per_channel)))
+
+    cids = [(await a.open(type="conversation", target="reader")).channel_id for _ in range(channels)]
+    await asyncio.gather(*(fill(c) for c in cids))
+    await hub.close()
+    t0 = time.perf_counter()
+    hub = await open_hub(path, False)
+    elapsed = time.perf_counter() - t0
+    total = sum(hub.wal_count(c) for c in cids)
+    emit(bench="hydrate", channels=channels, envelopes=total, seconds=round(elapsed, 3))
+    await hub.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--skip-hydrate", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        cid = await e2e(tmpdir / "e2e.db", args.n, False, 1)
+        await read_wal(tmpdir / "e2e.db", cid)
+        await e2e(tmpdir / "e2e_p.db", args.n, False, 64)
+        await e2e(tmpdir / "e2e_fsync.db", args.n, True, 1)
+        await e2e(tmpdir / "e2e_fsync_p.db", args.n, True, 64)
+        await fanout(tmpdir / "fanout.db", 2_000, 20)
+        if not args.skip_hydrate:
+            await hydrate(tmpdir / "hydrate.db", 100, 1_000)
+    emit(bench="peak_rss", mb=round(peak_rss_mb(), 1), python=sys.version.split()[0])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
