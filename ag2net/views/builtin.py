@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ag2net.envelope import Envelope
@@ -111,14 +112,24 @@ class _Transcript(ViewPolicy):
         render_envelope: EnvelopeRenderer,
         name_for: NameResolver = default_name_resolver,
     ) -> list[BaseEvent]:
-        labeller = name_for if self._named else None
+        named = self._named
+        items, end, _ = backing(wal)
         out: list[BaseEvent] = []
-        for env in wal:
-            if not _visible(env, participant_id):
+        append = out.append
+        for env in islice(items, end):
+            sender = env.sender_id
+            audience = env.audience
+            if sender != participant_id and audience is not None and participant_id not in audience:
                 continue
             text = render_envelope(env)
-            if text is not None:
-                out.append(_event(env, text, participant_id, labeller))
+            if text is None:
+                continue
+            if sender == participant_id:
+                append(ModelMessage(text))
+            elif named:
+                append(ModelRequest([TextInput(f"[{name_for(sender)}]: {text}")]))
+            else:
+                append(ModelRequest([TextInput(text)]))
         return out
 
     def __eq__(self, other: object) -> bool:
