@@ -170,7 +170,7 @@ async def hydrate(path: Path, channels: int, per_channel: int) -> None:
     hub = await open_hub(path, False)
     hc = HubClient.local(hub)
     a = await hc.register_human(Passport(name="writer", kind="human"))
-    b = await hc.register_human(Passport(name="reader", kind="human"))
+    await hc.register_human(Passport(name="reader", kind="human"))
     sem = asyncio.Semaphore(256)
 
     async def fill(cid: str) -> None:
