@@ -183,6 +183,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         )
         if out is not None:
             out.causation_id = envelope.envelope_id
+            out.depth = envelope.depth  # a reply carries its prompt's depth (SPEC §3.15)
             t0 = time.perf_counter()
             record.reply_envelope_id = await client.send_envelope(out)
             record.timings["post_ms"] = (time.perf_counter() - t0) * 1000
@@ -197,7 +198,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             )
         return None
     finally:
-        if record is not None:
+        if record is not None and getattr(hub_client, "record_turns", True):
             record.duration_ms = (time.perf_counter() - started) * 1000
             t0 = time.perf_counter()
             with contextlib.suppress(Exception):

@@ -42,6 +42,9 @@ def _as_envelope(value: Any) -> Envelope:
 class HubClient:
     """A connection to a hub. ``HubClient.local(hub)`` for in-process use."""
 
+    #: Whether default-handler turns of agents on this connection store a turn record (off: benchmarks).
+    record_turns: bool = True
+
     def __init__(self, link: Link, *, rpc_timeout: float = 30.0) -> None:
         self.link = link
         self.rpc_timeout = rpc_timeout
