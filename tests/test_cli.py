@@ -1,0 +1,90 @@
+"""The ag2net command: bad input ends in one sentence and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from ag2net.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def one_sentence(output: str) -> str:
+    lines = [ln for ln in output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    assert lines[0].startswith("Error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["wal", "--db", "/nonexistent/x.db"], "does not exist"),
+        (["wal", "--db", "{db}", "--limit", "0"], "--limit must be 1 or more"),
+        (["serve", "--port", "70000"], "out of range"),
+        (["demo", "--model", "gpt-4"], "must look like openai:MODEL_NAME"),
+    ],
+)
+def test_bad_options_exit_2(tmp_path, args, needle):
+    db = tmp_path / "x.db"
+    db.write_bytes(b"")
+    args = [a.replace("{db}", str(db)) for a in args]
+    code, output = run(*args)
+    assert code == 2
+    assert needle in one_sentence(output)
+
+
+def test_wal_on_a_file_that_is_not_a_database(tmp_path):
+    db = tmp_path / "garbage.db"
+    db.write_bytes(b"this is not sqlite at all" * 100)
+    code, output = run("wal", "--db", str(db))
+    assert code == 2
+    assert str(db) in one_sentence(output)
+
+
+def test_wal_lists_channels_and_prints_a_channel(tmp_path):
+    from ag2net import HubClient, Passport
+    from ag2net.hub import Hub
+    from ag2net.store import SqliteStore
+
+    db = tmp_path / "w.db"
+
+    async def fill() -> str:
+        hub = await Hub.open(SqliteStore(db))
+        hc = HubClient.local(hub)
+        a = await hc.register_human(Passport(name="ana", kind="human"))
+        await hc.register_human(Passport(name="ben", kind="human"))
+        ch = await a.open(type="conversation", target="ben")
+        await a.send(ch.channel_id, "hello from the cli test")
+        await hub.close()
+        return ch.channel_id
+
+    cid = asyncio.run(fill())
+    code, output = run("wal", "--db", str(db))
+    assert code == 0 and cid in output and "conversation" in output and "ana, ben" in output
+    code, output = run("wal", "--db", str(db), cid[:12])
+    assert code == 0 and "hello from the cli test" in output and "ag2.msg.text" in output
+    code, output = run("wal", "--db", str(db), "zzzz")
+    assert code == 2 and "not found" in one_sentence(output)
+    sqlite3.connect(db).close()
+
+
+def test_help_explains_options():
+    result = subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "tui", "--help"], capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    for option in ("--db", "--memory", "--as", "--demo", "--network", "--config", "--connect", "--token"):
+        assert option in result.stdout
