@@ -23,6 +23,7 @@ from ag2net.envelope import (
     EV_TEXT,
     Envelope,
     is_protocol_event,
+    visible_to,
 )
 from ag2net.errors import NetworkError
 from ag2net.events import (
@@ -121,6 +122,8 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if not await hub_client.can_send(cid, me):
             return None
         adapter = hub_client.adapter_for_metadata(md)
+        if await _superseded(hub_client, adapter, md, envelope, me):
+            return None
         channel = Channel(metadata=md, client=client)
         view = resolve_view_policy(client, md)
         t0 = time.perf_counter()
@@ -204,6 +207,25 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             with contextlib.suppress(Exception):
                 await hub_client.record_turn(record)
             record.timings["record_ms"] = (time.perf_counter() - t0) * 1000
+
+
+async def _superseded(hub_client: Any, adapter: Any, md: ChannelMetadata, envelope: Envelope, me: str) -> bool:
+    """True when the adapter expects ``me`` to answer a *later* envelope that ``me`` will also receive.
+
+    Without this, an agent whose turn came up while an older envelope sat in its queue would answer that
+    older one, blind to the newer messages (reference §6.4, "subtle"); the newer one is the real trigger and
+    is queued behind this one on the same channel.
+    """
+    expected = adapter.expected_next(md, await hub_client.adapter_state(md.channel_id, md))
+    trigger = expected.triggering_envelope_id if expected is not None else None
+    if not trigger or trigger == envelope.envelope_id or expected.agent_id != me:
+        return False
+    for env in reversed(await hub_client.read_wal(md.channel_id)):
+        if env.envelope_id == trigger:
+            return env.sender_id != me and visible_to(env, me)
+        if env.envelope_id == envelope.envelope_id:
+            return False  # the trigger is older than this envelope
+    return False
 
 
 def _fill_from_calls(record: TurnRecord, calls: list[Any], events: list[BaseEvent]) -> None:
