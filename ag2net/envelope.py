@@ -279,6 +279,21 @@ def check_event_data(event_data: Any) -> str:
     return encoded
 
 
+def encode_envelope(env: Envelope) -> str:
+    """The envelope's wire JSON (sorted keys), checking ``event_data`` on the way (one encode, not two).
+
+    Raises ``ProtocolError`` naming the field when ``event_data`` is not JSON or is over 1 MiB.
+    """
+    try:
+        text = json.dumps(env.to_dict(), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        check_event_data(env.event_data)  # raises with the path of the culprit
+        raise
+    if len(text) > MAX_EVENT_DATA_BYTES:
+        check_event_data(env.event_data)
+    return text
+
+
 def check_envelope(env: Envelope) -> None:
     """All admission checks of SPEC §4 on one envelope; raises ``ProtocolError`` naming the field."""
     check_shape(env)
@@ -323,6 +338,7 @@ __all__ = [
     "Envelope",
     "Priority",
     "check_envelope",
+    "encode_envelope",
     "check_event_data",
     "check_shape",
     "from_dict",

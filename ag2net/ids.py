@@ -60,9 +60,19 @@ def format_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond:06d}Z"
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    """The default clock: now as fixed-width ISO-Z."""
-    return format_time(datetime.now(UTC))
+    """The default clock: now as fixed-width ISO-Z (the per-second prefix is cached: it is on the hot path)."""
+    global _second_cache
+    micros = time.time_ns() // 1000
+    second, micro = divmod(micros, 1_000_000)
+    cached_second, prefix = _second_cache
+    if second != cached_second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+        _second_cache = (second, prefix)
+    return f"{prefix}{micro:06d}Z"
 
 
 def parse_time(value: str) -> datetime:

@@ -34,7 +34,8 @@ from ag2net.envelope import (
     EV_EXPECTATION_VIOLATED,
     EV_TASK_CANCEL_REQUEST,
     Envelope,
-    check_envelope,
+    check_shape,
+    encode_envelope,
     is_protocol_event,
 )
 from ag2net.errors import NetworkError, NotFoundError, ProtocolError
@@ -928,8 +929,8 @@ class Hub:
         env.envelope_id = self._ids()
         env.created_at = self.clock()
 
-    async def _append(self, md: ChannelMetadata, env: Envelope) -> int:
-        """Cache and durably append one stamped envelope; returns its seq."""
+    async def _append(self, md: ChannelMetadata, env: Envelope, text: str | None = None) -> int:
+        """Cache and durably append one stamped envelope (``text``: its JSON, when already encoded)."""
         cid = md.channel_id
         wal = self._wal.get(cid)
         if wal is None:
@@ -938,7 +939,7 @@ class Hub:
         self._wal_counts[cid] = seq
         self._last_activity[cid] = env.created_at
         try:
-            await self.store.append(cid, env.envelope_id, env.to_json())
+            await self.store.append(cid, env.envelope_id, text if text is not None else env.to_json())
         except BaseException:
             if self._wal_counts.get(cid) == seq:
                 self._wal_counts[cid] = seq - 1
@@ -959,7 +960,7 @@ class Hub:
             raise
 
     async def _admit(self, env: Envelope) -> str:
-        check_envelope(env)
+        check_shape(env)
         sender = self.agents.get(env.sender_id)
         if sender is None:
             raise NotFoundError(f"sender not registered: {env.sender_id}")
@@ -981,7 +982,7 @@ class Hub:
         protocol = is_protocol_event(event_type)
         if not protocol and md.state != ChannelState.ACTIVE:
             raise ProtocolError(f"channel '{cid}' not active (state={md.state.value})")
-        participants = md.participant_ids()
+        participants = [p.agent_id for p in md.participants]
         peer_cancel = False
         if env.sender_id not in participants:
             if not self._is_peer_cancel(md, env):
@@ -1018,11 +1019,12 @@ class Hub:
             )
         adapter.validate_send(md, env, state)
         self._stamp(env)
+        text = encode_envelope(env)
         new_state = adapter.fold(env, state)
         result = adapter.on_accepted(md, env, new_state)
         self._states[cid] = new_state
         try:
-            await self._append(md, env)
+            await self._append(md, env, text)
         except BaseException:
             self._states[cid] = state
             raise
