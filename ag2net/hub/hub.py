@@ -1523,7 +1523,11 @@ class Hub:
                 handler = self._violation_handlers.get(exp.on_violation)
                 if evaluator is None or handler is None:
                     continue
-                violation = evaluator.evaluate(exp, ctx)
+                try:
+                    violation = evaluator.evaluate(exp, ctx)
+                except Exception:
+                    log.exception("expectation %s on channel %s could not be evaluated", exp.name, cid)
+                    continue
                 if violation is None:
                     continue
                 memory = self._fired.setdefault(cid, set())
