@@ -1,0 +1,264 @@
+"""The channels pane: every channel with type, state, participants, envelope count and last activity.
+
+Filter with the box above the table, cycle the sort with ``o``; Enter announces ``ChannelList.Selected``
+(the first row, *all channels*, clears the selection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input
+from textual.widgets.data_table import RowKey
+
+from tui.formatting import short_time
+
+ALL_KEY = "__all__"
+SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
+STATE_ORDER = {"active": 0, "pending": 1, "closed": 2, "expired": 3}
+
+
+@dataclass(slots=True)
+class ChannelRow:
+    """What the list shows about one channel."""
+
+    channel_id: str
+    type: str
+    state: str
+    participants: list[str] = field(default_factory=list)
+    count: int = 0
+    last_activity: str = ""
+    close_reason: str = ""
+    participant_ids: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}·{self.channel_id[:4]}"
+
+    def matches(self, query: str) -> bool:
+        hay = " ".join(
+            [self.type, self.state, self.channel_id, *self.participants, self.close_reason]
+        ).lower()
+        return all(word in hay for word in query.lower().split())
+
+
+class ChannelList(Vertical):
+    """Channels as a table; posts ``ChannelList.Selected`` when one is chosen."""
+
+    HELP = """\
+## Channels
+
+Every channel the hub knows, with its state, participants, WAL size and last activity.
+
+- **Enter** selects a channel: the WAL tail and the agent view follow it. The first row,
+  *all channels*, shows everything again.
+- Type in the filter box to narrow by type, state, participant or id; **o** cycles the sort
+  (activity, type, state, envelopes).
+- **ctrl+o** opens a new channel, **ctrl+w** closes the selected one (from the command palette too).
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "cycle_sort", "Sort", id="channels.sort", tooltip="Cycle the sort order"),
+        Binding("ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels"),
+    ]
+
+    DEFAULT_CSS = """
+    ChannelList {
+        height: 1fr;
+        & #channels-filter { margin: 0; }
+        & DataTable { height: 1fr; background: $surface; }
+    }
+    """
+
+    sort_by: reactive[str] = reactive("activity")
+    selected_channel: reactive[str | None] = reactive(None)
+
+    class Selected(Message):
+        """A channel was chosen (``channel_id`` None: all channels)."""
+
+        def __init__(self, channel_list: ChannelList, channel_id: str | None, row: ChannelRow | None) -> None:
+            super().__init__()
+            self.channel_list = channel_list
+            self.channel_id = channel_id
+            self.row = row
+
+        @property
+        def control(self) -> ChannelList:
+            return self.channel_list
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._rows: dict[str, ChannelRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter channels…", compact=True, id="channels-filter")
+        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="channels-table")
+        table.add_column("channel", key="channel")
+        table.add_column("state", key="state")
+        table.add_column("who", key="who")
+        table.add_column("env", key="env")
+        table.add_column("last", key="last")
+        yield table
+
+    @property
+    def table(self) -> DataTable[Text]:
+        return self.query_one("#channels-table", DataTable)
+
+    @property
+    def rows(self) -> dict[str, ChannelRow]:
+        return dict(self._rows)
+
+    def get_row(self, channel_id: str) -> ChannelRow | None:
+        return self._rows.get(channel_id)
+
+    def shown_ids(self) -> list[str]:
+        """Channel ids in display order (without the *all channels* row)."""
+        return [str(key.value) for key in self.table.rows if key.value != ALL_KEY]
+
+    # ------------------------------------------------------------------ updates
+
+    def set_channels(self, rows: Iterable[ChannelRow]) -> None:
+        self._rows = {r.channel_id: r for r in rows}
+        self._rebuild()
+
+    def upsert(self, row: ChannelRow) -> None:
+        """Add or replace one channel (keeps its count when the new row has none)."""
+        old = self._rows.get(row.channel_id)
+        if old is not None and not row.count:
+            row.count = old.count
+            row.last_activity = row.last_activity or old.last_activity
+        self._rows[row.channel_id] = row
+        self._rebuild()
+
+    def bump(self, activity: dict[str, tuple[int, str]]) -> None:
+        """Add envelope counts and set last activity for several channels at once."""
+        changed = False
+        for channel_id, (delta, last) in activity.items():
+            row = self._rows.get(channel_id)
+            if row is None:
+                continue
+            row.count += delta
+            row.last_activity = max(row.last_activity, last)
+            changed = True
+        if changed:
+            if self.sort_by in ("activity", "envelopes"):
+                self._rebuild()
+            else:
+                table = self.table
+                for channel_id in activity:
+                    row = self._rows.get(channel_id)
+                    if row is not None and channel_id in {k.value for k in table.rows}:
+                        table.update_cell(channel_id, "env", Text(str(row.count), justify="right"))
+                        table.update_cell(
+                            channel_id, "last", Text(short_time(row.last_activity)[:8], style="dim")
+                        )
+
+    def select(self, channel_id: str | None) -> None:
+        """Select ``channel_id`` (None: all channels) as if the user pressed Enter on it."""
+        key = channel_id or ALL_KEY
+        table = self.table
+        try:
+            table.move_cursor(row=table.get_row_index(key))
+        except Exception:  # filtered out of view: still select it
+            pass
+        self._announce(channel_id)
+
+    # ------------------------------------------------------------------ actions and events
+
+    def action_cycle_sort(self) -> None:
+        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
+        self.notify(f"Channels sorted by {self.sort_by}.", timeout=2)
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#channels-filter", Input).focus()
+
+    def watch_sort_by(self) -> None:
+        if self.is_mounted:
+            self._rebuild()
+
+    @on(Input.Changed, "#channels-filter")
+    def _filter_changed(self) -> None:
+        self._rebuild()
+
+    @on(Input.Submitted, "#channels-filter")
+    def _filter_submitted(self) -> None:
+        self.table.focus()
+
+    @on(DataTable.RowSelected, "#channels-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = event.row_key.value
+        self._announce(None if key == ALL_KEY else str(key))
+
+    def _announce(self, channel_id: str | None) -> None:
+        self.selected_channel = channel_id
+        self.post_message(self.Selected(self, channel_id, self._rows.get(channel_id or "")))
+
+    # ------------------------------------------------------------------ rendering
+
+    def _sorted(self) -> list[ChannelRow]:
+        query = self.query_one("#channels-filter", Input).value
+        rows = [r for r in self._rows.values() if r.matches(query)]
+        key = self.sort_by
+        if key == "activity":
+            rows.sort(key=lambda r: r.last_activity, reverse=True)
+        elif key == "type":
+            rows.sort(key=lambda r: (r.type, r.last_activity))
+        elif key == "state":
+            rows.sort(key=lambda r: (STATE_ORDER.get(r.state, 9), r.type))
+        else:
+            rows.sort(key=lambda r: r.count, reverse=True)
+        return rows
+
+    def _state_text(self, state: str, reason: str) -> Text:
+        colors = {
+            "active": self._var("text-success", "green"),
+            "pending": self._var("text-warning", "yellow"),
+            "closed": self._var("text-muted", "grey50"),
+            "expired": self._var("text-error", "red"),
+        }
+        text = Text(state, style=colors.get(state, ""))
+        return text
+
+    def _var(self, name: str, fallback: str) -> str:
+        return self.app.theme_variables.get(name, fallback)
+
+    def _rebuild(self) -> None:
+        table = self.table
+        cursor_key: RowKey | None = None
+        if table.row_count and table.cursor_row is not None and 0 <= table.cursor_row < table.row_count:
+            cursor_key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+        table.clear()
+        total = sum(r.count for r in self._rows.values())
+        table.add_row(
+            Text("all channels", style="bold"),
+            Text(f"{len(self._rows)}", style="dim"),
+            Text(""),
+            Text(str(total), justify="right"),
+            Text(""),
+            key=ALL_KEY,
+        )
+        for row in self._sorted():
+            who = ", ".join(row.participants)
+            table.add_row(
+                Text(row.label, style="bold" if row.state == "active" else ""),
+                self._state_text(row.state, row.close_reason),
+                Text(who if len(who) <= 28 else who[:27] + "…"),
+                Text(str(row.count), justify="right"),
+                Text(short_time(row.last_activity)[:8], style="dim"),
+                key=row.channel_id,
+            )
+        if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:
+            table.move_cursor(row=table.get_row_index(cursor_key.value), animate=False)
+
+
+__all__ = ["ChannelList", "ChannelRow"]

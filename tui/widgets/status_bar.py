@@ -1,0 +1,113 @@
+"""The status bar: connection, hub health, envelopes per second, and the tail's follow and filter state."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import Label, Sparkline
+
+
+class StatusBar(Horizontal):
+    """Always-visible modes (following / paused / filtered) and network vitals."""
+
+    DEFAULT_CSS = """
+    StatusBar {
+        height: 1;
+        dock: bottom;
+        background: $panel-darken-1;
+        color: $text-muted;
+        & Label { width: auto; padding: 0 1; }
+        & #status-connection { color: $text-success; }
+        & #status-connection.-down { color: $text-error; }
+        & #status-follow { background: $success-muted; color: $text-success; }
+        & #status-follow.-paused { background: $warning-muted; color: $text-warning; }
+        & #status-filter { color: $text-accent; }
+        & #status-filter.-empty { display: none; }
+        & #status-rate-spark { width: 24; height: 1; margin: 0 1; }
+        & #status-progress { color: $text-warning; }
+        & #status-progress.-empty { display: none; }
+        & #status-spacer { width: 1fr; }
+    }
+    """
+
+    connection: reactive[str] = reactive("connecting…")
+    connected: reactive[bool] = reactive(True)
+    health: reactive[str] = reactive("")
+    following: reactive[bool] = reactive(True)
+    pending: reactive[int] = reactive(0)
+    filter_text: reactive[str] = reactive("")
+    progress: reactive[str] = reactive("")
+
+    def __init__(self, *, window: int = 30, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._rates: deque[float] = deque([0.0] * window, maxlen=window)
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="status-connection")
+        yield Label("", id="status-health")
+        yield Label("0/s", id="status-rate")
+        yield Sparkline(list(self._rates), id="status-rate-spark")
+        yield Label("", id="status-progress", classes="-empty")
+        yield Label("", id="status-spacer")
+        yield Label("", id="status-filter", classes="-empty")
+        yield Label("", id="status-follow")
+
+    def on_mount(self) -> None:
+        self._refresh_all()
+
+    def push_rate(self, per_second: float) -> None:
+        """Record one second's envelope count for the sparkline."""
+        self._rates.append(per_second)
+        self.query_one("#status-rate-spark", Sparkline).data = list(self._rates)
+        self.query_one("#status-rate", Label).update(f"{per_second:,.0f} env/s")
+
+    @property
+    def rates(self) -> list[float]:
+        return list(self._rates)
+
+    def _refresh_all(self) -> None:
+        if not self.is_mounted:
+            return
+        conn = self.query_one("#status-connection", Label)
+        conn.update(("● " if self.connected else "○ ") + self.connection)
+        conn.set_class(not self.connected, "-down")
+        self.query_one("#status-health", Label).update(self.health)
+        follow = self.query_one("#status-follow", Label)
+        if self.following:
+            follow.update("▶ following")
+        else:
+            follow.update(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused")
+        follow.set_class(not self.following, "-paused")
+        filt = self.query_one("#status-filter", Label)
+        filt.update(f"filter: {self.filter_text}")
+        filt.set_class(not self.filter_text, "-empty")
+        prog = self.query_one("#status-progress", Label)
+        prog.update(self.progress)
+        prog.set_class(not self.progress, "-empty")
+
+    def watch_connection(self) -> None:
+        self._refresh_all()
+
+    def watch_connected(self) -> None:
+        self._refresh_all()
+
+    def watch_health(self) -> None:
+        self._refresh_all()
+
+    def watch_following(self) -> None:
+        self._refresh_all()
+
+    def watch_pending(self) -> None:
+        self._refresh_all()
+
+    def watch_filter_text(self) -> None:
+        self._refresh_all()
+
+    def watch_progress(self) -> None:
+        self._refresh_all()
+
+
+__all__ = ["StatusBar"]
