@@ -63,8 +63,13 @@ def preview(envelope: Envelope, limit: int = 240) -> str:
         routing = data.get("routing")
         suffix = f"  → {compact_json(routing, 60)}" if routing else ""
         return _one_line(data["body"], limit) + suffix
-    if "reason" in data and isinstance(data["reason"], str) and len(data) <= 2:
+    if data.get("channel_id") == envelope.channel_id:
+        # the channel id repeats the envelope's own: leave it out of the one-line summary
+        data = {k: v for k, v in data.items() if k != "channel_id"}
+    if "reason" in data and isinstance(data["reason"], str) and len(data) == 1:
         return _one_line(f"reason: {data['reason']}", limit)
+    if not data:
+        return ""
     return compact_json(data, limit)
 
 
@@ -83,8 +88,8 @@ def short_id(value: str | None, width: int = 8) -> str:
 
 
 def channel_label(manifest_type: str, channel_id: str) -> str:
-    """A short label for a channel: its type and the first four hex digits of its id."""
-    return f"{manifest_type}·{channel_id[:4]}"
+    """A short label for a channel: its type and the last four hex digits of its id (the random part)."""
+    return f"{manifest_type}·{channel_id[-4:]}"
 
 
 def envelope_json(envelope: Envelope) -> str:

@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 from textual.widgets.data_table import RowKey
 
-from tui.formatting import short_time
+from tui.formatting import channel_label, short_time
 
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
@@ -42,7 +42,7 @@ class ChannelRow:
 
     @property
     def label(self) -> str:
-        return f"{self.type}·{self.channel_id[:4]}"
+        return channel_label(self.type, self.channel_id)
 
     def matches(self, query: str) -> bool:
         hay = " ".join(
@@ -104,9 +104,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="channels-table")
         table.add_column("channel", key="channel")
         table.add_column("state", key="state")
-        table.add_column("who", key="who")
         table.add_column("env", key="env")
-        table.add_column("last", key="last")
         yield table
 
     @property
@@ -240,22 +238,25 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         table.clear()
         total = sum(r.count for r in self._rows.values())
         table.add_row(
-            Text("all channels", style="bold"),
-            Text(f"{len(self._rows)}", style="dim"),
+            Text.assemble(("all channels", "bold"), "\n", (f"{len(self._rows)} channels", "dim")),
             Text(""),
             Text(str(total), justify="right"),
-            Text(""),
             key=ALL_KEY,
+            height=2,
         )
         for row in self._sorted():
             who = ", ".join(row.participants)
+            label = Text(row.label, style="bold" if row.state == "active" else "")
+            label.append("\n")
+            label.append(who if len(who) <= 22 else who[:21] + "…", style="dim")
+            state = self._state_text(row.state, row.close_reason)
+            state.append("\n" + short_time(row.last_activity)[:8], style="dim")
             table.add_row(
-                Text(row.label, style="bold" if row.state == "active" else ""),
-                self._state_text(row.state, row.close_reason),
-                Text(who if len(who) <= 28 else who[:27] + "…"),
+                label,
+                state,
                 Text(str(row.count), justify="right"),
-                Text(short_time(row.last_activity)[:8], style="dim"),
                 key=row.channel_id,
+                height=2,
             )
         if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:
             table.move_cursor(row=table.get_row_index(cursor_key.value), animate=False)

@@ -69,7 +69,6 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
     DEFAULT_CSS = """
     ChatInput {
         height: 1;
-        dock: bottom;
         background: $panel;
         & #chat-prompt { width: auto; padding: 0 1; color: $text-primary; text-style: bold; }
         & #chat-text { width: 1fr; border: none; height: 1; padding: 0; background: $panel; }
@@ -83,14 +82,17 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
     channel_label: reactive[str] = reactive("")
 
     class Submitted(Message):
-        """Send ``text`` into ``channel_id``; ``audience`` are names (empty: broadcast)."""
+        """Send ``body`` into ``channel_id``; ``audience`` are names (empty: broadcast); ``text`` as typed."""
 
-        def __init__(self, chat: ChatInput, channel_id: str, text: str, audience: list[str]) -> None:
+        def __init__(
+            self, chat: ChatInput, channel_id: str, text: str, audience: list[str], body: str
+        ) -> None:
             super().__init__()
             self.chat = chat
             self.channel_id = channel_id
             self.text = text
             self.audience = audience
+            self.body = body
 
         @property
         def control(self) -> ChatInput:
@@ -106,7 +108,7 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
     def compose(self) -> ComposeResult:
         yield Label("no channel ›", id="chat-prompt")
         yield Input(
-            placeholder="select a channel, then type here (@name to address someone)",
+            placeholder="select a channel (Enter in the channels pane), then type here",
             suggester=self.suggester,
             compact=True,
             id="chat-text",
@@ -127,6 +129,11 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.channel_label = label
         self.suggester.names = list(names)
         self.query_one("#chat-prompt", Label).update(f"{label} ›" if channel_id else "no channel ›")
+        self.input.placeholder = (
+            f"say something in {label} (start with @name to address someone)"
+            if channel_id
+            else "select a channel (Enter in the channels pane), then type here"
+        )
         self.show_reason("")
 
     def show_reason(self, reason: str) -> None:
@@ -164,7 +171,7 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
             self.show_reason(f"'{unknown[0]}' is not a participant of {self.channel_label}; check the name.")
             return
         self.sending = True
-        self.post_message(self.Submitted(self, self.channel_id, text, audience))
+        self.post_message(self.Submitted(self, self.channel_id, text, audience, body))
 
     @on(Input.Changed, "#chat-text")
     def _changed(self) -> None:

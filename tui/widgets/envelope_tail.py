@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from rich.cells import cell_len
@@ -54,6 +55,21 @@ def _fit(text: str, width: int) -> str:
         out.append(ch)
         used += w
     return "".join(out) + "…" + " " * (width - 1 - used)
+
+
+@dataclass(slots=True)
+class _Columns:
+    seq: int
+    time: int
+    channel: int
+    sender: int
+    etype: int
+    audience: int
+
+    def preview_width(self, width: int) -> int:
+        used = self.seq + 1 + self.time + 1 + self.sender + 1 + self.etype + 1
+        used += (self.channel + 1 if self.channel else 0) + (self.audience + 1 if self.audience else 0)
+        return max(0, width - used)
 
 
 class EnvelopeTail(ScrollView, can_focus=True):
@@ -129,7 +145,7 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
         background: $surface;
         color: $foreground;
         overflow-x: hidden;
-        overflow-y: scroll;
+        overflow-y: auto;
         &:focus { background-tint: $foreground 4%; }
         & > .envelope-tail--header { background: $panel; color: $text-muted; text-style: bold; }
         & > .envelope-tail--cursor {
@@ -305,6 +321,31 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
             self._scroll_to_end()
         elif added:
             self.pending_count += added
+
+    def prepend_many(self, items: Iterable[tuple[Envelope, int | None, str]]) -> int:
+        """Add older envelopes before the first row (history loading); returns how many were kept.
+
+        Never pushes newer rows out: when the limit is reached the oldest of ``items`` are dropped.
+        The view does not move (a paused reader keeps looking at the same rows).
+        """
+        new = [TailRow(seq, env, label) for env, seq, label in items]
+        room = self.limit - len(self._rows)
+        if room <= 0 or not new:
+            return 0
+        new = new[-room:]
+        self._base -= len(new)
+        self._rows[0:0] = new
+        shown = len(new)
+        if self._view is not None:
+            accepted = [self._base + i for i, row in enumerate(new) if self._accept(row)]
+            self._view[0:0] = accepted
+            shown = len(accepted)
+        self._after_change()
+        if self.following:
+            self._scroll_to_end()
+        elif shown:
+            self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True)
+        return len(new)
 
     def clear(self) -> None:
         """Forget every row (filters stay)."""
@@ -537,33 +578,34 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
             self._strips[key] = strip
         return strip
 
-    def _columns(self, width: int) -> tuple[int, int, int, int, int]:
-        """Widths of channel, sender, type and audience columns, and the preview width."""
-        channel = 12 if self.show_channel and width >= 90 else 0
-        audience = 12 if width >= 110 else 0
-        sender = 12
-        etype = 23 if width >= 70 else 14
-        fixed = (
-            7
-            + 13
-            + (channel + 1 if channel else 0)
-            + sender
-            + 1
-            + etype
-            + 1
-            + (audience + 1 if audience else 0)
+    def _columns(self, width: int) -> _Columns:
+        """Column widths for ``width`` cells: drop or narrow columns until the preview has room."""
+        cols = _Columns(
+            seq=6, time=12, channel=12 if self.show_channel else 0, sender=12, etype=23, audience=12
         )
-        return channel, sender, etype, audience, max(0, width - fixed)
+        steps = (
+            ("audience", 0),
+            ("channel", 0),
+            ("etype", 17),
+            ("time", 8),
+            ("sender", 9),
+            ("etype", 12),
+        )
+        for name, value in steps:
+            if cols.preview_width(width) >= 28:
+                break
+            setattr(cols, name, value)
+        return cols
 
     def _render_header(self, width: int, styles: dict[str, Style]) -> Strip:
-        channel, sender, etype, audience, rest = self._columns(width)
-        parts = [_fit("seq", 6).rjust(6), " ", _fit("time", 12), " "]
-        if channel:
-            parts += [_fit("channel", channel), " "]
-        parts += [_fit("sender", sender), " ", _fit("event type", etype), " "]
-        if audience:
-            parts += [_fit("audience", audience), " "]
-        parts.append(_fit("preview", rest))
+        c = self._columns(width)
+        parts = ["seq".ljust(c.seq), " ", _fit("time", c.time), " "]
+        if c.channel:
+            parts += [_fit("channel", c.channel), " "]
+        parts += [_fit("sender", c.sender), " ", _fit("event type", c.etype), " "]
+        if c.audience:
+            parts += [_fit("audience", c.audience), " "]
+        parts.append(_fit("preview", c.preview_width(width)))
         text = "".join(parts)
         return Strip(
             [*Text(text, style=styles["header"], end="").render(self.app.console)]
@@ -571,25 +613,26 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
 
     def _render_row(self, row: TailRow, width: int, is_cursor: bool, styles: dict[str, Style]) -> Strip:
         env = row.envelope
-        channel, sender, etype, audience, rest = self._columns(width)
+        c = self._columns(width)
         base = styles["base"]
         text = Text(style=base, no_wrap=True, end="")
         matched = not self._search.empty and self._search.matches(env, self.name_for, row.seq)
         seq = "·" if row.seq is None else str(row.seq)
-        text.append(seq.rjust(6)[-6:], styles["match"] if matched else styles["seq"])
+        text.append(seq.rjust(c.seq)[-c.seq :], styles["match"] if matched else styles["seq"])
         text.append(" ")
-        text.append(_fit(short_time(env.created_at), 12), styles["time"])
+        text.append(_fit(short_time(env.created_at)[: c.time], c.time), styles["time"])
         text.append(" ")
-        if channel:
-            text.append(_fit(row.channel, channel), styles["label"])
+        if c.channel:
+            text.append(_fit(row.channel, c.channel), styles["label"])
             text.append(" ")
-        text.append(_fit(self.name_for(env.sender_id), sender), styles["sender"])
+        text.append(_fit(self.name_for(env.sender_id), c.sender), styles["sender"])
         text.append(" ")
-        text.append(_fit(env.event_type, etype), styles[event_family(env.event_type)])
+        text.append(_fit(env.event_type, c.etype), styles[event_family(env.event_type)])
         text.append(" ")
-        if audience:
-            text.append(_fit(audience_label(env, self.name_for), audience), styles["audience"])
+        if c.audience:
+            text.append(_fit(audience_label(env, self.name_for), c.audience), styles["audience"])
             text.append(" ")
+        rest = c.preview_width(width)
         if rest:
             text.append(_fit(preview(env, rest + 1), rest), styles["preview"])
         if is_cursor:

@@ -16,7 +16,6 @@ class StatusBar(Horizontal):
     DEFAULT_CSS = """
     StatusBar {
         height: 1;
-        dock: bottom;
         background: $panel-darken-1;
         color: $text-muted;
         & Label { width: auto; padding: 0 1; }

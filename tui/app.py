@@ -1,0 +1,729 @@
+"""The workbench app: channels (left), the live WAL tail (centre), agent view and peers (right), chat and
+status at the bottom. It owns the connection: one observe-stream worker feeds every pane in batches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Header, Input, KeyPanel, TabbedContent, TabPane
+from textual.widgets._help_panel import HelpPanel
+
+from ag2net.channel import ChannelMetadata
+from ag2net.client import HubClient, HumanClient
+from ag2net.envelope import ALL_EVENT_TYPES, Envelope
+from ag2net.errors import NetworkError
+from ag2net.views import registered_views
+from tui.commands import DomainCommand, WorkbenchCommands
+from tui.filtering import FilterError
+from tui.formatting import preview
+from tui.screens.composer import ChannelChoice, EnvelopeComposer
+from tui.screens.jump import JumpOverlay
+from tui.screens.open_channel import OpenChannelForm
+from tui.settings import Settings, check_keymap
+from tui.source import HubSource
+from tui.widgets.channel_list import ChannelList
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.envelope_detail import EnvelopeDetail
+from tui.widgets.envelope_tail import EnvelopeTail
+from tui.widgets.peer_card import PeersPane
+from tui.widgets.projected_view import ProjectedView
+from tui.widgets.status_bar import StatusBar
+
+DemoStarter = Callable[[], Awaitable[Any]]
+FLUSH_INTERVAL = 0.1
+
+
+class WorkbenchApp(App[None]):
+    """The ag2net workbench."""
+
+    TITLE = "ag2net workbench"
+    CSS_PATH = "workbench.tcss"
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    HELP = """\
+## ag2net workbench
+
+**1** channels · **2** WAL tail · **3** agent view · **4** peers · **i** chat · **ctrl+g** jump labels.
+**F1** help for the focused pane · **?** keys that apply here · **ctrl+p** command palette.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "focus_pane('channels')", "Channels", show=False, id="app.focus_channels"),
+        Binding("2", "focus_pane('tail')", "Tail", show=False, id="app.focus_tail"),
+        Binding("3", "focus_pane('view')", "Agent view", show=False, id="app.focus_view"),
+        Binding("4", "focus_pane('peers')", "Peers", show=False, id="app.focus_peers"),
+        Binding(
+            "i", "focus_pane('chat')", "Chat", id="app.focus_chat", tooltip="Type into the selected channel"
+        ),
+        Binding("ctrl+g", "jump", "Jump", id="app.jump", tooltip="Show a letter on every pane to jump to it"),
+        Binding("f1", "toggle_help", "Help", id="app.help", tooltip="Help for the focused pane"),
+        Binding("question_mark", "toggle_keys", "Keys", id="app.keys", tooltip="Keys that apply here"),
+        Binding("ctrl+e", "compose_envelope", "Compose", id="app.compose", tooltip="Hand-craft an envelope"),
+        Binding("ctrl+o", "open_channel", "Open channel", id="app.open_channel", tooltip="Open a channel"),
+        Binding(
+            "ctrl+w",
+            "close_channel",
+            "Close channel",
+            id="app.close_channel",
+            tooltip="Close the selected channel",
+        ),
+    ]
+
+    def __init__(
+        self,
+        hub_client: HubClient,
+        human: HumanClient,
+        settings: Settings | None = None,
+        clock: Callable[[], float] | None = None,
+        *,
+        demo: DemoStarter | None = None,
+        observe: bool = True,
+        load_history: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.source = HubSource(hub_client, human)
+        self.clock = clock or time.monotonic
+        self.demo = demo
+        self.demo_started = False
+        self.observe_enabled = observe
+        self.load_history = load_history
+        self.selected_channel: str | None = None
+        self.ready = False
+        self._buffer: list[tuple[Envelope, int, str]] = []
+        self._activity: dict[str, list[Any]] = defaultdict(lambda: [0, ""])
+        self._max_seq: dict[str, int] = {}
+        self._min_seq: dict[str, int] = {}
+        self._rate_count = 0
+        self._custom_types: set[str] = set()
+        self._peers_dirty = False
+        self._query_mode = "filter"
+        check_keymap(self.settings, self.binding_ids())
+        if self.settings.keys:
+            self.set_keymap(self.settings.keys)
+
+    # ------------------------------------------------------------------ composition
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        with Horizontal(id="main"):
+            with Vertical(id="channels-pane", classes="pane") as channels:
+                channels.border_title = "1 Channels"
+                yield ChannelList(id="channels")
+            with Vertical(id="tail-pane", classes="pane") as tail_pane:
+                tail_pane.border_title = "2 WAL · all channels"
+                yield EnvelopeTail(self.source.name_for, limit=self.settings.tail_limit, id="tail")
+                yield Input(id="query-bar")
+            with Vertical(id="right-pane", classes="pane") as right:
+                right.border_title = "3 Agent view · 4 Peers"
+                with TabbedContent(id="right-tabs", initial="tab-view"):
+                    with TabPane("Agent view", id="tab-view"):
+                        yield ProjectedView(
+                            self.source.load_projection, name_for=self.source.name_for, id="view"
+                        )
+                    with TabPane("Peers", id="tab-peers"):
+                        yield PeersPane(id="peers")
+        with Vertical(id="bottom"):
+            yield ChatInput(id="chat")
+            yield StatusBar(id="status")
+            yield Footer()
+
+    @property
+    def tail(self) -> EnvelopeTail:
+        return self.query_one("#tail", EnvelopeTail)
+
+    @property
+    def channel_list(self) -> ChannelList:
+        return self.query_one("#channels", ChannelList)
+
+    @property
+    def chat(self) -> ChatInput:
+        return self.query_one("#chat", ChatInput)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one("#status", StatusBar)
+
+    @property
+    def projected_view(self) -> ProjectedView:
+        return self.query_one("#view", ProjectedView)
+
+    @property
+    def peers(self) -> PeersPane:
+        return self.query_one("#peers", PeersPane)
+
+    @classmethod
+    def binding_ids(cls) -> set[str]:
+        """Every binding id a user may remap in ``[keys]``."""
+        classes: list[type] = [
+            cls,
+            EnvelopeTail,
+            ChannelList,
+            ChatInput,
+            ProjectedView,
+            PeersPane,
+            EnvelopeComposer,
+            EnvelopeDetail,
+            OpenChannelForm,
+        ]
+        ids: set[str] = set()
+        for klass in classes:
+            for binding in getattr(klass, "BINDINGS", []):
+                if isinstance(binding, Binding) and binding.id:
+                    ids.add(binding.id)
+        return ids
+
+    # ------------------------------------------------------------------ startup
+
+    def on_mount(self) -> None:
+        if self.settings.theme in self.available_themes:
+            self.theme = self.settings.theme
+        else:
+            self.notify(
+                f"theme {self.settings.theme!r} is unknown; using {self.theme!r} "
+                f"(choose one of {', '.join(sorted(self.available_themes)[:6])}…)",
+                severity="warning",
+            )
+        self.status.connection = self.source.connection_label
+        self.status.progress = "loading channels…"
+        self.tail.focus()
+        self.set_interval(FLUSH_INTERVAL, self._flush)
+        self.set_interval(1.0, self._tick_rate)
+        self.set_interval(3.0, self._refresh_health)
+        self._startup()
+
+    @work(exclusive=True, group="startup")
+    async def _startup(self) -> None:
+        source = self.source
+        try:
+            position = await source.observe_position()
+            rows = await source.load_channels()
+        except NetworkError as exc:
+            self.status.connected = False
+            self.status.progress = ""
+            self.notify(f"Cannot reach the hub: {exc}", severity="error", timeout=10)
+            return
+        self.channel_list.set_channels(rows)
+        self.status.progress = "loading the newest envelopes…"
+        page = await source.last_page(rows, self.settings.first_page)
+        self._note_loaded(page)
+        self.tail.append_many(page)
+        self.status.progress = ""
+        self.ready = True
+        if self.observe_enabled:
+            self._observe(position)
+        self._load_peers()
+        await self._refresh_health()
+        if self.load_history:
+            self._load_history(rows)
+
+    def _note_loaded(self, items: list[tuple[Envelope, int, str]]) -> None:
+        for env, seq, _label in items:
+            cid = env.channel_id
+            if seq > self._max_seq.get(cid, 0):
+                self._max_seq[cid] = seq
+            if seq < self._min_seq.get(cid, seq + 1):
+                self._min_seq[cid] = seq
+            if env.event_type not in ALL_EVENT_TYPES:
+                self._custom_types.add(env.event_type)
+
+    @work(exclusive=True, group="history")
+    async def _load_history(self, rows: list[Any]) -> None:
+        """Older envelopes, newest pages first, with progress in the status bar (never a frozen screen)."""
+        loaded = dict(self._min_seq)
+        async for batch, done, total in self.source.older_pages(rows, loaded, self.settings.tail_limit):
+            kept = self.tail.prepend_many(batch)
+            for env, _seq, _label in batch:
+                if env.event_type not in ALL_EVENT_TYPES:
+                    self._custom_types.add(env.event_type)
+            self.status.progress = f"history {done:,}/{total:,}"
+            if kept < len(batch):
+                break
+        self.status.progress = ""
+
+    @work(exclusive=True, group="observe")
+    async def _observe(self, position: int) -> None:
+        async for event in self.source.observe(position):
+            if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
+                seq = event.seq or 0
+                if seq and seq <= self._max_seq.get(event.channel_id, 0):
+                    continue  # already loaded by the first page
+                self._max_seq[event.channel_id] = seq
+                env = event.envelope
+                self._buffer.append((env, seq, self.source.label_for(event.channel_id)))
+                activity = self._activity[event.channel_id]
+                activity[0] += 1
+                activity[1] = env.created_at
+                self._rate_count += 1
+                if env.event_type not in ALL_EVENT_TYPES:
+                    self._custom_types.add(env.event_type)
+            elif event.kind == "channel":
+                metadata = event.payload.get("metadata")
+                if isinstance(metadata, dict):
+                    self._flush()
+                    row = self.source.remember(ChannelMetadata.from_dict(metadata))
+                    self.channel_list.upsert(row)
+                    if event.channel_id == self.selected_channel:
+                        self._sync_selected_channel()
+            elif event.kind == "agent":
+                self.tail.refresh_names()
+                self._peers_dirty = True
+
+    def _flush(self) -> None:
+        """Move buffered envelopes into the panes: one batch per tick whatever the arrival rate."""
+        if self._buffer:
+            batch, self._buffer = self._buffer, []
+            self.tail.append_many(batch)
+        if self._activity:
+            activity = {cid: (a[0], a[1]) for cid, a in self._activity.items()}
+            self._activity.clear()
+            self.channel_list.bump(activity)
+        if self._peers_dirty:
+            self._peers_dirty = False
+            self._load_peers()
+
+    def _tick_rate(self) -> None:
+        self.status.push_rate(self._rate_count)
+        self._rate_count = 0
+
+    async def _refresh_health(self) -> None:
+        try:
+            health = await self.source.health()
+        except NetworkError:
+            self.status.connected = False
+            return
+        self.status.connected = True
+        self.status.health = (
+            f"{health.get('active_channels', 0)} active · {health.get('registered_agents', 0)} identities"
+        )
+
+    @work(exclusive=True, group="peers")
+    async def _load_peers(self) -> None:
+        peers = await self.source.load_peers()
+        self.peers.set_peers(peers)
+
+    # ------------------------------------------------------------------ channels
+
+    @on(ChannelList.Selected)
+    def _channel_selected(self, event: ChannelList.Selected) -> None:
+        self.select_channel(event.channel_id)
+
+    def select_channel(self, channel_id: str | None) -> None:
+        """Filter the tail to ``channel_id`` (None: all) and point chat and agent view at it."""
+        self.selected_channel = channel_id
+        self.tail.set_channel_filter(channel_id)
+        pane = self.query_one("#tail-pane")
+        pane.border_title = (
+            f"2 WAL · {self.source.label_for(channel_id)}" if channel_id else "2 WAL · all channels"
+        )
+        self._sync_selected_channel()
+        self.refresh_bindings()
+
+    def _sync_selected_channel(self) -> None:
+        channel_id = self.selected_channel
+        participants = self.source.participants(channel_id) if channel_id else []
+        names = [name for agent_id, name in participants if agent_id != self.source.human_id]
+        label = self.source.label_for(channel_id) if channel_id else ""
+        if self.chat.channel_id != channel_id:
+            self.chat.set_channel(channel_id, label, names)
+        else:
+            self.chat.suggester.names = names
+        agents = [(a, n) for a, n in participants if a != self.source.human_id]
+        view = self.projected_view
+        if channel_id is None:
+            view.set_channel(None, [])
+        elif view.channel_id != channel_id:
+            view.set_channel(
+                channel_id, agents + [(a, n) for a, n in participants if a == self.source.human_id]
+            )
+
+    # ------------------------------------------------------------------ tail and detail
+
+    @on(EnvelopeTail.Selected)
+    def _envelope_selected(self, event: EnvelopeTail.Selected) -> None:
+        self.open_envelope(event.envelope, event.seq, event.channel_label)
+
+    def open_envelope(self, envelope: Envelope, seq: int | None, label: str) -> None:
+        cause_label = None
+        if envelope.causation_id:
+            cause = self.tail.find_envelope(envelope.causation_id)
+            if cause is not None:
+                cause_label = f"#{cause.seq} {self.source.name_for(cause.envelope.sender_id)}: " + preview(
+                    cause.envelope, 50
+                )
+        participants = [a for a, _ in self.source.participants(envelope.channel_id)]
+        self.push_screen(
+            EnvelopeDetail(
+                envelope,
+                seq=seq,
+                channel_label=label,
+                name_for=self.source.name_for,
+                participants=participants,
+                cause_label=cause_label,
+            )
+        )
+
+    @on(EnvelopeDetail.OpenRequested)
+    def _open_cause(self, event: EnvelopeDetail.OpenRequested) -> None:
+        row = self.tail.find_envelope(event.envelope_id)
+        if row is not None:
+            self.open_envelope(row.envelope, row.seq, row.channel)
+        else:
+            self._fetch_and_open(event.channel_id, event.envelope_id)
+
+    @work(group="detail")
+    async def _fetch_and_open(self, channel_id: str, envelope_id: str) -> None:
+        found = await self.source.find_envelope(channel_id, envelope_id)
+        if found is None:
+            self.notify(
+                f"Envelope {envelope_id[:12]} is not in channel {channel_id[:8]}'s WAL.", severity="warning"
+            )
+            return
+        seq, env = found
+        self.open_envelope(env, seq, self.source.label_for(channel_id))
+
+    @on(EnvelopeTail.FollowChanged)
+    def _follow_changed(self, event: EnvelopeTail.FollowChanged) -> None:
+        self.status.following = event.following
+        self.status.pending = self.tail.pending_count
+
+    def on_envelope_tail_state_changed(self, event: EnvelopeTail.StateChanged) -> None:
+        tail = self.tail
+        parts = []
+        if not tail.filter_spec.empty:
+            parts.append(tail.filter_spec.query)
+        if not tail.search_spec.empty:
+            parts.append(f"search {tail.search_spec.query}")
+        self.status.filter_text = " · ".join(parts)
+        self.refresh_bindings()
+
+    @on(EnvelopeTail.QueryRequested)
+    def _query_requested(self, event: EnvelopeTail.QueryRequested) -> None:
+        self.open_query(event.mode)
+
+    def open_query(self, mode: str) -> None:
+        """Show the query bar under the tail: ``filter``, ``search`` or ``goto``."""
+        self._query_mode = mode
+        bar = self.query_one("#query-bar", Input)
+        placeholders = {
+            "filter": 'filter: type:ag2.msg sender:planner to:all text:"words" re:/x.+y/i -family:channel',
+            "search": "search (then n / N): same syntax as the filter",
+            "goto": "go to seq: a number in the selected channel",
+        }
+        bar.placeholder = placeholders[mode]
+        current = {"filter": self.tail.filter_spec.query, "search": self.tail.search_spec.query, "goto": ""}
+        bar.value = current[mode]
+        bar.add_class("-visible")
+        bar.focus()
+
+    @on(Input.Submitted, "#query-bar")
+    def _query_submitted(self, event: Input.Submitted) -> None:
+        bar = event.input
+        text = event.value.strip()
+        try:
+            if self._query_mode == "filter":
+                self.tail.set_filter(text)
+            elif self._query_mode == "search":
+                if not self.tail.set_search(text) and text:
+                    self.notify("No envelope matches the search.", severity="warning", timeout=3)
+            else:
+                if not text.isdigit():
+                    self.notify(f"'{text}' is not a sequence number; type digits only.", severity="error")
+                    return
+                if not self.tail.goto_seq(int(text)):
+                    self.notify(f"seq {text} is not among the rows shown.", severity="warning")
+        except FilterError as exc:
+            self.notify(str(exc), severity="error", timeout=6)
+            return
+        bar.remove_class("-visible")
+        self.tail.focus()
+
+    def on_key(self, event: Any) -> None:
+        bar = self.query_one("#query-bar", Input)
+        if event.key == "escape" and bar.has_focus:
+            bar.remove_class("-visible")
+            self.tail.focus()
+            event.stop()
+
+    # ------------------------------------------------------------------ chat
+
+    @on(ChatInput.Submitted)
+    def _chat_submitted(self, event: ChatInput.Submitted) -> None:
+        self._send_chat(event.channel_id, event.text, event.body, event.audience)
+
+    @work(group="chat")
+    async def _send_chat(self, channel_id: str, text: str, body: str, audience: list[str]) -> None:
+        chat = self.chat
+        try:
+            allowed, reason = await self.source.can_send(channel_id)
+            if not allowed:
+                chat.show_reason(reason)
+                return
+            await self.source.send_text(channel_id, body, audience)
+        except NetworkError as exc:
+            chat.show_reason(str(exc))
+            return
+        chat.sent(text)
+
+    # ------------------------------------------------------------------ composer
+
+    def action_compose_envelope(self) -> None:
+        choices = [
+            ChannelChoice(cid, self.source.label_for(cid), self.source.participants(cid))
+            for cid in self.channel_list.shown_ids()
+        ]
+        if not choices:
+            self.notify("There is no channel to post into yet; open one first (ctrl+o).", severity="warning")
+            return
+        self.push_screen(
+            EnvelopeComposer(
+                choices,
+                self.source.human_id,
+                initial_channel=self.selected_channel,
+                recent_for=self._recent_for,
+                draft_path=self.settings.drafts_path,
+                custom_types=sorted(self._custom_types),
+            )
+        )
+
+    def _recent_for(self, channel_id: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for row in reversed(
+            self.tail.visible_rows() if self.selected_channel == channel_id else self.tail._rows
+        ):
+            if row.envelope.channel_id != channel_id:
+                continue
+            env = row.envelope
+            out.append(
+                (env.envelope_id, f"#{row.seq} {self.source.name_for(env.sender_id)}: {preview(env, 60)}")
+            )
+            if len(out) >= 25:
+                break
+        return out
+
+    @on(EnvelopeComposer.SendRequested)
+    def _composer_send(self, event: EnvelopeComposer.SendRequested) -> None:
+        self._post_composed(event.composer, event.envelope)
+
+    @work(group="composer")
+    async def _post_composed(self, composer: EnvelopeComposer, envelope: Envelope) -> None:
+        try:
+            envelope_id = await self.source.post_envelope(envelope)
+        except NetworkError as exc:
+            composer.show_send_error(str(exc))
+            return
+        composer.sent()
+        self.notify(f"Envelope {envelope_id[:12]} posted ({envelope.event_type}).", timeout=3)
+
+    # ------------------------------------------------------------------ open / close channels
+
+    def action_open_channel(self) -> None:
+        self._show_open_form()
+
+    @work(group="open-form")
+    async def _show_open_form(self) -> None:
+        try:
+            types = await self.source.channel_types()
+        except NetworkError:
+            types = []
+        peers = [(p.agent_id, p.name) for p in self.peers.peers if p.agent_id != self.source.human_id]
+        await self.push_screen(OpenChannelForm(types, peers))
+
+    @on(OpenChannelForm.OpenRequested)
+    def _open_requested(self, event: OpenChannelForm.OpenRequested) -> None:
+        self._open_channel(event)
+
+    @work(group="open")
+    async def _open_channel(self, request: OpenChannelForm.OpenRequested) -> None:
+        try:
+            channel_id = await self.source.open_channel(
+                request.channel_type, request.targets, request.knobs, request.ttl, request.intent
+            )
+        except NetworkError as exc:
+            request.form.show_error(str(exc))
+            return
+        request.form.dismiss(None)
+        self.notify(f"Opened {request.channel_type} channel {channel_id[:8]}.", timeout=3)
+        rows = await self.source.load_channels()
+        self.channel_list.set_channels(rows)
+        self.channel_list.select(channel_id)
+
+    def action_close_channel(self) -> None:
+        if self.selected_channel:
+            self._close_channel(self.selected_channel)
+
+    @work(group="close")
+    async def _close_channel(self, channel_id: str) -> None:
+        try:
+            await self.source.close_channel(channel_id)
+        except NetworkError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"Closed {self.source.label_for(channel_id)}.", timeout=3)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_channel":
+            md = self.source.metadata.get(self.selected_channel or "")
+            return md is not None and not md.is_terminal()
+        if action == "compose_envelope":
+            return True if self.source.metadata else None
+        return True
+
+    # ------------------------------------------------------------------ focus, jump, help
+
+    def _pane_widget(self, pane: str) -> Widget:
+        tabs = self.query_one("#right-tabs", TabbedContent)
+        if pane == "channels":
+            return self.channel_list.query_one(DataTable)
+        if pane == "tail":
+            return self.tail
+        if pane == "view":
+            tabs.active = "tab-view"
+            return self.projected_view.query_one("#pv-participant")
+        if pane == "peers":
+            tabs.active = "tab-peers"
+            return self.peers.query_one("#peers-search")
+        return self.chat.input
+
+    def action_focus_pane(self, pane: str) -> None:
+        self._pane_widget(pane).focus()
+
+    def action_jump(self) -> None:
+        targets = {
+            "c": (self.query_one("#channels-pane"), "channels"),
+            "t": (self.query_one("#tail-pane"), "WAL tail"),
+            "v": (self.query_one("#right-pane"), "agent view"),
+            "p": (self.query_one("#right-tabs").query_one("Tabs"), "peers"),
+            "i": (self.chat, "chat"),
+        }
+        names = {"c": "channels", "t": "tail", "v": "view", "p": "peers", "i": "chat"}
+
+        def jumped(key: str | None) -> None:
+            if key:
+                self.action_focus_pane(names[key])
+
+        self.push_screen(JumpOverlay(targets), jumped)
+
+    def action_toggle_help(self) -> None:
+        if self.screen.query(HelpPanel):
+            self.action_hide_help_panel()
+        else:
+            self.screen.query(KeyPanel).remove()
+            self.action_show_help_panel()
+
+    def action_toggle_keys(self) -> None:
+        existing = self.screen.query(KeyPanel).filter(".-keys-only")
+        if existing:
+            existing.remove()
+        else:
+            self.screen.query(HelpPanel).remove()
+            self.screen.mount(KeyPanel(classes="-keys-only"))
+
+    # ------------------------------------------------------------------ palette
+
+    def domain_commands(self) -> list[DomainCommand]:
+        commands = [
+            DomainCommand("Open channel…", "Open a channel as yourself", self.action_open_channel),
+            DomainCommand("Compose envelope…", "Hand-craft any envelope", self.action_compose_envelope),
+            DomainCommand(
+                "Filter tail…",
+                "Filter the WAL tail by type, sender, audience, text",
+                lambda: self.open_query("filter"),
+            ),
+            DomainCommand("Search tail…", "Find envelopes, then n / N", lambda: self.open_query("search")),
+            DomainCommand("Go to seq…", "Jump to a sequence number", lambda: self.open_query("goto")),
+            DomainCommand(
+                "Follow tail", "Scroll to the newest envelope and keep following", self.tail.follow
+            ),
+            DomainCommand(
+                "Show all channels", "Clear the channel selection", lambda: self.channel_list.select(None)
+            ),
+        ]
+        if self.selected_channel and self.check_action("close_channel", ()):
+            commands.append(
+                DomainCommand(
+                    f"Close channel {self.source.label_for(self.selected_channel)}",
+                    "Close the selected channel",
+                    self.action_close_channel,
+                )
+            )
+        for name in registered_views():
+            commands.append(
+                DomainCommand(
+                    f"Switch agent view: {name}",
+                    "Preview the projection with this view (the channel is unchanged)",
+                    lambda name=name: self.projected_view.switch_view(name),
+                    discover=False,
+                )
+            )
+        for channel_id, row in self.channel_list.rows.items():
+            commands.append(
+                DomainCommand(
+                    f"Select channel {row.label} ({', '.join(row.participants)})",
+                    f"{row.state}, {row.count} envelopes",
+                    lambda channel_id=channel_id: self.channel_list.select(channel_id),
+                    discover=False,
+                )
+            )
+        if self.demo is not None and not self.demo_started:
+            commands.append(
+                DomainCommand("Start demo network", "Scripted agents and live traffic", self.start_demo)
+            )
+        return commands
+
+    def start_demo(self) -> None:
+        if self.demo is not None and not self.demo_started:
+            self.demo_started = True
+            self._run_demo()
+
+    @work(group="demo")
+    async def _run_demo(self) -> None:
+        assert self.demo is not None
+        try:
+            await self.demo()
+        except NetworkError as exc:
+            self.notify(f"The demo could not start: {exc}", severity="error")
+            return
+        self.notify("Demo network started: scripted agents are talking.", timeout=4)
+
+
+async def build_app(
+    hub_client: HubClient,
+    human: HumanClient,
+    settings: Settings | None = None,
+    *,
+    clock: Callable[[], float] | None = None,
+    demo: DemoStarter | None = None,
+    observe: bool = True,
+    load_history: bool = True,
+) -> WorkbenchApp:
+    """The app factory tests and snapshots use: every dependency injectable, nothing read from disk."""
+    return WorkbenchApp(
+        hub_client,
+        human,
+        settings or Settings(),
+        clock,
+        demo=demo,
+        observe=observe,
+        load_history=load_history,
+    )
+
+
+async def run_workbench(
+    hub_client: HubClient, human: HumanClient, settings: Settings, *, demo: DemoStarter | None = None
+) -> None:
+    """Run the workbench until the user quits, on the event loop that owns ``hub_client``."""
+    await WorkbenchApp(hub_client, human, settings, demo=demo).run_async()
+
+
+__all__ = ["WorkbenchApp", "build_app", "run_workbench"]

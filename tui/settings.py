@@ -1,0 +1,127 @@
+"""Workbench settings: a TOML file validated with pydantic, with per-user defaults (XDG paths).
+
+Example ``~/.config/ag2net/workbench.toml``::
+
+    database = "~/.local/share/ag2net/workbench.db"
+    theme = "textual-dark"
+    tail_limit = 100000
+    human_name = "ana"
+
+    [keys]
+    "tail.follow" = "f"
+    "app.compose" = "ctrl+e"
+
+Errors are one sentence naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class SettingsError(ValueError):
+    """The settings file cannot be used; the message names the key and the file."""
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def default_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/ag2net/workbench.toml`` (``~/.config/...`` by default)."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / "ag2net" / "workbench.toml"
+
+
+def default_database_path() -> Path:
+    """``$XDG_DATA_HOME/ag2net/workbench.db`` (``~/.local/share/...`` by default)."""
+    return _xdg("XDG_DATA_HOME", ".local/share") / "ag2net" / "workbench.db"
+
+
+class Settings(BaseModel):
+    """Everything the workbench reads from its settings file."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    database: Path = Field(default_factory=default_database_path)
+    theme: str = "textual-dark"
+    tail_limit: int = Field(default=100_000, ge=100, le=5_000_000)
+    human_name: str = "me"
+    keys: dict[str, str] = Field(default_factory=dict)
+    first_page: int = Field(default=500, ge=10, le=100_000)
+    source: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("database", mode="before")
+    @classmethod
+    def _expand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return Path(os.path.expandvars(value)).expanduser()
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for binding_id, keys in value.items():
+            if not keys.strip():
+                raise ValueError(f'key for {binding_id!r} is empty; write e.g. "{binding_id}" = "f"')
+        return value
+
+    @property
+    def drafts_path(self) -> Path:
+        """The composer draft, a JSON file next to the settings file."""
+        base = self.source.parent if self.source is not None else default_config_path().parent
+        return base / "composer-draft.json"
+
+
+def load_settings(path: Path | str | None = None, *, must_exist: bool = False) -> Settings:
+    """Read and validate settings from ``path`` (default location when None; defaults when absent)."""
+    explicit = path is not None
+    file = Path(path).expanduser() if path is not None else default_config_path()
+    if not file.exists():
+        if explicit or must_exist:
+            raise SettingsError(f"settings file {file} does not exist; create it or drop --config")
+        return Settings()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"settings file {file} is not valid TOML ({exc}); fix the syntax") from None
+    except OSError as exc:
+        raise SettingsError(f"settings file {file} cannot be read ({exc.strerror})") from None
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(k for k in Settings.model_fields if k != "source")
+            raise SettingsError(f"unknown key {key!r} in {file}; known keys are {known}") from None
+        message = error["msg"].removeprefix("Value error, ")
+        raise SettingsError(f"key {key!r} in {file} is invalid: {message}") from None
+    settings.source = file
+    return settings
+
+
+def check_keymap(settings: Settings, known_ids: set[str]) -> None:
+    """Refuse a remapping of a binding id the workbench does not have (one sentence naming it)."""
+    for binding_id in settings.keys:
+        if binding_id not in known_ids:
+            where = settings.source or default_config_path()
+            raise SettingsError(
+                f"[keys] {binding_id!r} in {where} is not a binding id; known ids include "
+                f"{', '.join(sorted(known_ids)[:8])}…"
+            )
+
+
+__all__ = [
+    "Settings",
+    "SettingsError",
+    "check_keymap",
+    "default_config_path",
+    "default_database_path",
+    "load_settings",
+]

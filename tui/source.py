@@ -1,0 +1,228 @@
+"""Every call the workbench makes to the network, in one place, over ag2net's public client API only.
+
+The same code serves an in-process hub (``HubClient.local``) and a remote one (``HubClient.connect``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ag2net.channel import ChannelMetadata
+from ag2net.client import HubClient, HumanClient
+from ag2net.client.turns import project_for
+from ag2net.envelope import Envelope
+from ag2net.errors import NetworkError
+from ag2net.hub import ObservedEvent
+from ag2net.views import view_from_spec
+from tui.formatting import channel_label
+from tui.widgets.channel_list import ChannelRow
+from tui.widgets.peer_card import PeerInfo
+from tui.widgets.projected_view import ProjectionData
+
+TailItem = tuple[Envelope, int, str]
+
+
+def channel_row(md: ChannelMetadata, name_for: Any, count: int = 0, last: str = "") -> ChannelRow:
+    ids = md.participant_ids()
+    return ChannelRow(
+        channel_id=md.channel_id,
+        type=md.manifest.type,
+        state=md.state.value if hasattr(md.state, "value") else str(md.state),
+        participants=[name_for(a) for a in ids],
+        count=count,
+        last_activity=last or md.created_at,
+        close_reason=md.close_reason,
+        participant_ids=ids,
+    )
+
+
+class HubSource:
+    """The workbench's view of one hub: an operator ``HubClient`` and the human at the keyboard."""
+
+    def __init__(self, hub_client: HubClient, human: HumanClient) -> None:
+        self.hc = hub_client
+        self.human = human
+        self.metadata: dict[str, ChannelMetadata] = {}
+
+    # ------------------------------------------------------------------ names and channels
+
+    def name_for(self, agent_id: str) -> str:
+        return self.hc.name_for(agent_id)
+
+    @property
+    def human_id(self) -> str:
+        return self.human.agent_id
+
+    @property
+    def connection_label(self) -> str:
+        return "remote hub" if self.hc.remote else "in-process hub"
+
+    def label_for(self, channel_id: str) -> str:
+        md = self.metadata.get(channel_id)
+        return channel_label(md.manifest.type if md is not None else "channel", channel_id)
+
+    def participants(self, channel_id: str) -> list[tuple[str, str]]:
+        md = self.metadata.get(channel_id)
+        if md is None:
+            return []
+        return [(a, self.name_for(a)) for a in md.participant_ids()]
+
+    async def load_channels(self) -> list[ChannelRow]:
+        channels = await self.hc.list_channels(all_channels=True, include_terminal=True, limit=None)
+        stats = await self.hc.channel_stats()
+        rows = []
+        for md in channels:
+            self.metadata[md.channel_id] = md
+            stat = stats.get(md.channel_id, {})
+            rows.append(
+                channel_row(
+                    md, self.name_for, int(stat.get("wal_count", 0)), str(stat.get("last_activity") or "")
+                )
+            )
+        return rows
+
+    def remember(self, metadata: ChannelMetadata) -> ChannelRow:
+        self.metadata[metadata.channel_id] = metadata
+        return channel_row(metadata, self.name_for)
+
+    async def health(self) -> dict[str, Any]:
+        return await self.hc.health()
+
+    async def channel_types(self) -> list[str]:
+        return await self.hc.adapter_types()
+
+    # ------------------------------------------------------------------ the tail
+
+    async def observe_position(self) -> int:
+        return await self.hc.observe_position()
+
+    def observe(self, since: int | None) -> AsyncIterator[ObservedEvent]:
+        return self.hc.observe(since=since)
+
+    async def last_page(self, rows: list[ChannelRow], count: int) -> list[TailItem]:
+        """The newest ``count`` envelopes across all channels, oldest first (O(count) reads)."""
+        per_channel = await asyncio.gather(
+            *(self._channel_tail(r.channel_id, r.count, count) for r in rows if r.count)
+        )
+        merged = heapq.nlargest(count, (item for chunk in per_channel for item in chunk), key=_order)
+        merged.reverse()
+        return merged
+
+    async def _channel_tail(self, channel_id: str, wal_count: int, count: int) -> list[TailItem]:
+        first = max(1, wal_count - count + 1)
+        label = self.label_for(channel_id)
+        return [(env, seq, label) for seq, env in await self.hc.read_wal_seq(channel_id, first, wal_count)]
+
+    async def older_pages(
+        self, rows: list[ChannelRow], loaded: dict[str, int], limit: int, page: int = 5000
+    ) -> AsyncIterator[tuple[list[TailItem], int, int]]:
+        """Older envelopes in pages (newest pages first) until ``limit`` rows are held: (items, done, total).
+
+        ``loaded`` maps channel id to the lowest seq already held.
+        """
+        total = min(limit, sum(r.count for r in rows))
+        held = sum(r.count - loaded.get(r.channel_id, r.count + 1) + 1 for r in rows)
+        lowest = {r.channel_id: loaded.get(r.channel_id, r.count + 1) for r in rows if r.count}
+        while held < total:
+            want = min(page, total - held)
+            chunks = await asyncio.gather(
+                *(
+                    self._channel_range(cid, max(1, low - want), low - 1)
+                    for cid, low in lowest.items()
+                    if low > 1
+                )
+            )
+            candidates = [item for chunk in chunks for item in chunk]
+            if not candidates:
+                return
+            batch = heapq.nlargest(want, candidates, key=_order)
+            batch.reverse()
+            for env, seq, _label in batch:
+                cid = env.channel_id
+                lowest[cid] = min(lowest[cid], seq)
+            held += len(batch)
+            yield batch, held, total
+
+    async def _channel_range(self, channel_id: str, first: int, last: int) -> list[TailItem]:
+        if last < first:
+            return []
+        label = self.label_for(channel_id)
+        return [(env, seq, label) for seq, env in await self.hc.read_wal_seq(channel_id, first, last)]
+
+    async def find_envelope(self, channel_id: str, envelope_id: str) -> tuple[int, Envelope] | None:
+        count = await self.hc.wal_count(channel_id)
+        for seq, env in await self.hc.read_wal_seq(channel_id, 1, count):
+            if env.envelope_id == envelope_id:
+                return seq, env
+        return None
+
+    # ------------------------------------------------------------------ acting as the human
+
+    async def send_text(self, channel_id: str, text: str, audience: list[str] | None) -> str:
+        return await self.human.send(channel_id, text, audience=audience or None)
+
+    async def can_send(self, channel_id: str) -> tuple[bool, str]:
+        return await self.human.can_send(channel_id)
+
+    async def post_envelope(self, envelope: Envelope) -> str:
+        return await self.human.post_envelope(envelope)
+
+    async def open_channel(
+        self,
+        channel_type: str,
+        targets: list[str],
+        knobs: dict[str, Any],
+        ttl: int | None,
+        intent: str | None,
+    ) -> str:
+        channel = await self.human.open(
+            type=channel_type, target=targets, ttl=ttl, knobs=knobs or None, intent=intent
+        )
+        return channel.channel_id
+
+    async def close_channel(self, channel_id: str, reason: str = "closed_from_workbench") -> None:
+        await self.hc.close_channel(channel_id, reason=reason)
+
+    # ------------------------------------------------------------------ peers and views
+
+    async def load_peers(self) -> list[PeerInfo]:
+        passports = await self.hc.list_agents(limit=10_000)
+
+        async def one(passport: Any) -> PeerInfo | None:
+            agent_id = passport.agent_id or ""
+            try:
+                resume, info = await asyncio.gather(
+                    self.hc.get_resume(agent_id), self.hc.get_skill_info(agent_id)
+                )
+            except NetworkError:
+                return None
+            return PeerInfo(passport, resume, info.get("skill_md") or "", bool(info.get("generated")))
+
+        return [p for p in await asyncio.gather(*(one(p) for p in passports)) if p is not None]
+
+    async def load_projection(
+        self, channel_id: str, participant_id: str, spec: dict[str, Any] | None
+    ) -> ProjectionData:
+        in_force = await self.hc.preview_turn(channel_id, participant_id)
+        preview = (
+            in_force if spec is None else await self.hc.preview_turn(channel_id, participant_id, view=spec)
+        )
+        turns = await self.hc.list_turns(channel_id=channel_id, agent_id=participant_id, limit=1)
+        turn = turns[0] if turns else None
+        replay = None
+        if turn is not None and turn.trigger_envelope_id:
+            md = await self.hc.get_channel(channel_id)
+            wal = await self.hc.read_wal_until(channel_id, turn.trigger_envelope_id)
+            replay = await project_for(self.hc, md, participant_id, wal, view_from_spec(preview.view))
+        return ProjectionData(channel_id, participant_id, in_force.view, preview, turn, replay)
+
+
+def _order(item: TailItem) -> str:
+    # envelope ids are minted monotonically by the hub: lexical order is admission order
+    return item[0].envelope_id
+
+
+__all__ = ["HubSource", "channel_row"]
