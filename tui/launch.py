@@ -1,0 +1,87 @@
+"""From ``ag2net tui`` options to a running workbench: open or attach the hub, seat the human, run the app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ag2net import HubClient
+from ag2net.errors import NetworkError
+from tui.settings import Settings
+
+DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
+
+
+def is_new_database(path: Path | None) -> bool:
+    return path is None or not path.exists() or path.stat().st_size == 0
+
+
+def demo_starter(hub: Any, human_name: str, tasks: set[asyncio.Task[Any]]) -> Callable[[], Awaitable[Any]]:
+    """A callable the app runs to start the demo network in the background (once)."""
+
+    async def start() -> Any:
+        from ag2net.demo import start_demo
+
+        network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE)
+        task = asyncio.get_running_loop().create_task(network.run())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        return network
+
+    return start
+
+
+async def launch(
+    *,
+    settings: Settings,
+    db_path: Path | None,
+    human_name: str,
+    start_demo: bool,
+    network: Any,
+    connect: str | None,
+    token: str | None,
+    operator_token: str | None,
+    open_hub: Callable[[Path | None], Awaitable[Any]],
+    run_network: Callable[[Any, Any], Awaitable[Any]],
+) -> None:
+    """Run the workbench until the user quits; everything opened here is closed on the way out."""
+    from tui.app import WorkbenchApp
+
+    background: set[asyncio.Task[Any]] = set()
+    hub = None
+    if connect is not None:
+        hub_client = await HubClient.connect(connect, token=token, operator_token=operator_token)
+        demo = None
+        offer = False
+    else:
+        offer = is_new_database(db_path)
+        hub = await open_hub(db_path)
+        hub_client = HubClient.local(hub)
+        demo = demo_starter(hub, human_name, background)
+    try:
+        human = await hub_client.register_or_attach_human(human_name)
+        if network is not None and hub is not None:
+            await run_network(network, hub)
+        app = WorkbenchApp(hub_client, human, settings, demo=demo)
+        app.autostart_demo = bool(start_demo and demo is not None)
+        app.offer_demo = bool(offer and not start_demo and demo is not None)
+        await app.run_async()
+    except NetworkError as exc:
+        from ag2net.cli import UsageProblem
+
+        raise UsageProblem(str(exc)) from None
+    finally:
+        for task in list(background):
+            task.cancel()
+        for task in list(background):
+            with contextlib.suppress(BaseException):
+                await task
+        await hub_client.close()
+        if hub is not None:
+            await hub.close()
+
+
+__all__ = ["demo_starter", "is_new_database", "launch"]
