@@ -22,8 +22,15 @@ async def store(request, tmp_path):
     else:
         # Small batches and pages so the chunking and pagination paths run in every test.
         writer = request.param.removeprefix("sqlite-")
+        # The inline one also moves envelope ids to their index every few appends.
+        ids_batch = 5 if writer == "inline" else 1024
         s = SqliteStore(
-            tmp_path / "store.db", writer=writer, clock=ManualClock(), batch_limit=8, iter_batch=5
+            tmp_path / "store.db",
+            writer=writer,
+            clock=ManualClock(),
+            batch_limit=8,
+            iter_batch=5,
+            ids_batch=ids_batch,
         )
     await s.open()
     yield s
@@ -590,3 +597,45 @@ async def test_background_checkpoints_keep_the_wal_file_small(tmp_path):
     async with SqliteStore(path) as store:
         rows = await store.read_wal_seq("c2", 1, 1000)
         assert [seq for seq, _ in rows] == list(range(1, 1001))
+
+
+@pytest.mark.parametrize("ids_batch", [1, 3, 1000])
+async def test_envelope_ids_stay_unique_and_findable_across_bulk_index_moves(tmp_path, ids_batch):
+    path = tmp_path / "hub.db"
+    ids = [f"{i + 100:032x}" for i in range(10)]
+    out_of_order = f"{5:032x}"  # smaller than every id stored: must be looked up, not assumed new
+
+    async def check_all(store) -> None:
+        for i, envelope_id in enumerate(ids):
+            assert await store.find_seq(f"c{i % 2}", envelope_id) == i // 2 + 1
+            assert await store.find_seq(f"c{(i + 1) % 2}", envelope_id) is None
+        assert await store.find_seq("c0", out_of_order) == 6
+        for envelope_id in (ids[0], ids[-1], out_of_order):
+            with pytest.raises(StoreError, match="already in the WAL"):
+                await store.append("c9", envelope_id, "{}")
+
+    async with SqliteStore(path, ids_batch=ids_batch) as store:
+        for i, envelope_id in enumerate(ids):
+            await store.append(f"c{i % 2}", envelope_id, json.dumps(i))
+        assert await store.append("c0", out_of_order, "{}") == 6
+        twice = await asyncio.gather(
+            store.append("c1", "f" * 32, "{}"), store.append("c1", "f" * 32, "{}"), return_exceptions=True
+        )
+        assert twice[0] == 6 and isinstance(twice[1], StoreError)
+        await check_all(store)
+
+    conn = sqlite3.connect(path)
+    upto = conn.execute("SELECT value FROM store_state WHERE key = 'wal_ids_upto'").fetchone()
+    indexed = conn.execute("SELECT count(*) FROM wal_ids").fetchone()[0]
+    assert indexed == (upto[0] if upto else 0)  # every row up to the mark, none after it
+    joined = conn.execute("SELECT count(*) FROM wal_ids JOIN wal USING (envelope_id, channel_id, seq)")
+    assert joined.fetchone()[0] == indexed
+    conn.close()
+    if ids_batch == 1000:
+        assert indexed == 0  # all 12 still in memory at close: reopening must read them back
+
+    async with SqliteStore(path, ids_batch=ids_batch) as store:
+        await check_all(store)
+        assert await store.find_seq("c1", "f" * 32) == 6
+        assert await store.append("c1", f"{999:032x}", "{}") == 7
+        assert await store.wal_counts() == {"c0": 6, "c1": 7}

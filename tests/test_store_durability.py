@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from ag2net.store import SqliteStore
+from ag2net.store import SqliteStore, StoreError
 
 # The child appends with eight appenders in flight and prints "channel envelope_id seq" the moment
 # each append has returned, i.e. once the store has acknowledged it.
 CHILD = r"""
 import asyncio, json, sys
-from ag2net.store import SqliteStore
+from ag2net.store import SqliteStore, StoreError
 
 async def main(path, writer, fsync):
     store = SqliteStore(path, writer=writer, fsync=fsync == "1", checkpoint_bytes=1 << 20)
@@ -102,6 +102,11 @@ def test_every_acknowledged_append_survives_kill_9(tmp_path, writer, fsync):
                     stored[envelope["id"]] = (channel, seq)
             missing = [ack for ack in acks if stored.get(ack[1]) != (ack[0], ack[2])]
             assert not missing, f"{len(missing)} acknowledged envelopes lost or moved, e.g. {missing[:3]}"
+            # Ids are found (some from the bulk index, the newest re-read from the WAL) and stay unique.
+            for channel, envelope_id, seq in [*acks[:: max(1, len(acks) // 40)], *acks[-5:]]:
+                assert await store.find_seq(channel, envelope_id) == seq
+            with pytest.raises(StoreError, match="already in the WAL"):
+                await store.append("c1", acks[-1][1], "{}")
             # The reopened store carries on numbering where the killed one stopped.
             assert await store.append("c0", "after-restart", "{}") == counts["c0"] + 1
 
