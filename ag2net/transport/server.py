@@ -1,0 +1,943 @@
+"""The hub's WebSocket server: frames in and out, authentication at hello/register, authorisation per op.
+
+Auth in one place (reference §7.3-7.4, plus ag2net's operator role):
+
+* Identities authenticate with the hub's ``AuthRegistry`` (``none``, ``api_key``) when they register
+  (``register`` op, the passport's ``auth`` block) or re-attach (``hello`` frame, or the ``bind`` op with
+  ``auth_claim``). ``serve_ws(token=...)`` adds a shared ``api_key`` every name accepts and refuses the
+  ``none`` scheme over the wire. Without a token, a hub that accepts ``none`` may only listen on loopback
+  unless ``allow_unauthenticated=True`` (a warning is logged).
+* The **operator** role (the workbench) is asked for with ``HelloFrame(name=..., auth_scheme="operator",
+  auth_claim={"token": operator_token})``. It may observe every channel, read any WAL, channel, task,
+  turn record and the audit log, and close any channel; it never posts as someone else. Without an
+  ``operator_token`` the role is granted freely only on a server that already accepts ``none``.
+* An authentication failure answers ``auth_failed`` (a response to the op, or an ``ErrorFrame`` for a
+  hello) and closes the connection with code 1008; frames read after it are not processed.
+* A malformed frame answers ``protocol_error`` (a ``ResponseFrame`` when it carried a usable
+  ``request_id``, else an ``ErrorFrame``) and the connection stays open. A message larger than
+  ``max_message_bytes`` closes the connection with code 1009 (websockets' ``max_size``).
+
+Requests of one connection run concurrently, each in its own task, so an invitee bound to the same
+connection as the channel's creator can ack while ``create_channel`` waits. ``observe``/``unobserve``
+are connection-level ops (not in the hub's op table) streaming ``{"kind": "observed", "subscription",
+"event"}`` frames; an ag2 client never asks for them, so it never sees that kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import time
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
+from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
+from ag2net.hub.auth import ApiKeyAuth, AuthRegistry
+from ag2net.hub.ops import to_wire
+from ag2net.ids import make_id
+from ag2net.tasks import TASK_ID_RE
+from ag2net.transport.frames import (
+    ErrorFrame,
+    HelloFrame,
+    PingFrame,
+    ReceiptFrame,
+    RequestFrame,
+    ResponseFrame,
+    WelcomeFrame,
+    decode_frame,
+    encode_frame,
+)
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+OPERATOR_SCHEME = "operator"
+OBSERVED_KIND = "observed"
+CLOSE_AUTH_FAILED = 1008
+MAX_INFLIGHT_REQUESTS = 256
+
+# Per-op wire authorisation (reference §7.4). Every op of the hub's table must appear in exactly one
+# of these; a test keeps them in step. Ops missing here are refused to non-operators.
+OPEN_OPS = frozenset(
+    {
+        "get_agent",
+        "get_resume",
+        "get_rule",
+        "get_skill",
+        "get_skill_info",
+        "find_agent_id",
+        "names_for",
+        "list_agents",
+        "health",
+        "adapter_types",
+    }
+)
+# op -> (param naming the agent, operators allowed too)
+AGENT_OPS: dict[str, tuple[str, bool]] = {
+    "set_resume": ("agent_id", False),
+    "set_skill": ("agent_id", False),
+    "set_rule": ("agent_id", False),
+    "unregister": ("agent_id", False),
+    "unbind": ("agent_id", False),
+    "add_knowledge": ("agent_id", False),
+    "create_channel": ("creator_id", False),
+    "pending_turns_for": ("agent_id", True),
+    "can_send": ("sender_id", True),
+    "explain_send": ("sender_id", True),
+    "search_knowledge": ("agent_id", True),
+}
+CHANNEL_OPS = frozenset(
+    {
+        "get_channel",
+        "close_channel",
+        "read_wal",
+        "read_wal_seq",
+        "read_wal_until",
+        "wal_count",
+        "find_envelope_by_causation",
+    }
+)
+OPERATOR_OPS = frozenset({"list_audit", "observe_position"})
+SPECIAL_OPS = frozenset(
+    {
+        "register",
+        "bind",
+        "post_envelope",
+        "report_turn_failure",
+        "record_turn",
+        "record_observation",
+        "list_turns",
+        "list_channels",
+        "channel_stats",
+        "get_task",
+        "list_tasks",
+        "observe_task",
+        "update_task",
+        "fire_task_event",
+    }
+)
+CONNECTION_OPS = frozenset({"observe", "unobserve"})
+MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
+
+
+def classified_ops() -> frozenset[str]:
+    """Every op name this server has an authorisation rule for."""
+    return OPEN_OPS | frozenset(AGENT_OPS) | CHANNEL_OPS | OPERATOR_OPS | SPECIAL_OPS
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, (set, frozenset, Sequence)) and not isinstance(value, (str, bytes)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, default=_json_default, separators=(",", ":"))
+
+
+def encode_result(value: Any) -> Any:
+    """An op result as JSON-able data: ``to_wire`` plus read-only sequences (``WalSlice``) as lists."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, list, tuple)):
+        value = list(value)
+    return to_wire(value)
+
+
+def _param(params: dict[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str):
+        raise ProtocolError(f"params.{name} must be a string")
+    return value
+
+
+def _nested(params: dict[str, Any], outer: str, name: str) -> Any:
+    value = params.get(outer)
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _check_task_id(task_id: Any) -> None:
+    if task_id is None:
+        return
+    if not isinstance(task_id, str) or TASK_ID_RE.fullmatch(task_id) is None:
+        raise ProtocolError(f"invalid task_id {task_id!r}; use 1-128 of letters, digits, '.', '_' or '-'")
+
+
+_INCARNATIONS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _incarnation_of(observe_log: Any) -> str:
+    """One name per observe log (per hub object): positions are comparable only within it."""
+    name = _INCARNATIONS.get(observe_log)
+    if name is None:
+        name = _INCARNATIONS[observe_log] = f"{os.getpid()}-{time.time_ns():x}-{make_id()[:8]}"
+    return name
+
+
+def _token_matches(claim: Any, expected: str) -> bool:
+    token = claim.get("token") if isinstance(claim, dict) else None
+    return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
+
+
+class _ReplaySink:
+    """What ``hub.replay`` writes to: sends straight to the socket while live deliveries are held."""
+
+    def __init__(self, endpoint: WsEndpoint) -> None:
+        self.endpoint = endpoint
+        self.sent: set[str] = set()
+
+    async def notify(self, recipient_id: str, envelope: Envelope) -> None:
+        await self.endpoint._send_notify(recipient_id, envelope)
+        self.sent.add(envelope.envelope_id)
+
+
+class WsEndpoint:
+    """The hub's side of one WebSocket connection: bound identities, operator flag, in-flight work."""
+
+    def __init__(self, server: WsServer, ws: ServerConnection) -> None:
+        self.endpoint_id = make_id()
+        self.bound: set[str] = set()
+        self.operator = False
+        self.server = server
+        self.hub = server.hub
+        self.ws = ws
+        self.closed = False
+        self._refused = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._observers: dict[str, asyncio.Task[None]] = {}
+        self._gates: dict[str, asyncio.Event] = {}
+        self._held: dict[str, list[Envelope]] = {}
+        self._replaying: dict[str, int] = {}
+        self._inflight = asyncio.Semaphore(MAX_INFLIGHT_REQUESTS)
+
+    # ------------------------------------------------------------------ hub-facing endpoint
+
+    async def notify(self, recipient_id: str, envelope: Envelope) -> None:
+        if self.closed:
+            return  # the identity replays from its cursor when it comes back
+        held = self._held.get(recipient_id)
+        if held is not None:
+            held.append(envelope)
+            return
+        await self._send_notify(recipient_id, envelope)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for task in list(self._observers.values()):
+            task.cancel()
+        self._observers.clear()
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+
+    async def authorize(self, hub: Hub, op: str, params: dict[str, Any]) -> None:
+        """Refuse ``op`` unless this connection may run it (reference §7.4); may narrow ``params``."""
+        for name in ("task_id",):
+            _check_task_id(params.get(name))
+        if op in OPEN_OPS:
+            return
+        if op in AGENT_OPS:
+            name, operator_ok = AGENT_OPS[op]
+            if not (operator_ok and self.operator):
+                self._require_bound(params.get(name))
+            return
+        if op in CHANNEL_OPS:
+            self._require_channel(_param(params, "channel_id"))
+            return
+        if op in OPERATOR_OPS:
+            self._require_operator(op)
+            return
+        special = getattr(self, f"_authorize_{op}", None)
+        if special is not None:
+            await special(params)
+            return
+        if not self.operator:
+            raise AccessDeniedError(f"op {op!r} is not available over this connection")
+
+    # ------------------------------------------------------------------ rules
+
+    def _is_bound(self, agent_id: Any) -> bool:
+        return isinstance(agent_id, str) and agent_id in self.bound
+
+    def _require_bound(self, agent_id: Any) -> None:
+        if not self._is_bound(agent_id):
+            raise AccessDeniedError(f"connection is not bound to agent '{agent_id}'")
+
+    def _require_operator(self, what: str) -> None:
+        if not self.operator:
+            raise AccessDeniedError(
+                f"{what!r} needs the operator role; connect with operator_token=... (hello auth_scheme 'operator')"
+            )
+
+    def _participates(self, channel_id: str) -> bool:
+        md = self.hub.channels.get(channel_id)
+        return md is not None and any(p in self.bound for p in md.participant_ids())
+
+    def _require_channel(self, channel_id: str) -> Any:
+        md = self.hub.get_channel(channel_id)
+        if not self.operator and not any(p in self.bound for p in md.participant_ids()):
+            raise AccessDeniedError(f"connection has no participant in channel '{channel_id}'")
+        return md
+
+    def _task_visible(self, task: Any) -> bool:
+        return (
+            self.operator
+            or task.owner_id in self.bound
+            or (task.channel_id is not None and self._participates(task.channel_id))
+        )
+
+    async def _authorize_register(self, params: dict[str, Any]) -> None:
+        passport = params.get("passport")
+        if isinstance(passport, dict):
+            kind = passport.get("kind")
+            auth = passport.get("auth") if isinstance(passport.get("auth"), dict) else {}
+            scheme = auth.get("scheme", "none")
+        else:
+            kind = getattr(passport, "kind", None)
+            scheme = getattr(getattr(passport, "auth", None), "scheme", "none")
+        if kind == "remote_agent":
+            if not self.hub.allow_remote_agent_registration:
+                raise AccessDeniedError(
+                    "remote_agent registration is disabled on this hub; open it with allow_remote_agent_registration=True"
+                )
+            if not any(
+                self.hub.agents[a].passport.kind != "remote_agent" for a in self.bound if a in self.hub.agents
+            ):
+                raise AccessDeniedError(
+                    "a remote_agent is registered by a connection that holds its owner agent"
+                )
+            return
+        if scheme == "none" and not self.server.open_mode:
+            raise AuthError(
+                "this server requires authentication; register with the 'api_key' scheme "
+                "(HubClient.connect(url, token=...))"
+            )
+
+    async def _authorize_bind(self, params: dict[str, Any]) -> None:
+        passport = self.hub.get_agent(_param(params, "name"))
+        scheme = params.get("auth_scheme")
+        await self.server.check_identity(self, passport, scheme, params.get("auth_claim") or {})
+
+    async def _authorize_post_envelope(self, params: dict[str, Any]) -> None:
+        env = params.get("envelope")
+        if isinstance(env, dict):
+            env = Envelope.from_dict(env)
+            params["envelope"] = env
+        if not isinstance(env, Envelope):
+            raise ProtocolError("post_envelope needs params.envelope as an envelope object")
+        self._require_bound(env.sender_id)
+        _check_task_id(env.task_id)
+        event_type = env.event_type
+        if event_type.startswith("ag2.channel.") and event_type not in (
+            EV_CHANNEL_INVITE_ACK,
+            EV_CHANNEL_INVITE_REJECT,
+        ):
+            raise ProtocolError(f"'{event_type}' is emitted only by the hub")
+        md = self.hub.channels.get(env.channel_id)
+        if env.audience is not None and md is not None:
+            participants = set(md.participant_ids())
+            if not all(a in participants for a in env.audience):
+                raise ProtocolError("audience must list only participants of the channel")
+
+    async def _authorize_report_turn_failure(self, params: dict[str, Any]) -> None:
+        self._require_bound(params.get("agent_id"))
+        channel_id = _param(params, "channel_id")
+        md = self.hub.get_channel(channel_id)
+        if params.get("agent_id") not in md.participant_ids():
+            raise AccessDeniedError(
+                f"agent '{params.get('agent_id')}' does not participate in channel '{channel_id}'"
+            )
+
+    async def _authorize_record_turn(self, params: dict[str, Any]) -> None:
+        record = params.get("record")
+        if not isinstance(record, dict):
+            raise ProtocolError("params.record must be a turn record object")
+        self._require_bound(record.get("agent_id"))
+
+    async def _authorize_record_observation(self, params: dict[str, Any]) -> None:
+        owner_id = params.get("owner_id")
+        self._require_bound(owner_id)
+        task_id = params.get("task_id")
+        task = self.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is not None and task.owner_id != owner_id:
+            raise AccessDeniedError(f"task '{task_id}' is not owned by '{owner_id}'")
+
+    async def _authorize_list_turns(self, params: dict[str, Any]) -> None:
+        if self.operator:
+            return
+        channel_id = params.get("channel_id")
+        agent_id = params.get("agent_id")
+        if channel_id is None and agent_id is None:
+            raise AccessDeniedError("list_turns needs channel_id or agent_id, or the operator role")
+        if channel_id is not None:
+            self._require_channel(_param(params, "channel_id"))
+        if agent_id is not None and channel_id is None:
+            self._require_bound(agent_id)
+
+    async def _authorize_list_channels(self, params: dict[str, Any]) -> None:
+        agent_id = params.get("agent_id")
+        if agent_id is not None:
+            if not self.operator:
+                self._require_bound(agent_id)
+            return
+        if not self.operator:
+            params["_filter_limit"] = params.get("limit", 50)
+            params["limit"] = None
+
+    async def _authorize_channel_stats(self, params: dict[str, Any]) -> None:
+        return None  # narrowed after the op for non-operators
+
+    async def _authorize_get_task(self, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        task = self.hub._tasks.get(task_id)
+        if task is None or not self._task_visible(task):
+            raise NotFoundError(f"task not found: {task_id}")
+
+    async def _authorize_list_tasks(self, params: dict[str, Any]) -> None:
+        if not self.operator:
+            params["_filter_limit"] = params.get("limit", 50)
+            params["limit"] = None
+
+    async def _authorize_observe_task(self, params: dict[str, Any]) -> None:
+        task_id = _nested(params, "metadata", "task_id")
+        owner_id = _nested(params, "metadata", "owner_id")
+        channel_id = _nested(params, "metadata", "channel_id")
+        _check_task_id(task_id)
+        self._require_bound(owner_id)
+        if channel_id is not None:
+            md = self.hub.get_channel(channel_id)
+            if owner_id not in md.participant_ids():
+                raise AccessDeniedError(
+                    f"task channel '{channel_id}' does not include its owner '{owner_id}'"
+                )
+        existing = self.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        if existing is not None:
+            self._require_bound(existing.owner_id)
+
+    async def _owned_task(self, params: dict[str, Any]) -> Any:
+        task_id = _param(params, "task_id")
+        task = self.hub._tasks.get(task_id)
+        if task is None:
+            raise NotFoundError(f"task not found: {task_id}")
+        self._require_bound(task.owner_id)
+        return task
+
+    async def _authorize_update_task(self, params: dict[str, Any]) -> None:
+        await self._owned_task(params)
+
+    async def _authorize_fire_task_event(self, params: dict[str, Any]) -> None:
+        await self._owned_task(params)
+        if params.get("kind") != "mirror_failed":
+            raise ProtocolError("fire_task_event over the wire accepts only kind 'mirror_failed'")
+        payload = params.get("payload") or {}
+        if not isinstance(payload, dict) or not set(payload) <= MIRROR_FAILED_KEYS:
+            raise ProtocolError(f"fire_task_event payload keys must be among {sorted(MIRROR_FAILED_KEYS)}")
+        params["payload"] = {k: (v[:500] if isinstance(v, str) else v) for k, v in payload.items()}
+
+    def narrow(self, op: str, params: dict[str, Any], result: Any) -> Any:
+        """Cut a listing down to what a non-operator connection may see."""
+        if self.operator:
+            return result
+        if op == "list_channels" and "_filter_limit" in params:
+            out = [md for md in result if any(p in self.bound for p in md.participant_ids())]
+            limit = params["_filter_limit"]
+            return out if limit is None else out[: int(limit)]
+        if op == "list_tasks" and "_filter_limit" in params:
+            out = [t for t in result if self._task_visible(t)]
+            limit = params["_filter_limit"]
+            return out if limit is None else out[: int(limit)]
+        if op == "channel_stats":
+            return {cid: stats for cid, stats in result.items() if self._participates(cid)}
+        return result
+
+    # ------------------------------------------------------------------ socket side
+
+    async def _send(self, data: dict[str, Any]) -> None:
+        await self.ws.send(dumps(data))
+
+    async def _send_frame(self, frame: Any) -> None:
+        await self._send(encode_frame(frame))
+
+    async def _send_notify(self, recipient_id: str, envelope: Envelope) -> None:
+        await self._send({"kind": "notify", "envelope": envelope.to_dict(), "recipient_id": recipient_id})
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def run(self) -> None:
+        """Read frames until the connection ends."""
+        try:
+            async for message in self.ws:
+                if self._refused:
+                    break
+                await self._on_message(message)
+        except ConnectionClosed:
+            pass
+
+    async def _on_message(self, message: str | bytes) -> None:
+        try:
+            data = json.loads(message)
+        except (ValueError, TypeError) as exc:
+            await self._protocol_error(f"frame is not valid JSON: {exc}")
+            return
+        try:
+            frame = decode_frame(data)
+        except (ProtocolError, ValueError, TypeError) as exc:
+            request_id = data.get("request_id") if isinstance(data, dict) else None
+            if isinstance(data, dict) and data.get("kind") == "request" and isinstance(request_id, str):
+                await self._respond_error(request_id, "protocol_error", str(exc))
+            else:
+                await self._protocol_error(str(exc))
+            return
+        if isinstance(frame, RequestFrame):
+            await self._inflight.acquire()
+            self._spawn(self._request(frame))
+        elif isinstance(frame, ReceiptFrame):
+            self.hub.handle_receipt(
+                self, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
+            )
+        elif isinstance(frame, HelloFrame):
+            await self._hello(frame)
+        elif isinstance(frame, PingFrame):
+            await self._send({"kind": "pong"})
+        else:
+            await self._protocol_error(f"a client does not send {frame.kind} frames")
+
+    async def _protocol_error(self, message: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self._send_frame(ErrorFrame("protocol_error", message))
+
+    async def _respond_error(self, request_id: str, code: str, message: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self._send_frame(ResponseFrame(request_id, False, None, code, message))
+
+    async def _refuse(self, message: str) -> None:
+        """Authentication failed: nothing else this connection sends is processed."""
+        if self._refused:
+            return
+        self._refused = True
+        log.warning("connection %s refused: %s", self.endpoint_id, message)
+        with contextlib.suppress(Exception):
+            await self.ws.close(CLOSE_AUTH_FAILED, f"auth_failed: {message}"[:120])
+
+    async def _hello(self, frame: HelloFrame) -> None:
+        try:
+            if frame.auth_scheme == OPERATOR_SCHEME:
+                self.server.check_operator(frame.auth_claim)
+                self.operator = True
+                await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+                return
+            agent_id = self.hub.find_agent_id(frame.name)
+            if agent_id is None:
+                await self._send_frame(ErrorFrame("not_found", f"unknown name: {frame.name}"))
+                return
+            passport = self.hub.get_agent(agent_id)
+            await self.server.check_identity(self, passport, frame.auth_scheme, frame.auth_claim)
+        except AuthError as exc:
+            with contextlib.suppress(ConnectionClosed):
+                await self._send_frame(ErrorFrame("auth_failed", str(exc)))
+            await self._refuse(str(exc))
+            return
+        if frame.since_envelope_id is not None:
+            # Hold live deliveries from the moment of binding so replay and live stay in order.
+            self._held.setdefault(agent_id, [])
+            self._replaying[agent_id] = self._replaying.get(agent_id, 0) + 1
+        self.hub.bind_endpoint(self, agent_id)
+        self.server.claimed(self, agent_id)
+        await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+        if frame.since_envelope_id is not None:
+            self._spawn(self._replay(agent_id, frame.since_envelope_id))
+
+    async def _replay(self, agent_id: str, since: str) -> None:
+        sink = _ReplaySink(self)
+        try:
+            async with self.server.replay_lock(self):
+                await self.hub.replay(sink, agent_id, since)
+        except ConnectionClosed:
+            pass
+        except Exception:
+            log.exception("replay to %s failed", agent_id)
+        finally:
+            self._replaying[agent_id] -= 1
+            if self._replaying[agent_id] <= 0:
+                del self._replaying[agent_id]
+                await self._release_held(agent_id, sink.sent)
+
+    async def _release_held(self, agent_id: str, already_sent: set[str]) -> None:
+        held = self._held.get(agent_id)
+        while held:
+            batch = held[:]
+            held.clear()
+            for env in batch:
+                if env.envelope_id in already_sent or self.closed:
+                    continue
+                try:
+                    await self._send_notify(agent_id, env)
+                except ConnectionClosed:
+                    self._held.pop(agent_id, None)
+                    return
+        # Nothing awaited since the emptiness check: no live delivery can slip ahead of a held one.
+        self._held.pop(agent_id, None)
+
+    async def _request(self, frame: RequestFrame) -> None:
+        try:
+            result = await self._run_request(frame)
+        except AuthError as exc:
+            await self._respond_error(frame.request_id, exc.code, str(exc))
+            await self._refuse(str(exc))
+            return
+        except NetworkError as exc:
+            await self._respond_error(frame.request_id, exc.code, str(exc))
+            return
+        except KeyError as exc:
+            await self._respond_error(
+                frame.request_id, "protocol_error", f"{frame.op} failed: missing {exc.args[0]!r}"
+            )
+            return
+        except (TypeError, ValueError) as exc:
+            await self._respond_error(frame.request_id, "protocol_error", f"{frame.op}: bad params: {exc}")
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("op %s failed", frame.op)
+            await self._respond_error(frame.request_id, "error", str(exc) or type(exc).__name__)
+            return
+        finally:
+            self._inflight.release()
+        try:
+            text = dumps(
+                {
+                    "kind": "response",
+                    "request_id": frame.request_id,
+                    "ok": True,
+                    "result": result,
+                    "error_code": "",
+                    "error_message": "",
+                }
+            )
+        except (TypeError, ValueError) as exc:
+            log.exception("result of op %s is not JSON", frame.op)
+            await self._respond_error(
+                frame.request_id, "error", f"{frame.op} result is not JSON-serialisable: {exc}"
+            )
+            return
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                await self.ws.send(text)
+        finally:
+            gate = self._gates.pop(frame.request_id, None)
+            if gate is not None:
+                gate.set()
+
+    async def _run_request(self, frame: RequestFrame) -> Any:
+        if frame.op in CONNECTION_OPS:
+            return await self._connection_op(frame.request_id, frame.op, frame.params)
+        result = await self.hub.handle_op(self, frame.op, frame.params)
+        result = encode_result(self.narrow(frame.op, frame.params, result))
+        self._after(frame.op, frame.params, result)
+        return result
+
+    def _after(self, op: str, params: dict[str, Any], result: Any) -> None:
+        if op in ("register", "bind") and isinstance(result, dict):
+            agent_id = result.get("agent_id")
+            if isinstance(agent_id, str) and agent_id in self.bound:
+                self.server.claimed(self, agent_id)
+        elif op in ("unregister", "unbind"):
+            self.bound.discard(params.get("agent_id"))
+
+    # ------------------------------------------------------------------ observe
+
+    async def _connection_op(self, request_id: str, op: str, params: dict[str, Any]) -> Any:
+        self._require_operator(op)
+        sub = params.get("subscription")
+        if not isinstance(sub, str) or not sub:
+            raise ProtocolError(f"{op} needs params.subscription as a non-empty string")
+        if op == "unobserve":
+            task = self._observers.pop(sub, None)
+            if task is not None:
+                task.cancel()
+            return None
+        since = params.get("since")
+        if since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0):
+            raise ProtocolError("observe needs params.since as a non-negative integer or null")
+        if sub in self._observers:
+            raise ProtocolError(f"subscription {sub!r} is already streaming on this connection")
+        position = self.hub.observe_position
+        incarnation = params.get("incarnation")
+        if incarnation is not None and incarnation != self.server.incarnation:
+            since = 0  # the client followed an earlier hub process: this one's stream starts over
+        stream = self.hub.observe(position if since is None else since)
+        # The first event goes out only after the response, so the client knows the incarnation first.
+        gate = self._gates[request_id] = asyncio.Event()
+        self._observers[sub] = self._spawn(self._stream(sub, stream, gate))
+        return {"subscription": sub, "position": position, "incarnation": self.server.incarnation}
+
+    async def _stream(self, sub: str, stream: Any, gate: asyncio.Event) -> None:
+        try:
+            await gate.wait()
+            async for event in stream:
+                await self._send({"kind": OBSERVED_KIND, "subscription": sub, "event": event.to_dict()})
+        except (ConnectionClosed, asyncio.CancelledError):
+            return
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await self._send({"kind": OBSERVED_KIND, "subscription": sub, "error": str(exc)})
+        else:
+            with contextlib.suppress(Exception):
+                await self._send({"kind": OBSERVED_KIND, "subscription": sub, "end": True})
+        finally:
+            self._observers.pop(sub, None)
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.close()
+
+
+class WsServer:
+    """A running server: the websockets server plus the hub-facing policy it enforces."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        token: str | None,
+        operator_token: str | None,
+        open_mode: bool,
+        tls: bool = False,
+    ) -> None:
+        self.hub = hub
+        self.token = token
+        self.operator_token = operator_token
+        self.open_mode = open_mode
+        self.tls = tls
+        self.endpoints: dict[str, WsEndpoint] = {}
+        self.incarnation = _incarnation_of(hub.observe_log)
+        self.server: Server | None = None
+        self._replay_locks: dict[str, asyncio.Lock] = {}
+
+    @property
+    def sockets(self) -> Any:
+        return self.server.sockets if self.server is not None else ()
+
+    @property
+    def port(self) -> int:
+        return self.sockets[0].getsockname()[1]
+
+    @property
+    def host(self) -> str:
+        return self.sockets[0].getsockname()[0]
+
+    def url(self, host: str | None = None) -> str:
+        shown = host or self.host
+        if ":" in shown:
+            shown = f"[{shown}]"
+        scheme = "wss" if self.tls else "ws"
+        return f"{scheme}://{shown}:{self.port}"
+
+    def check_operator(self, claim: Any) -> None:
+        if self.operator_token is not None:
+            if not _token_matches(claim, self.operator_token):
+                raise AuthError("operator token mismatch")
+            return
+        if not self.open_mode:
+            raise AuthError("this server grants no operator role; start it with operator_token=...")
+
+    async def check_identity(self, endpoint: WsEndpoint, passport: Any, scheme: Any, claim: Any) -> None:
+        """Authenticate a re-attach of ``passport`` (hello frame or ``bind`` op)."""
+        registered = passport.auth.scheme or "none"
+        if not isinstance(claim, dict):
+            raise AuthError("auth_claim must be a JSON object")
+        if scheme is not None and scheme != registered:
+            raise AuthError(
+                f"auth scheme '{scheme}' does not match '{passport.name}''s registered scheme '{registered}'"
+            )
+        if passport.kind == "remote_agent":
+            owners = self.hub.agents[passport.agent_id].owners if passport.agent_id in self.hub.agents else []
+            if not any(o in endpoint.bound for o in owners):
+                raise AuthError(
+                    f"remote_agent '{passport.name}' re-attaches only on a connection holding its owner"
+                )
+            return
+        if registered == "none":
+            if self.open_mode or (self.token is not None and _token_matches(claim, self.token)):
+                return
+            raise AuthError(f"'{passport.name}' has no credential on this hub and this server requires one")
+        await self.hub.auth.get(registered).validate(passport, claim)
+
+    def claimed(self, endpoint: WsEndpoint, agent_id: str) -> None:
+        """``agent_id`` moved to ``endpoint``: other connections lose their rights over it."""
+        for other in self.endpoints.values():
+            if other is not endpoint:
+                other.bound.discard(agent_id)
+
+    @asynccontextmanager
+    async def replay_lock(self, endpoint: WsEndpoint) -> AsyncIterator[None]:
+        lock = self._replay_locks.setdefault(endpoint.endpoint_id, asyncio.Lock())
+        async with lock:
+            yield
+
+    async def handle(self, ws: ServerConnection) -> None:
+        endpoint = WsEndpoint(self, ws)
+        self.endpoints[endpoint.endpoint_id] = endpoint
+        self.hub.attach_endpoint(endpoint)
+        try:
+            await endpoint.run()
+        finally:
+            self.endpoints.pop(endpoint.endpoint_id, None)
+            self._replay_locks.pop(endpoint.endpoint_id, None)
+            for task in list(endpoint._observers.values()):
+                task.cancel()
+            await self.hub.detach_endpoint(endpoint)
+
+    async def shutdown(self) -> None:
+        for endpoint in list(self.endpoints.values()):
+            await endpoint.shutdown()
+
+
+@asynccontextmanager
+async def serve_ws(
+    hub: Hub,
+    host: str,
+    port: int,
+    *,
+    ssl_context: Any = None,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float | None = 20.0,
+    allow_unauthenticated: bool = False,
+    operator_token: str | None = None,
+    token: str | None = None,
+    max_message_bytes: int = 2 * 1024 * 1024,
+) -> AsyncIterator[WsServer]:
+    """Serve ``hub`` on ``ws://host:port`` (port 0 picks one: read ``server.port``) until the block exits.
+
+    ``token`` is a shared ``api_key`` that every identity registering or attaching over this server must
+    present (``HubClient.connect(url, token=...)``); ``operator_token`` grants the operator role.
+    """
+    original_auth = hub.auth
+    if token is not None:
+        if not token:
+            raise ValueError("serve_ws token must be a non-empty string")
+        if "api_key" in hub.auth:
+            raise ValueError(
+                "serve_ws(token=...) adds a shared 'api_key' scheme, but this hub already has one; "
+                "configure the keys in one place"
+            )
+        shared = token
+
+        async def resolve(name: str) -> str | None:
+            return shared
+
+        adapters = [hub.auth.get(s) for s in hub.auth.schemes()]
+        hub.auth = AuthRegistry([*adapters, ApiKeyAuth(resolver=resolve)])
+    if operator_token is not None and not operator_token:
+        raise ValueError("serve_ws operator_token must be a non-empty string")
+    open_mode = token is None and "none" in hub.auth
+    if open_mode and host not in LOOPBACK_HOSTS:
+        if not allow_unauthenticated:
+            hub.auth = original_auth
+            raise ValueError(
+                f"serve_ws on {host!r} would accept the 'none' auth scheme: anyone who can reach the port could "
+                "act as any agent. Pass token=... (or a hub whose AuthRegistry has no 'none'), bind to 127.0.0.1, "
+                "or pass allow_unauthenticated=True"
+            )
+        log.warning(
+            "serve_ws on %r accepts the 'none' auth scheme from any host (allow_unauthenticated=True)", host
+        )
+    state = WsServer(
+        hub, token=token, operator_token=operator_token, open_mode=open_mode, tls=ssl_context is not None
+    )
+    try:
+        async with serve(
+            state.handle,
+            host,
+            port,
+            ssl=ssl_context,
+            ping_interval=ping_interval,
+            ping_timeout=ping_timeout,
+            max_size=max_message_bytes,
+            max_queue=64,
+        ) as server:
+            state.server = server
+            try:
+                yield state
+            finally:
+                await state.shutdown()
+                server.close()
+                await server.wait_closed()
+    finally:
+        hub.auth = original_auth
+
+
+async def serve_cli(
+    hub: Hub,
+    host: str,
+    port: int,
+    *,
+    token: str | None = None,
+    operator_token: str | None = None,
+    allow_unauthenticated: bool = False,
+    ssl_context: Any = None,
+    echo: Any = print,
+) -> None:
+    """Serve ``hub`` until cancelled, after printing the address and how to attach (tokens never echoed)."""
+    async with serve_ws(
+        hub,
+        host,
+        port,
+        token=token,
+        operator_token=operator_token,
+        allow_unauthenticated=allow_unauthenticated,
+        ssl_context=ssl_context,
+    ) as server:
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else None)
+        url = server.url(shown)
+        echo(f"ag2net hub listening on {server.url()}")
+        attach = f"ag2net tui --connect {url}"
+        if token is not None:
+            attach += " --token <token>"
+        if operator_token is not None:
+            attach += " --operator-token <operator token>"
+        echo(f"attach the workbench with: {attach}")
+        if token is None and operator_token is None:
+            echo(
+                "no tokens set: identities use the 'none' auth scheme and any local client may act as operator"
+            )
+        await asyncio.Event().wait()
+
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "OBSERVED_KIND",
+    "OPERATOR_SCHEME",
+    "WsEndpoint",
+    "WsServer",
+    "classified_ops",
+    "serve_cli",
+    "serve_ws",
+]

@@ -1,0 +1,606 @@
+"""The client side of the WebSocket transport: a ``Link`` that speaks frames to a hub served with ``serve_ws``.
+
+Requests are correlated by ``request_id`` and may be in flight concurrently. Deliveries (``notify``) are
+queued per recipient and handed to the client in order by one task per recipient, so a slow handler
+never stalls the reader. When the connection drops the link reconnects with backoff, re-attaches every
+identity it bound with a ``hello`` (``since_envelope_id=""``: the hub replays from its per-channel
+delivery cursors, which advance on ``ack`` receipts) and drops any envelope it already delivered, so
+each identity sees what it missed, in order, once. Observe subscriptions resume where they stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from ag2net.envelope import Envelope
+from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_code
+from ag2net.hub.observe import ObservedEvent
+from ag2net.identity import Passport
+from ag2net.ids import make_id
+from ag2net.transport.frames import (
+    ErrorFrame,
+    HelloFrame,
+    NotifyFrame,
+    PingFrame,
+    ResponseFrame,
+    WelcomeFrame,
+    decode_frame,
+    encode_frame,
+)
+from ag2net.transport.link import NotifyHandler
+
+log = logging.getLogger(__name__)
+
+OPERATOR_SCHEME = "operator"
+_END = object()
+
+
+class ConnectionLostError(NetworkError, ConnectionError):
+    """The hub could not be reached, or the connection dropped before an answer arrived."""
+
+
+def to_json_params(value: Any) -> Any:
+    """Op params as JSON data: records via ``to_dict`` (a passport keeps its claim: the hub checks it)."""
+    if isinstance(value, Passport):
+        return value.to_dict(include_claim=True)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_json_params(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json_params(v) for v in value]
+    return value
+
+
+@dataclass(slots=True)
+class _Identity:
+    name: str
+    scheme: str
+    claim: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Subscription:
+    sid: str
+    since: int | None
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    last: int | None = None
+    incarnation: str | None = None
+
+
+class WsLink:
+    """A ``Link`` over one WebSocket connection (reconnecting) to ``url``.
+
+    ``token`` is the ``api_key`` presented for identities registered or attached through this link when
+    their passport carries no claim of its own; ``operator_token`` (or ``operator=True`` on a server
+    without one) asks for the operator role at connect time.
+    """
+
+    local = False
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        operator_token: str | None = None,
+        operator: bool | None = None,
+        ssl_context: Any = None,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        open_timeout: float | None = 10.0,
+        rpc_timeout: float | None = None,
+        reconnect: bool = True,
+        reconnect_initial_delay: float = 0.05,
+        reconnect_max_delay: float = 5.0,
+        max_message_bytes: int | None = 256 * 1024 * 1024,
+        dedupe_window: int = 50_000,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.operator_token = operator_token
+        self.operator = operator if operator is not None else operator_token is not None
+        self.ssl_context = ssl_context
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.open_timeout = open_timeout
+        self.rpc_timeout = rpc_timeout
+        self.reconnect = reconnect
+        self.reconnect_initial_delay = reconnect_initial_delay
+        self.reconnect_max_delay = reconnect_max_delay
+        self.max_message_bytes = max_message_bytes
+        self.dedupe_window = dedupe_window
+        self.endpoint_id = ""
+        self.reconnects = 0
+        self._on_notify: NotifyHandler | None = None
+        self._ws: ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._closed = False
+        self._failure: NetworkError | None = None
+        self._pending: dict[str, tuple[asyncio.Future[Any], str]] = {}
+        self._hello_waiters: list[asyncio.Future[Any]] = []
+        self._identities: dict[str, _Identity] = {}
+        self._queues: dict[str, asyncio.Queue[Envelope]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._seen: dict[str, OrderedDict[str, bool]] = {}
+        self._subs: dict[str, _Subscription] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ Link protocol
+
+    @property
+    def connected(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def bound_ids(self) -> list[str]:
+        """Identities this link re-attaches after a reconnect."""
+        return list(self._identities)
+
+    async def open(self, on_notify: NotifyHandler) -> None:
+        if self._closed:
+            raise RuntimeError("WsLink is closed")
+        if self._supervisor is not None:
+            return
+        self._on_notify = on_notify
+        self._failure = None
+        await self._connect()
+        try:
+            await self._handshake(rebind=False)
+        except BaseException:
+            await self._drop_connection()
+            raise
+        self._supervisor = asyncio.get_running_loop().create_task(self._supervise())
+
+    async def request(self, op: str, params: dict[str, Any]) -> Any:
+        wire = self._prepare(op, params)
+        request_id = make_id()
+        try:
+            text = json.dumps({"kind": "request", "request_id": request_id, "op": op, "params": wire})
+        except (TypeError, ValueError) as exc:
+            raise ProtocolError(f"params of op {op!r} are not JSON-serialisable: {exc}") from None
+        await self._wait_ready(op)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (future, op)
+        try:
+            ws = self._ws
+            if ws is None:
+                raise ConnectionLostError(f"connection to {self.url} lost before op {op!r} was sent")
+            try:
+                await ws.send(text)
+            except ConnectionClosed:
+                await self._settle_reader()
+                if self._failure is not None:
+                    raise self._failed() from None
+                raise ConnectionLostError(f"connection to {self.url} lost while sending op {op!r}") from None
+            if self.rpc_timeout is None:
+                result = await future
+            else:
+                result = await asyncio.wait_for(future, self.rpc_timeout)
+        finally:
+            self._pending.pop(request_id, None)
+        self._remember(op, wire, result)
+        return result
+
+    async def receipt(
+        self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
+    ) -> None:
+        seen = self._seen.get(recipient_id)
+        if seen is not None and envelope_id in seen:
+            seen[envelope_id] = True
+        ws = self._ws
+        if ws is None:
+            return  # the hub replays from its cursor, and the duplicate is acked again on arrival
+        data = {
+            "kind": "receipt",
+            "envelope_id": envelope_id,
+            "status": status,
+            "recipient_id": recipient_id,
+            "channel_id": channel_id,
+            "reason": reason,
+        }
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send(json.dumps(data))
+
+    def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
+        """Every observed event after ``since`` (default: from now). Needs the operator role."""
+        return self._observe(since)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await supervisor
+        await self._drop_connection()
+        self._fail_pending(ConnectionLostError(f"link to {self.url} closed"))
+        for sub in self._subs.values():
+            sub.queue.put_nowait(_END)
+        current = asyncio.current_task()
+        workers = [t for t in (*self._workers.values(), *self._background) if t is not current]
+        for task in workers:
+            task.cancel()
+        for task in workers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._ready.set()  # wake waiters so they see the link is closed
+
+    # ------------------------------------------------------------------ connection lifecycle
+
+    async def _connect(self) -> None:
+        try:
+            ws = await connect(
+                self.url,
+                ssl=self.ssl_context,
+                open_timeout=self.open_timeout,
+                ping_interval=self.ping_interval,
+                ping_timeout=self.ping_timeout,
+                max_size=self.max_message_bytes,
+                max_queue=None,
+            )
+        except InvalidURI as exc:
+            raise ValueError(
+                f"{self.url!r} is not a WebSocket URL; use ws://HOST:PORT or wss://HOST:PORT"
+            ) from exc
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
+            raise ConnectionLostError(f"cannot connect to {self.url}: {exc}") from None
+        self._ws = ws
+        self._reader = asyncio.get_running_loop().create_task(self._read(ws))
+
+    async def _drop_connection(self) -> None:
+        self._ready.clear()
+        ws, self._ws = self._ws, None
+        reader, self._reader = self._reader, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await ws.close()
+        if reader is not None and reader is not asyncio.current_task():
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def _handshake(self, *, rebind: bool) -> None:
+        if self.operator:
+            claim = {"token": self.operator_token} if self.operator_token is not None else {}
+            await self._hello(HelloFrame("operator", OPERATOR_SCHEME, claim))
+        if rebind:
+            for agent_id, ident in list(self._identities.items()):
+                try:
+                    await self._hello(HelloFrame(ident.name, ident.scheme, dict(ident.claim), ""))
+                except AuthError:
+                    raise
+                except NetworkError as exc:
+                    log.warning("could not re-attach %s after reconnect: %s", ident.name, exc)
+                    self._identities.pop(agent_id, None)
+            for sub in list(self._subs.values()):
+                await self._subscribe(sub)
+        self._ready.set()
+
+    async def _hello(self, frame: HelloFrame) -> None:
+        ws = self._ws
+        if ws is None:
+            raise ConnectionLostError(f"connection to {self.url} lost during hello")
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._hello_waiters.append(future)
+        try:
+            await ws.send(json.dumps(encode_frame(frame)))
+            welcome = await asyncio.wait_for(future, self.open_timeout)
+        except ConnectionClosed:
+            raise ConnectionLostError(f"connection to {self.url} lost during hello") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self._hello_waiters.remove(future)
+        self.endpoint_id = welcome.endpoint_id
+
+    async def _supervise(self) -> None:
+        while not self._closed:
+            reader = self._reader
+            if reader is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.shield(reader)
+            await self._drop_connection()
+            self._fail_pending(
+                ConnectionLostError(f"connection to {self.url} lost; the op may or may not have run")
+            )
+            if self._closed or self._failure is not None:
+                break
+            if not self.reconnect:
+                self._failure = ConnectionLostError(f"connection to {self.url} closed")
+                break
+            await self._reconnect()
+        self._ready.set()
+        for sub in self._subs.values():
+            if self._failure is not None:
+                sub.queue.put_nowait(self._failed())
+
+    async def _reconnect(self) -> None:
+        delay = self.reconnect_initial_delay
+        while not self._closed:
+            try:
+                await self._connect()
+                await self._handshake(rebind=True)
+                self.reconnects += 1
+                log.info("reconnected to %s", self.url)
+                return
+            except AuthError as exc:
+                self._failure = exc
+                await self._drop_connection()
+                return
+            except (ConnectionLostError, TimeoutError, ConnectionClosed, NetworkError) as exc:
+                log.debug("reconnect to %s failed: %s", self.url, exc)
+                await self._drop_connection()
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, self.reconnect_max_delay)
+
+    async def _wait_ready(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError("WsLink is closed")
+        if self._failure is not None:
+            raise self._failed()
+        if self._supervisor is None and not self._ready.is_set():
+            raise RuntimeError("WsLink is not open; call HubClient.open() (or any op) first")
+        if not self._ready.is_set():
+            try:
+                if self.rpc_timeout is None:
+                    await self._ready.wait()
+                else:
+                    await asyncio.wait_for(self._ready.wait(), self.rpc_timeout)
+            except TimeoutError:
+                raise ConnectionLostError(
+                    f"hub at {self.url} unreachable for {self.rpc_timeout}s; op {what!r} not sent"
+                ) from None
+        if self._closed:
+            raise RuntimeError("WsLink is closed")
+        if self._failure is not None:
+            raise self._failed()
+
+    def _failed(self) -> NetworkError:
+        """A fresh copy of the fatal error (one instance raised many times would grow its traceback)."""
+        failure = self._failure
+        assert failure is not None
+        return type(failure)(str(failure))
+
+    async def _settle_reader(self) -> None:
+        """Let the reader finish reading a close frame, so an auth refusal is known before we report."""
+        reader = self._reader
+        if reader is not None and reader is not asyncio.current_task():
+            with contextlib.suppress(asyncio.CancelledError, Exception, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), 1.0)
+
+    def _fail_pending(self, exc: Exception) -> None:
+        # One fresh exception per waiter: an instance raised in many tasks would share one traceback.
+        pending, self._pending = self._pending, {}
+        waiters, self._hello_waiters = self._hello_waiters, []
+        for future in [f for f, _op in pending.values()] + waiters:
+            if not future.done():
+                future.set_exception(type(exc)(str(exc)))
+
+    # ------------------------------------------------------------------ params and identities
+
+    def _prepare(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        wire = to_json_params(params)
+        if op == "register" and self.token is not None:
+            passport = wire.get("passport")
+            if isinstance(passport, dict) and passport.get("kind") != "remote_agent":
+                auth = passport.setdefault("auth", {})
+                if auth.get("scheme", "none") == "none" and not auth.get("claim"):
+                    auth["scheme"] = "api_key"
+                    auth["claim"] = {"token": self.token}
+        elif op == "bind" and self.token is not None and "auth_claim" not in wire:
+            wire["auth_claim"] = {"token": self.token}
+        return wire
+
+    def _remember(self, op: str, wire: dict[str, Any], result: Any) -> None:
+        if op == "register" and isinstance(result, dict) and wire.get("bind", True):
+            auth = (wire.get("passport") or {}).get("auth") or {}
+            self._identities[result["agent_id"]] = _Identity(
+                result["name"], auth.get("scheme", "none"), dict(auth.get("claim") or {})
+            )
+        elif op == "bind" and isinstance(result, dict):
+            scheme = (result.get("auth") or {}).get("scheme", "none")
+            self._identities[result["agent_id"]] = _Identity(
+                result["name"], scheme, dict(wire.get("auth_claim") or {})
+            )
+        elif op in ("unregister", "unbind"):
+            self._identities.pop(wire.get("agent_id"), None)
+
+    # ------------------------------------------------------------------ reading
+
+    async def _read(self, ws: ClientConnection) -> None:
+        try:
+            async for message in ws:
+                try:
+                    data = json.loads(message)
+                except (ValueError, TypeError):
+                    log.warning("hub sent a message that is not JSON; skipped")
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                try:
+                    if data.get("kind") == "observed":
+                        self._on_observed(data)
+                    else:
+                        await self._on_frame(decode_frame(data))
+                except ProtocolError as exc:
+                    log.warning("hub sent a malformed frame (%s); skipped", exc)
+        except ConnectionClosed:
+            pass
+        finally:
+            reason = ws.close_reason or ""
+            if ws.close_code == 1008 and reason.startswith("auth_failed"):
+                reason = reason.removeprefix("auth_failed:").strip()
+                self._failure = AuthError(reason or "authentication failed")
+                self._fail_pending(self._failed())
+
+    async def _on_frame(self, frame: Any) -> None:
+        if isinstance(frame, NotifyFrame):
+            self._on_envelope(frame.recipient_id, frame.envelope)
+        elif isinstance(frame, ResponseFrame):
+            entry = self._pending.pop(frame.request_id, None)
+            if entry is None or entry[0].done():
+                return
+            if frame.ok:
+                entry[0].set_result(frame.result)
+            else:
+                entry[0].set_exception(error_from_code(frame.error_code, frame.error_message))
+        elif isinstance(frame, WelcomeFrame):
+            self._resolve_hello(frame, None)
+        elif isinstance(frame, ErrorFrame):
+            if not self._resolve_hello(None, error_from_code(frame.code, frame.message)):
+                log.warning("hub reported %s: %s", frame.code, frame.message)
+        elif isinstance(frame, PingFrame):
+            ws = self._ws
+            if ws is not None:
+                with contextlib.suppress(ConnectionClosed):
+                    await ws.send('{"kind": "pong"}')
+
+    def _resolve_hello(self, welcome: Any, error: Exception | None) -> bool:
+        while self._hello_waiters:
+            future = self._hello_waiters.pop(0)
+            if future.done():
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(welcome)
+            return True
+        return False
+
+    def _on_envelope(self, recipient_id: str, envelope: Envelope) -> None:
+        if recipient_id:
+            targets = [recipient_id]
+        else:
+            audience = envelope.audience
+            targets = [a for a in self._identities if audience is None or a in audience]
+        for rid in targets:
+            self._deliver(rid, envelope)
+
+    def _deliver(self, recipient_id: str, envelope: Envelope) -> None:
+        envelope_id = envelope.envelope_id
+        if envelope_id:
+            seen = self._seen.get(recipient_id)
+            if seen is None:
+                seen = self._seen[recipient_id] = OrderedDict()
+            acked = seen.get(envelope_id)
+            if acked is not None:
+                if acked:  # a replay of something already handled: move the hub's cursor past it
+                    self._spawn(self.receipt(envelope_id, "ack", recipient_id, envelope.channel_id))
+                return
+            seen[envelope_id] = False
+            if len(seen) > self.dedupe_window:
+                seen.popitem(last=False)
+        queue = self._queues.get(recipient_id)
+        if queue is None:
+            queue = self._queues[recipient_id] = asyncio.Queue()
+            self._workers[recipient_id] = asyncio.get_running_loop().create_task(
+                self._work(recipient_id, queue)
+            )
+        queue.put_nowait(envelope)
+
+    async def _work(self, recipient_id: str, queue: asyncio.Queue[Envelope]) -> None:
+        while True:
+            envelope = await queue.get()
+            handler = self._on_notify
+            if handler is None:
+                continue
+            try:
+                await handler(recipient_id, envelope)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("delivery of %s to %s failed", envelope.envelope_id, recipient_id)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ observe
+
+    async def _observe(self, since: int | None) -> AsyncIterator[ObservedEvent]:
+        await self._wait_ready("observe")
+        sub = _Subscription(make_id(), since)
+        self._subs[sub.sid] = sub
+        try:
+            await self._subscribe(sub)
+            while True:
+                item = await sub.queue.get()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self._subs.pop(sub.sid, None)
+            if not self._closed and self._ws is not None:
+                self._spawn(self._unsubscribe(sub.sid))
+
+    async def _subscribe(self, sub: _Subscription) -> None:
+        params: dict[str, Any] = {
+            "subscription": sub.sid,
+            "since": sub.last if sub.last is not None else sub.since,
+        }
+        if sub.incarnation is not None:
+            params["incarnation"] = sub.incarnation
+        ws = self._ws
+        if ws is None:
+            raise ConnectionLostError(f"connection to {self.url} lost before observe")
+        request_id = make_id()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (future, "observe")
+        try:
+            await ws.send(
+                json.dumps({"kind": "request", "request_id": request_id, "op": "observe", "params": params})
+            )
+            result = await asyncio.wait_for(future, self.open_timeout)
+        except ConnectionClosed:
+            raise ConnectionLostError(f"connection to {self.url} lost during observe") from None
+        finally:
+            self._pending.pop(request_id, None)
+        incarnation = result.get("incarnation")
+        if sub.incarnation is not None and incarnation != sub.incarnation:
+            sub.last = 0  # a new hub process: its positions start again from 1, streamed from the start
+        sub.incarnation = incarnation
+        if sub.last is None and sub.since is None:
+            sub.last = int(result.get("position", 0))
+
+    async def _unsubscribe(self, sid: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.request("unobserve", {"subscription": sid})
+
+    def _on_observed(self, data: dict[str, Any]) -> None:
+        sub = self._subs.get(data.get("subscription"))  # type: ignore[arg-type]
+        if sub is None:
+            return
+        if "event" in data:
+            event = ObservedEvent.from_dict(data["event"])
+            if sub.last is not None and event.position <= sub.last:
+                return
+            sub.last = event.position
+            sub.queue.put_nowait(event)
+        elif "error" in data:
+            sub.queue.put_nowait(ProtocolError(str(data["error"])))
+        elif data.get("end"):
+            sub.queue.put_nowait(_END)
+
+
+__all__ = ["ConnectionLostError", "WsLink", "to_json_params"]
