@@ -60,6 +60,30 @@ class HubClient:
     def local(cls, hub: Hub, **kwargs: Any) -> HubClient:
         return cls(LocalLink(hub), **kwargs)
 
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        operator_token: str | None = None,
+        operator: bool | None = None,
+        rpc_timeout: float = 30.0,
+        **link_kwargs: Any,
+    ) -> HubClient:
+        """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use or ``open()``."""
+        from ag2net.transport.ws import WsLink
+
+        link = WsLink(
+            url,
+            token=token,
+            operator_token=operator_token,
+            operator=operator,
+            rpc_timeout=rpc_timeout,
+            **link_kwargs,
+        )
+        return cls(link, rpc_timeout=rpc_timeout)
+
     @property
     def hub(self) -> Hub | None:
         """The in-process ``Hub`` behind a local link (``None`` when remote)."""
