@@ -2,6 +2,8 @@
 
 from ag2net.adapters import (
     AgentTarget,
+    BaseAdapter,
+    ChannelAdapter,
     Always,
     ContextEquals,
     Finish,
@@ -14,10 +16,30 @@ from ag2net.adapters import (
     ToolCalled,
     Transition,
     TransitionGraph,
+    TransitionRegistry,
     default_adapters,
     make_say_tool,
 )
-from ag2net.agent import Agent, AgentReply, OpenAIChatModel, ScriptedModel, tool_call
+from ag2net.agent import (
+    Agent,
+    AgentReply,
+    Model,
+    ModelCall,
+    ModelError,
+    ModelResponse,
+    OpenAIChatModel,
+    ScriptedModel,
+    ScriptExhausted,
+    Task,
+    TaskSink,
+    TokenCounter,
+    ToolLoopError,
+    current_task,
+    estimate_events,
+    estimate_tokens,
+    estimate_tools,
+    tool_call,
+)
 from ag2net.agent.tool import (
     AGENT_CLIENT_DEP,
     CHANNEL_DEP,
@@ -40,6 +62,7 @@ from ag2net.channel import (
     Expectation,
     Participant,
     ParticipantRole,
+    ParticipantSchema,
 )
 from ag2net.client import (
     AgentClient,
@@ -90,10 +113,11 @@ from ag2net.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from ag2net.hub import ApiKeyAuth, AuthRegistry, Hub, NoAuth, ObservedEvent
+from ag2net.hub import ApiKeyAuth, AuthRegistry, Hub, NoAuth, ObservedEvent, PendingTurn
 from ag2net.identity import (
     AccessBlock,
     AuthBlock,
+    ChannelTypeAccess,
     CostProfile,
     InboxBlock,
     LimitsBlock,
@@ -102,22 +126,30 @@ from ag2net.identity import (
     PassportKind,
     Resume,
     ResumeExample,
+    RateBlock,
     Rule,
+    check_agent_name,
     parse_duration,
 )
-from ag2net.skills import ParsedSkill, parse_skill_frontmatter, render_fallback_skill
-from ag2net.store import MemoryStore, SqliteStore, Store
-from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
+from ag2net.skills import ParsedSkill, parse_skill_frontmatter, render_fallback_skill, skill_summary
+from ag2net.store import MemoryStore, SqliteStore, Store, StoreError, open_store
+from ag2net.tasks import TaskMetadata, TaskSpec, TaskState, task_summary
 from ag2net.views import (
+    EnvelopeRenderer,
     FullTranscript,
+    NameResolver,
     NamedTranscript,
     NamedWindowedSummary,
     ViewPolicy,
+    WalLog,
+    WalSlice,
     WindowedSummary,
+    default_name_resolver,
     get_view,
     register_view,
     registered_views,
     view_from_spec,
+    view_spec,
 )
 
 __version__ = "0.1.0"
