@@ -197,6 +197,7 @@ class WorkbenchApp(App[None]):
         self.status.connection = self.source.connection_label
         self.status.progress = "loading channels…"
         self.tail.focus()
+        self.watch(self.tail, "pending_count", self._pending_changed, init=False)
         self.set_interval(FLUSH_INTERVAL, self._flush)
         self.set_interval(1.0, self._tick_rate)
         self.set_interval(3.0, self._refresh_health)
@@ -391,6 +392,9 @@ class WorkbenchApp(App[None]):
             return
         seq, env = found
         self.open_envelope(env, seq, self.source.label_for(channel_id))
+
+    def _pending_changed(self, pending: int) -> None:
+        self.status.pending = pending
 
     @on(EnvelopeTail.FollowChanged)
     def _follow_changed(self, event: EnvelopeTail.FollowChanged) -> None:

@@ -44,11 +44,15 @@ async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
 
 async def small_network() -> Network:
     clock = ManualClock("2026-03-01T09:30:00.000000Z")
-    hub = await Hub.open(None, clock=clock, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(
+        None, clock=clock, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
+    )
     hc = HubClient.local(hub)
     human = await hc.register_human(Passport(name="ana", kind="human"))
     planner = await hc.register(
-        Agent("planner", model=ScriptedModel("Step one: gather the numbers.", name="planner-model", loop=True)),
+        Agent(
+            "planner", model=ScriptedModel("Step one: gather the numbers.", name="planner-model", loop=True)
+        ),
         Passport(name="planner", owner="demo", model="scripted"),
         Resume(["planning"], ["budgets"], "Plans work and delegates."),
         skill_md=PLANNER_SKILL,

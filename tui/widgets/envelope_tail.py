@@ -344,7 +344,7 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
         if self.following:
             self._scroll_to_end()
         elif shown:
-            self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True)
+            self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True, force=True)
         return len(new)
 
     def clear(self) -> None:
@@ -761,12 +761,12 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
         top = int(self.scroll_y)
         height = self._body_height()
         if line < top:
-            self.scroll_to(y=line, animate=False, immediate=True)
+            self.scroll_to(y=line, animate=False, immediate=True, force=True)
         elif line >= top + height:
-            self.scroll_to(y=line - height + 1, animate=False, immediate=True)
+            self.scroll_to(y=line - height + 1, animate=False, immediate=True, force=True)
 
     def _scroll_to_end(self) -> None:
-        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
 
     def _set_following(self, value: bool) -> None:
         if value == self.following:

@@ -174,6 +174,7 @@ their JSON schemas, and token estimates.
         self.loader = loader
         self.name_for = name_for or (lambda agent_id: agent_id)
         self.data: ProjectionData | None = None
+        self.turn_summary = ""
         self._participants: list[tuple[str, str]] = []
         self._quiet = False
 
@@ -417,6 +418,7 @@ their JSON schemas, and token estimates.
     def _turn_renderable(self, data: ProjectionData) -> RenderableType:
         turn = data.turn
         if turn is None:
+            self.turn_summary = "no turn"
             return Text("No recorded turn for this participant on this channel yet.", style="dim")
         header = Text()
         header.append("Last turn ", style="bold")
@@ -462,8 +464,11 @@ their JSON schemas, and token estimates.
                         text.stylize(f"on {self._color('surface-lighten-1', '#333333')}")
                     cells.append(text)
             table.add_row(Text(row.mark, style=f"bold {style}"), *cells)
+        self.turn_summary = (
+            f"{changed} of {len(rows)} events differ" if changed else f"identical: {len(rows)} events"
+        )
         summary = Text(
-            f"\n{changed} of {len(rows)} events differ" if changed else f"\nidentical: {len(rows)} events",
+            "\n" + self.turn_summary,
             style=f"bold {mark_style['~'] if changed else mark_style['+']}",
         )
         return Group(header, inputs, reply, calls, token_line, summary, table)

@@ -1,0 +1,355 @@
+"""The workbench against a real in-process hub: every pane's behaviour from the issue, driven by the pilot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from textual.widgets import DataTable, Input, Select, SelectionList, TextArea
+from tui_network import close, small_network, until
+
+from ag2net.envelope import EV_TEXT
+from tui.app import WorkbenchApp, build_app
+from tui.screens.composer import EnvelopeComposer
+from tui.screens.open_channel import OpenChannelForm
+from tui.settings import Settings, SettingsError
+from tui.widgets.envelope_detail import EnvelopeDetail
+from tui.widgets.envelope_tail import EnvelopeTail
+from tui.widgets.peer_card import PeerCard
+
+SIZE = (160, 45)
+
+
+@pytest.fixture
+async def network():
+    net = await small_network()
+    yield net
+    await close(net)
+
+
+async def started(network, tmp_path=None, **kwargs) -> WorkbenchApp:
+    settings = Settings(database=tmp_path / "wb.db") if tmp_path else Settings()
+    if tmp_path is not None:
+        settings.source = tmp_path / "workbench.toml"
+    return await build_app(network.hc, network.human, settings, **kwargs)
+
+
+async def test_selecting_a_channel_filters_the_tail(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.pause()
+        tail = app.tail
+        channels = {r.envelope.channel_id for r in tail.visible_rows()}
+        assert channels == {network.conversation, network.discussion}
+        table = app.channel_list.query_one(DataTable)
+        table.focus()
+        row = table.get_row_index(network.discussion)
+        table.move_cursor(row=row)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected_channel == network.discussion
+        assert {r.envelope.channel_id for r in tail.visible_rows()} == {network.discussion}
+        assert tail.visible_count == await network.hc.wal_count(network.discussion)
+        assert "conversation·" in str(app.query_one("#tail-pane").border_title)
+        # the first row, all channels, shows everything again
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert tail.channel_filter is None
+        assert tail.visible_count == tail.row_count
+
+
+async def test_chat_posts_ev_text_into_wal_and_tail(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.channel_list.select(network.discussion)
+        await pilot.press("i")
+        assert app.chat.input.has_focus
+        await pilot.press(*"@cr")
+        await pilot.pause()
+        await pilot.press("right")  # accept the @critic completion
+        await pilot.press(*"please review", "enter")
+        await until(
+            lambda: any(r.envelope.event_data.get("text") == "please review" for r in app.tail.visible_rows())
+        )
+        wal = await network.hc.read_wal(network.discussion)
+        posted = [e for e in wal if e.event_type == EV_TEXT and e.event_data == {"text": "please review"}]
+        assert len(posted) == 1
+        assert posted[0].sender_id == network.human.agent_id
+        assert posted[0].audience == [network.critic.agent_id]
+        assert app.chat.input.value == ""
+        assert app.chat.history == ["@critic please review"]
+        await pilot.press("up")
+        assert app.chat.input.value == "@critic please review"
+
+
+async def test_refused_send_keeps_the_text_and_shows_the_reason(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await network.hc.close_channel(network.discussion, reason="done")
+        app.channel_list.select(network.discussion)
+        await pilot.press("i", *"anyone there?", "enter")
+        await until(lambda: bool(app.chat.reason))
+        assert "closed" in app.chat.reason
+        assert app.chat.input.value == "anyone there?"
+        wal = await network.hc.read_wal(network.discussion)
+        assert not any(e.event_data.get("text") == "anyone there?" for e in wal)
+
+
+async def test_composed_custom_envelope_reaches_the_hub_with_every_field(network, tmp_path) -> None:
+    app = await started(network, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.channel_list.select(network.conversation)
+        await pilot.pause()
+        cause = app.tail.visible_rows()[-1].envelope.envelope_id
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        composer = app.screen
+        assert isinstance(composer, EnvelopeComposer)
+        composer.query_one("#composer-audience", SelectionList).select(network.planner.agent_id)
+        composer.query_one("#composer-type", Input).value = "myapp.review_request"
+        composer.query_one("#composer-data", TextArea).load_text(
+            '{"document_id": "doc-123", "kind": "security"}'
+        )
+        composer.query_one("#composer-priority", Select).value = "urgent"
+        composer.query_one("#composer-causation", Select).value = cause
+        composer.query_one("#composer-ttl", Input).value = "120"
+        composer.query_one("#composer-task", Input).value = "task-42"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await until(lambda: not isinstance(app.screen, EnvelopeComposer))
+        wal = await network.hc.read_wal(network.conversation)
+        env = next(e for e in wal if e.event_type == "myapp.review_request")
+        assert env.sender_id == network.human.agent_id
+        assert env.audience == [network.planner.agent_id]
+        assert env.event_data == {"document_id": "doc-123", "kind": "security"}
+        assert (env.priority, env.causation_id, env.ttl_seconds, env.task_id) == (
+            "urgent",
+            cause,
+            120,
+            "task-42",
+        )
+        await until(
+            lambda: any(r.envelope.event_type == "myapp.review_request" for r in app.tail.visible_rows())
+        )
+
+
+async def test_composer_refusal_shows_hub_error_and_keeps_draft(network, tmp_path) -> None:
+    app = await started(network, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await network.hc.close_channel(network.discussion, reason="done")
+        app.channel_list.select(network.discussion)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        composer = app.screen
+        composer.query_one("#composer-type", Input).value = "myapp.late"
+        composer.query_one("#composer-data", TextArea).load_text('{"late": true}')
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await until(lambda: bool(composer.send_error.strip()))
+        assert "closed" in composer.send_error
+        assert app.screen is composer
+        assert composer.query_one("#composer-type", Input).value == "myapp.late"
+
+
+async def test_switching_the_view_changes_the_projection_not_the_channel(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE):
+        await until(lambda: app.ready)
+        for text in ("one", "two", "three"):
+            await network.human.send(network.conversation, text)
+        await until(lambda: len(network.planner.agent.model.calls) >= 4)
+        app.channel_list.select(network.conversation)
+        view = app.projected_view
+        await until(lambda: view.data is not None and view.data.participant_id == network.planner.agent_id)
+        before = await network.hc.get_channel(network.conversation)
+        in_force = view.data.in_force
+        full = len(view.data.preview.history)
+        view.switch_view("windowed_summary", 2)
+        await until(lambda: view.data.preview.view == {"name": "windowed_summary", "recent_n": 2})
+        history = view.data.preview.history
+        assert type(history[0]).__name__ == "CompactionSummary"
+        assert len(history) == 3 and full > 3
+        assert view.query_one("#pv-status").has_class("-switched")
+        after = await network.hc.get_channel(network.conversation)
+        assert after.knobs == before.knobs  # the channel's view did not change
+        fresh = await network.hc.preview_turn(network.conversation, network.planner.agent_id)
+        assert fresh.view == in_force
+        # the last turn diff marks what the switched view would have changed
+        assert view.data.turn is not None and view.data.replay is not None
+        assert "differ" in view.turn_summary
+        view.switch_view(None)
+        await until(lambda: view.data.preview.view == in_force)
+        assert view.turn_summary.startswith("identical")
+
+
+async def test_peer_card_shows_front_matter(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.press("4")
+        await until(lambda: bool(app.peers.peers))
+        assert app.peers.select("planner")
+        await pilot.pause()
+        card = app.peers.query_one(PeerCard)
+        table = card.query_one("#peer-frontmatter", DataTable)
+        rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
+        assert rows == {"title": "Planning Lead", "expertise": "planning, budgets"}
+        app.peers.select("critic")
+        await pilot.pause()
+        assert app.peers.query_one(PeerCard).query("#peer-generated")  # no skill registered: fallback card
+
+
+async def test_follow_pauses_on_scroll_up_and_resumes_on_end(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await until(lambda: app.ready)
+        for i in range(40):
+            await network.human.send(network.conversation, f"line {i}")
+        await until(lambda: app.tail.row_count > 40)
+        tail = app.tail
+        tail.focus()
+        await pilot.press("k")
+        assert not tail.following and not app.status.following
+        await network.human.send(network.conversation, "while paused")
+        await until(lambda: tail.pending_count >= 1)
+        await pilot.pause()
+        assert "new" in str(app.status.query_one("#status-follow").render())
+        await pilot.press("end")
+        await pilot.pause()
+        assert tail.following and app.status.following and tail.pending_count == 0
+
+
+async def test_detail_opens_on_enter_and_follows_causation(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.channel_list.select(network.conversation)
+        app.tail.focus()
+        await pilot.press("enter")  # the planner's reply, caused by ana's question
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, EnvelopeDetail)
+        assert detail.envelope.sender_id == network.planner.agent_id
+        assert detail.envelope.causation_id
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, EnvelopeDetail)
+        assert app.screen.envelope.envelope_id == detail.envelope.causation_id
+        assert json.loads(app.screen.json_text)["sender_id"] == network.human.agent_id
+
+
+async def test_filter_bar_and_status(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.tail.focus()
+        await pilot.press("slash")
+        bar = app.query_one("#query-bar", Input)
+        assert bar.has_focus
+        await pilot.press(*"type:ag2.msg", "enter")
+        await pilot.pause()
+        assert all(r.envelope.event_type == EV_TEXT for r in app.tail.visible_rows())
+        assert "type:ag2.msg" in str(app.status.query_one("#status-filter").render())
+        await pilot.press("slash")
+        bar.value = "colour:red"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert bar.has_focus  # a bad query keeps the bar open (the error is a notification)
+        await pilot.press("escape")
+        assert app.tail.has_focus
+
+
+async def test_open_channel_form_opens_a_channel(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready and bool(app.peers.peers))
+        await pilot.press("ctrl+o")
+        await until(lambda: isinstance(app.screen, OpenChannelForm))
+        form = app.screen
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "tick at least one" in str(form.query_one("#open-targets-msg").render())
+        form.query_one("#open-type", Select).value = "consulting"
+        form.query_one("#open-targets", SelectionList).select(network.critic.agent_id)
+        await pilot.press("ctrl+s")
+        await until(lambda: not isinstance(app.screen, OpenChannelForm))
+        await until(lambda: app.selected_channel not in (None, network.conversation, network.discussion))
+        md = await network.hc.get_channel(app.selected_channel)
+        assert md.manifest.type == "consulting"
+        assert set(md.participant_ids()) == {network.human.agent_id, network.critic.agent_id}
+
+
+async def test_panes_reachable_by_keys_jump_labels_and_help(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.press("1")
+        assert app.focused is app.channel_list.query_one(DataTable)
+        await pilot.press("2")
+        assert app.focused is app.tail
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        await pilot.press("i")
+        await pilot.pause()
+        assert app.focused is app.chat.input
+        app.tail.focus()
+        await pilot.press("f1")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        await pilot.press("f1")
+        await pilot.pause()
+        assert not app.screen.query("HelpPanel")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.query("KeyPanel")
+
+
+async def test_palette_commands_depend_on_state(network) -> None:
+    app = await started(network, demo=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        titles = [c.title for c in app.domain_commands()]
+        assert "Open channel…" in titles and "Compose envelope…" in titles and "Go to seq…" in titles
+        assert not any(t.startswith("Close channel") for t in titles)
+        assert any(t == "Switch agent view: full_transcript" for t in titles)
+        app.channel_list.select(network.conversation)
+        await pilot.pause()
+        assert any(t.startswith("Close channel") for t in (c.title for c in app.domain_commands()))
+
+
+async def test_keymap_remaps_by_binding_id(network) -> None:
+    settings = Settings(keys={"tail.follow": "F"})
+    app = await build_app(network.hc, network.human, settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.tail.focus()
+        await pilot.press("F")
+        assert not app.tail.following
+    with pytest.raises(SettingsError, match=r"'tail\.nope'"):
+        await build_app(network.hc, network.human, Settings(keys={"tail.nope": "x"}))
+
+
+async def test_demo_command_starts_the_demo(network) -> None:
+    started_flag: list[bool] = []
+
+    async def demo() -> None:
+        started_flag.append(True)
+
+    app = await started(network, demo=demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        command = next(c for c in app.domain_commands() if c.title == "Start demo network")
+        command.callback()
+        await until(lambda: bool(started_flag))
+        await pilot.pause()
+        assert all(c.title != "Start demo network" for c in app.domain_commands())
+
+
+def test_tail_selected_message_is_nested() -> None:
+    assert EnvelopeTail.Selected.__qualname__ == "EnvelopeTail.Selected"
