@@ -96,6 +96,10 @@ class WorkbenchApp(App[None]):
         self.clock = clock or time.monotonic
         self.demo = demo
         self.demo_started = False
+        self.autostart_demo = False
+        """Start the demo as soon as the first page is shown (``ag2net tui --demo``)."""
+        self.offer_demo = False
+        """Suggest the demo once (a new, empty database)."""
         self.observe_enabled = observe
         self.load_history = load_history
         self.selected_channel: str | None = None
@@ -225,6 +229,15 @@ class WorkbenchApp(App[None]):
             self._observe(position)
         self._load_peers()
         await self._refresh_health()
+        if self.autostart_demo:
+            self.start_demo()
+        elif self.offer_demo and self.demo is not None:
+            self.notify(
+                "This database is empty. Start the scripted demo network from the command palette: "
+                "ctrl+p, then 'Start demo network'.",
+                title="New here?",
+                timeout=12,
+            )
         if self.load_history:
             self._load_history(rows)
 

@@ -53,7 +53,8 @@ async def launch(
     background: set[asyncio.Task[Any]] = set()
     hub = None
     if connect is not None:
-        hub_client = await HubClient.connect(connect, token=token, operator_token=operator_token)
+        hub_client = HubClient.connect(connect, token=token, operator_token=operator_token)
+        await hub_client.open()  # connect() builds the client; open() dials the hub
         demo = None
         offer = False
     else:
