@@ -276,3 +276,29 @@ async def test_run_demo_cli_rejects_a_bad_model_name():
         pytest.skip("needs the 'openai' extra")
     with pytest.raises(ValueError, match="openai:MODEL_NAME"):
         await run_demo_cli(print_fn=lambda line: None, model="openai:")
+
+
+async def test_demo_over_websocket():
+    """``start_demo`` on a remote HubClient: the same traffic through the wire."""
+    from ag2net.transport.server import serve_ws
+
+    hub = await open_hub()
+    try:
+        async with serve_ws(hub, "127.0.0.1", 0) as server:
+            client = HubClient.connect(server.url(), rpc_timeout=10)
+            try:
+                demo = await start_demo(client)
+                await asyncio.wait_for(demo.run(), timeout=30)
+                await demo.close()
+            finally:
+                await client.close()
+        reasons = sorted(
+            (md.manifest.type, md.close_reason) for md in hub.list_channels(include_terminal=True)
+        )
+        assert reasons[-3:] == [
+            ("conversation", "max_turns"),
+            ("discussion", "closed_by_agent"),
+            ("workflow", "approved"),
+        ]
+    finally:
+        await hub.close()

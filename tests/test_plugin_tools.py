@@ -732,3 +732,22 @@ async def test_tool_error_string_reaches_the_model(hub, hc):
     [record] = await hc.list_turns(agent_id=bob.agent_id)
     # returned as a string by the tool, not raised: the loop does not flag it as a failed call
     assert record.tool_calls[0]["result"] == "Error: peer 'ghost' not found"
+
+
+@pytest.mark.parametrize("connections", ["one", "two"])
+async def test_delegate_from_inside_a_turn_over_websocket(hub, connections):
+    """The same in-turn delegate with every client attached over a real WebSocket (127.0.0.1)."""
+    from ag2net.transport.server import serve_ws
+
+    async with serve_ws(hub, "127.0.0.1", 0) as server:
+        first = HubClient.connect(server.url(), rpc_timeout=10)
+        second = first if connections == "one" else HubClient.connect(server.url(), rpc_timeout=10)
+        try:
+            answer, (bob, carol, ch) = await _consult_through_bob(hub, first, second)
+            assert answer.event_data == {"text": "carol says: 42"}
+            [sub] = hub.list_channels(agent_id=carol.agent_id, include_terminal=True)
+            assert sub.close_reason == "consulting_complete"
+        finally:
+            await first.close()
+            if second is not first:
+                await second.close()
