@@ -122,7 +122,8 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if not await hub_client.can_send(cid, me):
             return None
         adapter = hub_client.adapter_for_metadata(md)
-        if await _superseded(hub_client, adapter, md, envelope, me):
+        state = await hub_client.adapter_state(cid, md)
+        if await _superseded(hub_client, adapter, md, state, envelope, me):
             return None
         channel = Channel(metadata=md, client=client)
         view = resolve_view_policy(client, md)
@@ -146,7 +147,6 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         t_project = time.perf_counter() - t0
         if not inputs:
             return None
-        state = await hub_client.adapter_state(cid, md)
         deps = stamp_dependencies(client, channel, state)
         if envelope.trace_id:
             deps["ag2.otel.traceparent"] = envelope.trace_id
@@ -209,14 +209,16 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             record.timings["record_ms"] = (time.perf_counter() - t0) * 1000
 
 
-async def _superseded(hub_client: Any, adapter: Any, md: ChannelMetadata, envelope: Envelope, me: str) -> bool:
+async def _superseded(
+    hub_client: Any, adapter: Any, md: ChannelMetadata, state: Any, envelope: Envelope, me: str
+) -> bool:
     """True when the adapter expects ``me`` to answer a *later* envelope that ``me`` will also receive.
 
     Without this, an agent whose turn came up while an older envelope sat in its queue would answer that
     older one, blind to the newer messages (reference §6.4, "subtle"); the newer one is the real trigger and
     is queued behind this one on the same channel.
     """
-    expected = adapter.expected_next(md, await hub_client.adapter_state(md.channel_id, md))
+    expected = adapter.expected_next(md, state)
     trigger = expected.triggering_envelope_id if expected is not None else None
     if not trigger or trigger == envelope.envelope_id or expected.agent_id != me:
         return False
