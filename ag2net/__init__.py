@@ -75,8 +75,10 @@ from ag2net.client import (
     default_handler,
     read_wal_until,
     resolve_view_policy,
+    run_turn,
     stamp_dependencies,
 )
+from ag2net.client.tools import make_plugin_tools
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,

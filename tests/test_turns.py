@@ -215,7 +215,8 @@ async def test_seed_say_double_send_on_consulting_fails_the_turn(hub, hc):
     assert texts == ["answer please", "Here's my answer: …"]
     failed = [rec for _, rec in await hc.list_audit() if rec["kind"] == "turn_failed"]
     assert failed[-1]["agent_id"] == bob.agent_id
-    assert failed[-1]["exc_message"].endswith(f"channel '{ch.channel_id}' is closed")
+    assert failed[-1]["exc_type"] == "ProtocolError"
+    assert failed[-1]["exc_message"] == f"channel '{ch.channel_id}' is closed"
     [record] = await hc.list_turns(agent_id=bob.agent_id)
     assert record.error == f"ProtocolError: channel '{ch.channel_id}' is closed"
 

@@ -478,7 +478,8 @@ class HubClient:
             channel_id=channel_id,
             agent_id=agent_id,
             envelope_id=envelope_id,
-            error=f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc),
+            exc_type=type(exc).__name__ if isinstance(exc, BaseException) else "Error",
+            error=str(exc),
         )
 
     # ------------------------------------------------------------------ adapters (local helpers)

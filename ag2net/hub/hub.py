@@ -1339,9 +1339,16 @@ class Hub:
         return out
 
     async def report_turn_failure(
-        self, *, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str
+        self,
+        *,
+        channel_id: str,
+        agent_id: str,
+        envelope_id: str,
+        exc: BaseException | str,
+        exc_type: str | None = None,
     ) -> None:
-        exc_type = type(exc).__name__ if isinstance(exc, BaseException) else "Error"
+        if exc_type is None:
+            exc_type = type(exc).__name__ if isinstance(exc, BaseException) else "Error"
         await self._audit(
             AUDIT_KIND_TURN_FAILED,
             channel_id=channel_id,

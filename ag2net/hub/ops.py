@@ -268,6 +268,7 @@ async def _report_turn_failure(hub: Hub, endpoint: Any, p: dict[str, Any]) -> No
         agent_id=_str(p, "agent_id"),
         envelope_id=_str(p, "envelope_id"),
         exc=p.get("error") or "",
+        exc_type=p.get("exc_type") or "Error",
     )
 
 
