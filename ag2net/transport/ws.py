@@ -109,6 +109,7 @@ class WsLink:
         reconnect_max_delay: float = 5.0,
         max_message_bytes: int | None = 256 * 1024 * 1024,
         dedupe_window: int = 50_000,
+        compression: str | None = None,
     ) -> None:
         self.url = url
         self.token = token
@@ -124,6 +125,7 @@ class WsLink:
         self.reconnect_max_delay = reconnect_max_delay
         self.max_message_bytes = max_message_bytes
         self.dedupe_window = dedupe_window
+        self.compression = compression
         self.endpoint_id = ""
         self.reconnects = 0
         self._on_notify: NotifyHandler | None = None
@@ -256,6 +258,7 @@ class WsLink:
                 ping_timeout=self.ping_timeout,
                 max_size=self.max_message_bytes,
                 max_queue=None,
+                compression=self.compression,
             )
         except InvalidURI as exc:
             raise ValueError(

@@ -1,0 +1,214 @@
+"""WebSocket transport figures over loopback: envelopes/s and post-to-delivery latency (p50/p99) with 1, 10
+and 100 connected clients, and memory per idle connection. Every figure is printed as one JSON line.
+
+Run ``python bench/ws.py`` (``--quick`` for smaller runs, ``--store sqlite`` for a durable hub). The hub
+runs in a child process (this script with ``--serve``), so server and clients each have an interpreter.
+With one client, sender and receiver share one connection; with N > 1, N/2 senders each talk to their
+own receiver on a conversation channel. The throughput run keeps about ``--inflight`` posts in flight
+across all senders; the latency run has one per sender. Latency is measured from just before ``post_envelope`` to the
+receiver's callback, on one clock (all clients live in this process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ag2net import EV_TEXT, Envelope, HubClient, Passport
+
+RUN = os.urandom(3).hex()
+
+
+def emit(**figures: object) -> None:
+    print(json.dumps({"bench": "ws", **figures}), flush=True)
+
+
+def rss_kib(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("VmRSS not found in /proc status")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ---------------------------------------------------------------------------------------------- server
+
+
+async def serve(store: str) -> None:
+    from ag2net.hub import Hub
+    from ag2net.store import MemoryStore, SqliteStore
+    from ag2net.transport.server import serve_ws
+
+    tmp = tempfile.mkdtemp(prefix="ag2net-bench-ws-")
+    backend = SqliteStore(Path(tmp) / "hub.db") if store == "sqlite" else MemoryStore()
+    hub = await Hub.open(backend, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=30)
+    async with serve_ws(hub, "127.0.0.1", 0) as server:
+        print(f"READY {server.port}", flush=True)
+        await asyncio.Event().wait()
+
+
+async def start_server(store: str) -> tuple[asyncio.subprocess.Process, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--serve", "--store", store, stdout=asyncio.subprocess.PIPE
+    )
+    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    if not line.startswith(b"READY "):
+        raise RuntimeError(f"bench server did not start: {line!r}")
+    return proc, f"ws://127.0.0.1:{line.split()[1].decode()}"
+
+
+# ---------------------------------------------------------------------------------------------- clients
+
+
+class Pair:
+    """A sender and a receiver on one conversation channel (one or two connections)."""
+
+    def __init__(self, sender, receiver, channel_id: str, sender_client: HubClient) -> None:
+        self.sender = sender
+        self.receiver = receiver
+        self.channel_id = channel_id
+        self.sender_client = sender_client
+        self.latencies: list[float] = []
+        self.expected = 0
+        self.done = asyncio.Event()
+        self.last_at = 0.0
+        receiver.on_envelope(self._received)
+
+    async def _received(self, env: Envelope) -> None:
+        if env.event_type != EV_TEXT or env.channel_id != self.channel_id:
+            return
+        now = time.perf_counter()
+        self.latencies.append(now - float(env.event_data["text"]))
+        self.last_at = now
+        if len(self.latencies) >= self.expected:
+            self.done.set()
+
+    def arm(self, expected: int) -> None:
+        self.latencies = []
+        self.expected = expected
+        self.done = asyncio.Event()
+
+    async def post(self) -> None:
+        await self.sender_client.post_envelope(
+            Envelope(
+                self.channel_id, self.sender.agent_id, None, EV_TEXT, {"text": repr(time.perf_counter())}
+            )
+        )
+
+
+async def make_pairs(url: str, clients: int) -> tuple[list[Pair], list[HubClient]]:
+    made: list[HubClient] = []
+    pairs: list[Pair] = []
+    for i in range(max(1, clients // 2)):
+        sc = HubClient.connect(url, rpc_timeout=120)
+        rc = sc if clients == 1 else HubClient.connect(url, rpc_timeout=120)
+        made.extend([sc] if rc is sc else [sc, rc])
+        sender = await sc.register_human(Passport(name=f"s{i}-{clients}-{RUN}", kind="human"))
+        receiver = await rc.register_human(Passport(name=f"r{i}-{clients}-{RUN}", kind="human"))
+        channel = await sender.open(type="conversation", target=receiver.agent_id)
+        pairs.append(Pair(sender, receiver, channel.channel_id, sc))
+    return pairs, made
+
+
+async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, float]:
+    for pair in pairs:
+        pair.arm(per_pair)
+
+    async def pump(pair: Pair, count: int) -> None:
+        for _ in range(count):
+            await pair.post()
+
+    start = time.perf_counter()
+    jobs = []
+    for pair in pairs:
+        share, extra = divmod(per_pair, window)
+        jobs += [pump(pair, share + (1 if k < extra else 0)) for k in range(window)]
+    await asyncio.gather(*jobs)
+    await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
+    elapsed = max(p.last_at for p in pairs) - start
+    latencies = [x for p in pairs for x in p.latencies]
+    return {
+        "envelopes": len(latencies),
+        "seconds": round(elapsed, 3),
+        "envelopes_per_s": round(len(latencies) / elapsed),
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 3),
+    }
+
+
+async def idle_memory(url: str, server_pid: int, count: int) -> None:
+    gc.collect()
+    await asyncio.sleep(0.2)
+    server_before, client_before = rss_kib(server_pid), rss_kib()
+    made = []
+    for i in range(count):
+        client = HubClient.connect(url, rpc_timeout=60)
+        await client.register_human(Passport(name=f"idle{i}-{RUN}", kind="human"))
+        made.append(client)
+    gc.collect()
+    await asyncio.sleep(0.5)
+    server_after, client_after = rss_kib(server_pid), rss_kib()
+    emit(
+        figure="idle_connection_memory",
+        connections=count,
+        server_kib_per_connection=round((server_after - server_before) / count, 1),
+        client_kib_per_connection=round((client_after - client_before) / count, 1),
+        note="RSS growth divided by connections; each connection holds one bound human identity",
+    )
+    for client in made:
+        await client.close()
+
+
+async def main(args: argparse.Namespace) -> None:
+    server, url = await start_server(args.store)
+    try:
+        total = 2_000 if args.quick else 20_000
+        sequential = 200 if args.quick else 2_000
+        for clients in (1, 10, 100):
+            pairs, made = await make_pairs(url, clients)
+            await run_load(pairs, max(1, 200 // len(pairs)), 1)  # warm-up
+            window = max(1, -(-args.inflight // len(pairs)))
+            figures = await run_load(pairs, total // len(pairs), window)
+            emit(
+                figure="throughput",
+                clients=clients,
+                store=args.store,
+                posts_in_flight=window * len(pairs),
+                **figures,
+            )
+            figures = await run_load(pairs, max(1, sequential // len(pairs)), 1)
+            emit(figure="latency_one_in_flight", clients=clients, store=args.store, **figures)
+            for client in made:
+                await client.close()
+        await idle_memory(url, server.pid, 50 if args.quick else 200)
+    finally:
+        server.kill()
+        await server.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller runs")
+    parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
+    parser.add_argument(
+        "--inflight", type=int, default=32, help="posts in flight (all senders) in the throughput run"
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parsed = parser.parse_args()
+    if parsed.serve:
+        asyncio.run(serve(parsed.store))
+    else:
+        asyncio.run(main(parsed))
