@@ -268,6 +268,8 @@ class WorkbenchApp(App[None]):
     @work(exclusive=True, group="observe")
     async def _observe(self, position: int) -> None:
         async for event in self.source.observe(position):
+            if not self._panes_alive():
+                return
             if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
                 seq = event.seq or 0
                 if seq and seq <= self._max_seq.get(event.channel_id, 0):
@@ -295,6 +297,8 @@ class WorkbenchApp(App[None]):
 
     def _flush(self) -> None:
         """Move buffered envelopes into the panes: one batch per tick whatever the arrival rate."""
+        if not self._panes_alive():
+            return
         if self._buffer:
             batch, self._buffer = self._buffer, []
             self.tail.append_many(batch)
@@ -306,15 +310,25 @@ class WorkbenchApp(App[None]):
             self._peers_dirty = False
             self._load_peers()
 
+    def _panes_alive(self) -> bool:
+        # Timers and workers can fire once more while the app shuts down and the panes are gone.
+        return self.is_running and bool(self.query("#tail"))
+
     def _tick_rate(self) -> None:
+        if not self._panes_alive():
+            return
         self.status.push_rate(self._rate_count)
         self._rate_count = 0
 
     async def _refresh_health(self) -> None:
+        if not self._panes_alive():
+            return
         try:
             health = await self.source.health()
         except NetworkError:
             self.status.connected = False
+            return
+        if not self._panes_alive():
             return
         self.status.connected = True
         self.status.health = (

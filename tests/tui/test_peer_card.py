@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Markdown
+from textual.widgets import Markdown
 
 from ag2net.identity import ObservedStat, Passport, Resume
 from ag2net.skills import render_fallback_skill
@@ -44,10 +44,6 @@ class PeersApp(App[None]):
         self.query_one(PeersPane).set_peers(peers())
 
 
-def table_rows(table: DataTable) -> dict[str, str]:
-    return {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
-
-
 async def test_card_shows_front_matter_fields_and_body() -> None:
     app = PeersApp()
     async with app.run_test(size=(90, 60)) as pilot:
@@ -55,9 +51,9 @@ async def test_card_shows_front_matter_fields_and_body() -> None:
         assert pane.select("researcher")
         await pilot.pause()
         card = pane.card
-        front = table_rows(card.query_one("#peer-frontmatter", DataTable))
+        front = dict(card.frontmatter_rows)
         assert front == {"title": "Research Assistant", "expertise": "policy, finance"}
-        fields = table_rows(card.query_one("#peer-fields", DataTable))
+        fields = dict(card.field_rows)
         assert fields["owner"] == "acme" and fields["provider / model"] == "— / scripted"
         assert "research" in str(card.query_one("#peer-capabilities").render())
         assert "policy ✓2" in str(card.query_one("#peer-capabilities").render())
@@ -76,7 +72,7 @@ async def test_generated_badge_and_parse_error() -> None:
         await pilot.pause()
         error = pane.card.query_one("#peer-error")
         assert "Front matter ignored" in str(error.render())
-        assert table_rows(pane.card.query_one("#peer-frontmatter", DataTable)) == {"—": "(none)"}
+        assert dict(pane.card.frontmatter_rows) == {"—": "(none)"}
 
 
 async def test_search_by_capability_kind_and_text() -> None:

@@ -583,13 +583,14 @@ bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End*
         cols = _Columns(
             seq=6, time=12, channel=12 if self.show_channel else 0, sender=12, etype=23, audience=12
         )
+        # the channel column survives longest: with every channel shown it says where a row belongs
         steps = (
             ("audience", 0),
-            ("channel", 0),
             ("etype", 17),
             ("time", 8),
             ("sender", 9),
-            ("etype", 12),
+            ("etype", 13),
+            ("channel", 0),
         )
         for name, value in steps:
             if cols.preview_width(width) >= 28:

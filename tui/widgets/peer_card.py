@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -20,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Label, Markdown, OptionList, Static
+from textual.widgets import Input, Label, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ag2net.identity import Passport, Resume
@@ -80,6 +81,16 @@ def _cell(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _grid(rows: list[tuple[str, str]]) -> Table:
+    """Key/value rows whose values wrap instead of scrolling sideways."""
+    table = Table.grid(padding=(0, 2), expand=True)
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(ratio=1, overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
 class PeerCard(VerticalScroll):
     """One peer: front matter table, body Markdown, passport/resume fields, capabilities."""
 
@@ -95,13 +106,18 @@ class PeerCard(VerticalScroll):
         & #peer-error { color: $text-error; border-left: thick $error; padding-left: 1; height: auto; }
         & #peer-error.-empty { display: none; }
         & .peer-section { color: $text-muted; text-style: bold; margin-top: 1; }
-        & DataTable { height: auto; max-height: 14; background: $surface; }
+        & #peer-frontmatter, & #peer-fields { height: auto; }
         & #peer-capabilities { height: auto; }
         & Markdown { margin: 0; padding: 0; background: $surface; }
     }
     """
 
     peer: reactive[PeerInfo | None] = reactive(None, recompose=True)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.frontmatter_rows: list[tuple[str, str]] = []
+        self.field_rows: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         peer = self.peer
@@ -123,21 +139,15 @@ class PeerCard(VerticalScroll):
             classes="" if error else "-empty",
         )
         yield Label("Front matter", classes="peer-section")
-        fm_table: DataTable[str] = DataTable(id="peer-frontmatter", show_cursor=False, zebra_stripes=True)
-        fm_table.add_columns("key", "value")
-        for key, value in parsed.frontmatter.items():
-            fm_table.add_row(str(key), _cell(value))
-        if not parsed.frontmatter:
-            fm_table.add_row("—", "(none)")
-        yield fm_table
+        self.frontmatter_rows = [(str(k), _cell(v)) for k, v in parsed.frontmatter.items()] or [
+            ("—", "(none)")
+        ]
+        yield Static(_grid(self.frontmatter_rows), id="peer-frontmatter")
         yield Label("Capabilities", classes="peer-section")
         yield Static(self._capabilities_text(peer), id="peer-capabilities")
         yield Label("Passport and resume", classes="peer-section")
-        table: DataTable[str] = DataTable(id="peer-fields", show_cursor=False, zebra_stripes=True)
-        table.add_columns("field", "value")
-        for key, value in self._fields(peer):
-            table.add_row(key, value)
-        yield table
+        self.field_rows = self._fields(peer)
+        yield Static(_grid(self.field_rows), id="peer-fields")
         yield Label("Skill", classes="peer-section")
         yield Markdown(parsed.body or "_(empty body)_", id="peer-body")
 
