@@ -728,3 +728,43 @@ async def test_serve_cli_prints_how_to_attach_without_tokens(hub):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
+    async with serve_ws(hub, "127.0.0.1", 0) as srv:
+        port = srv.port
+        op = HubClient.connect(
+            srv.url(), operator=True, reconnect_initial_delay=0.02, reconnect_max_delay=0.1
+        )
+        local = HubClient.local(hub)
+        seen: list = []
+        stream = op.observe(since=0)
+
+        async def watch():
+            async for ev in stream:
+                seen.append(ev)
+
+        watcher = asyncio.create_task(watch())
+        await local.register_human(Passport(name="p0", kind="human"))
+        await wait_for(lambda: any(ev.payload.get("name") == "p0" for ev in seen if ev.kind == "agent"))
+    # server down: the same hub keeps going, then comes back on the same port
+    await local.register_human(Passport(name="p1", kind="human"))
+    async with serve_ws(hub, "127.0.0.1", port):
+        await local.register_human(Passport(name="p2", kind="human"))
+        await wait_for(lambda: sum(ev.kind == "agent" for ev in seen) == 3)
+        positions = [ev.position for ev in seen]
+        assert positions == list(range(1, len(positions) + 1))  # no gap, no duplicate
+    # a different hub (a restarted process) on the same port: its stream starts over
+    other = await Hub.open(None, **quiet())
+    try:
+        async with serve_ws(other, "127.0.0.1", port):
+            await HubClient.local(other).register_human(Passport(name="fresh", kind="human"))
+            await wait_for(lambda: seen[-1].kind == "agent" and seen[-1].payload.get("name") == "fresh")
+            tail = seen[len(positions) :]
+            assert [ev.position for ev in tail] == list(range(1, len(tail) + 1))
+            assert op.link.reconnects == 2
+            watcher.cancel()
+            await op.close()
+    finally:
+        await other.close()
+        await local.close()

@@ -142,6 +142,7 @@ class WsLink:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._seen: dict[str, OrderedDict[str, bool]] = {}
         self._subs: dict[str, _Subscription] = {}
+        self._observe_requests: dict[str, _Subscription] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ Link protocol
@@ -459,8 +460,12 @@ class WsLink:
             self._on_envelope(frame.recipient_id, frame.envelope)
         elif isinstance(frame, ResponseFrame):
             entry = self._pending.pop(frame.request_id, None)
+            sub = self._observe_requests.pop(frame.request_id, None)
             if entry is None or entry[0].done():
                 return
+            if sub is not None and frame.ok and isinstance(frame.result, dict):
+                # Before the next frame is read: the events right behind this answer are filtered by it.
+                self._observe_started(sub, frame.result)
             if frame.ok:
                 entry[0].set_result(frame.result)
             else:
@@ -570,15 +575,20 @@ class WsLink:
         request_id = make_id()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, "observe")
+        self._observe_requests[request_id] = sub
         try:
             await ws.send(
                 json.dumps({"kind": "request", "request_id": request_id, "op": "observe", "params": params})
             )
-            result = await asyncio.wait_for(future, self.open_timeout)
+            await asyncio.wait_for(future, self.open_timeout)
         except ConnectionClosed:
             raise ConnectionLostError(f"connection to {self.url} lost during observe") from None
         finally:
             self._pending.pop(request_id, None)
+            self._observe_requests.pop(request_id, None)
+
+    @staticmethod
+    def _observe_started(sub: _Subscription, result: dict[str, Any]) -> None:
         incarnation = result.get("incarnation")
         if sub.incarnation is not None and incarnation != sub.incarnation:
             sub.last = 0  # a new hub process: its positions start again from 1, streamed from the start
