@@ -19,7 +19,7 @@ from textual.widgets._help_panel import HelpPanel
 
 from ag2net.channel import ChannelMetadata
 from ag2net.client import HubClient, HumanClient
-from ag2net.envelope import ALL_EVENT_TYPES, Envelope
+from ag2net.envelope import ALL_EVENT_TYPES, EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError
 from ag2net.views import registered_views
 from tui.commands import DomainCommand, WorkbenchCommands
@@ -367,6 +367,9 @@ class WorkbenchApp(App[None]):
         else:
             self.chat.suggester.names = names
         agents = [(a, n) for a, n in participants if a != self.source.human_id]
+        # the agent that spoke last comes first: its projection is the interesting one
+        speaker = self._last_agent_speaker(channel_id) if channel_id else None
+        agents.sort(key=lambda pair: pair[0] != speaker)
         view = self.projected_view
         if channel_id is None:
             view.set_channel(None, [])
@@ -374,6 +377,17 @@ class WorkbenchApp(App[None]):
             view.set_channel(
                 channel_id, agents + [(a, n) for a, n in participants if a == self.source.human_id]
             )
+
+    def _last_agent_speaker(self, channel_id: str) -> str | None:
+        for row in reversed(self.tail.visible_rows()):
+            env = row.envelope
+            if (
+                env.channel_id == channel_id
+                and env.sender_id != self.source.human_id
+                and (env.event_type in (EV_TEXT, EV_PACKET))
+            ):
+                return env.sender_id
+        return None
 
     # ------------------------------------------------------------------ tail and detail
 
