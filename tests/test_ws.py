@@ -430,23 +430,41 @@ async def test_bad_operator_token_is_refused_and_closes(hub, server, clients):
     assert (await good.health())["registered_agents"] == 0
 
 
-async def test_no_operator_role_without_a_token_on_a_closed_server():
+async def test_operator_role_on_servers_without_an_operator_token():
     hub = await Hub.open(None, auth=AuthRegistry([ApiKeyAuth({"ana": "k"})]), **quiet())
     try:
         async with serve_ws(hub, "127.0.0.1", 0) as srv:
-            client = HubClient.connect(srv.url(), operator=True)
+            insistent = HubClient.connect(srv.url(), operator=True)
+            with pytest.raises(
+                AccessDeniedError, match="the operator role needs this server's operator token"
+            ):
+                await insistent.open()
+            await insistent.close()
+            # by default the role is only asked for in passing: refused, the client works without it
+            casual = HubClient.connect(srv.url())
+            assert (await casual.health())["registered_agents"] == 0
+            assert casual.link.is_operator is False
+            with pytest.raises(AccessDeniedError, match="needs the operator role"):
+                await casual.list_audit()
+            await casual.close()
+            guessing = HubClient.connect(srv.url(), operator_token="guess")
             with pytest.raises(AuthError, match="grants no operator role"):
-                await client.open()
-            await client.close()
+                await guessing.open()
+            await guessing.close()
     finally:
         await hub.close()
     hub = await Hub.open(None, **quiet())
     try:
         async with serve_ws(hub, "127.0.0.1", 0) as srv:
             # an open (loopback, 'none') server grants the role freely
-            client = HubClient.connect(srv.url(), operator=True)
+            client = HubClient.connect(srv.url())
             assert await client.list_audit() == []
+            assert client.link.is_operator is True
+            plain = HubClient.connect(srv.url(), operator=False)
+            with pytest.raises(AccessDeniedError, match="needs the operator role"):
+                await plain.list_audit()
             await client.close()
+            await plain.close()
     finally:
         await hub.close()
 

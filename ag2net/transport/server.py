@@ -9,8 +9,9 @@ Auth in one place (reference §7.3-7.4, plus ag2net's operator role):
   unless ``allow_unauthenticated=True`` (a warning is logged).
 * The **operator** role (the workbench) is asked for with ``HelloFrame(name=..., auth_scheme="operator",
   auth_claim={"token": operator_token})``. It may observe every channel, read any WAL, channel, task,
-  turn record and the audit log, and close any channel; it never posts as someone else. Without an
-  ``operator_token`` the role is granted freely only on a server that already accepts ``none``.
+  turn record and the audit log, and close any channel; it never posts as someone else. A server
+  started without an ``operator_token`` grants it freely only when it already accepts ``none``. Asking
+  without a token where one is needed answers ``access_denied`` and keeps the connection.
 * An authentication failure answers ``auth_failed`` (a response to the op, or an ``ErrorFrame`` for a
   hello) and closes the connection with code 1008; frames read after it are not processed.
 * A malformed frame answers ``protocol_error`` (a ``ResponseFrame`` when it carried a usable
@@ -544,7 +545,11 @@ class WsEndpoint:
     async def _hello(self, frame: HelloFrame) -> None:
         try:
             if frame.auth_scheme == OPERATOR_SCHEME:
-                self.server.check_operator(frame.auth_claim)
+                try:
+                    self.server.check_operator(frame.auth_claim)
+                except AccessDeniedError as exc:  # no credential presented: nothing to punish
+                    await self._send_frame(ErrorFrame("access_denied", str(exc)))
+                    return
                 self.operator = True
                 await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
                 return
@@ -760,12 +765,20 @@ class WsServer:
         return f"{scheme}://{shown}:{self.port}"
 
     def check_operator(self, claim: Any) -> None:
-        if self.operator_token is not None:
-            if not _token_matches(claim, self.operator_token):
-                raise AuthError("operator token mismatch")
-            return
-        if not self.open_mode:
+        """Grant the operator role, or refuse: ``AccessDeniedError`` without a token, ``AuthError`` for a bad one."""
+        token = claim.get("token") if isinstance(claim, dict) else None
+        if token is None:
+            if self.operator_token is None and self.open_mode:
+                return
+            raise AccessDeniedError(
+                "the operator role needs this server's operator token; connect with operator_token=..."
+            )
+        if self.operator_token is None:
+            if self.open_mode:
+                return
             raise AuthError("this server grants no operator role; start it with operator_token=...")
+        if not _token_matches(claim, self.operator_token):
+            raise AuthError("operator token mismatch")
 
     async def check_identity(self, endpoint: WsEndpoint, passport: Any, scheme: Any, claim: Any) -> None:
         """Authenticate a re-attach of ``passport`` (hello frame or ``bind`` op)."""

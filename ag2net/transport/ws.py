@@ -86,8 +86,10 @@ class WsLink:
     """A ``Link`` over one WebSocket connection (reconnecting) to ``url``.
 
     ``token`` is the ``api_key`` presented for identities registered or attached through this link when
-    their passport carries no claim of its own; ``operator_token`` (or ``operator=True`` on a server
-    without one) asks for the operator role at connect time.
+    their passport carries no claim of its own. ``operator_token`` asks for the operator role at connect
+    time and fails if it is refused; so does ``operator=True`` without a token. By default
+    (``operator=None``, no token) the link asks for the role without a credential and carries on without
+    it when the server says no (``is_operator`` tells which); ``operator=False`` never asks.
     """
 
     local = False
@@ -114,7 +116,8 @@ class WsLink:
         self.url = url
         self.token = token
         self.operator_token = operator_token
-        self.operator = operator if operator is not None else operator_token is not None
+        self.operator = operator if operator is not None else (True if operator_token is not None else None)
+        self.is_operator = False
         self.ssl_context = ssl_context
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
@@ -283,9 +286,17 @@ class WsLink:
                 await reader
 
     async def _handshake(self, *, rebind: bool) -> None:
-        if self.operator:
+        if self.operator is not False:
             claim = {"token": self.operator_token} if self.operator_token is not None else {}
-            await self._hello(HelloFrame("operator", OPERATOR_SCHEME, claim))
+            try:
+                await self._hello(HelloFrame("ag2net-operator", OPERATOR_SCHEME, claim))
+                self.is_operator = True
+            except AuthError:
+                raise
+            except NetworkError:
+                if self.operator:
+                    raise
+                self.is_operator = False  # only asked in passing (an ag2 hub answers not_found)
         if rebind:
             for agent_id, ident in list(self._identities.items()):
                 try:
