@@ -492,7 +492,13 @@ class WsEndpoint:
             async for message in self.ws:
                 if self._refused:
                     break
-                await self._on_message(message)
+                try:
+                    await self._on_message(message)
+                except ConnectionClosed:
+                    raise
+                except Exception as exc:  # one bad frame never ends the connection
+                    log.exception("frame handling failed on connection %s", self.endpoint_id)
+                    await self._send_frame(ErrorFrame("error", str(exc) or type(exc).__name__))
         except ConnectionClosed:
             pass
 
@@ -559,16 +565,24 @@ class WsEndpoint:
                 return
             passport = self.hub.get_agent(agent_id)
             await self.server.check_identity(self, passport, frame.auth_scheme, frame.auth_claim)
+            self.hub.bind_endpoint(self, agent_id)
         except AuthError as exc:
             with contextlib.suppress(ConnectionClosed):
                 await self._send_frame(ErrorFrame("auth_failed", str(exc)))
             await self._refuse(str(exc))
             return
+        except NetworkError as exc:
+            await self._send_frame(ErrorFrame(exc.code, str(exc)))
+            return
+        except Exception as exc:
+            log.exception("hello from %r failed", frame.name)
+            await self._send_frame(ErrorFrame("error", str(exc) or type(exc).__name__))
+            return
         if frame.since_envelope_id is not None:
-            # Hold live deliveries from the moment of binding so replay and live stay in order.
+            # Hold live deliveries until the replay is out, so replayed and live envelopes stay in order.
+            # Nothing is awaited between the bind above and this line: no live delivery can slip in.
             self._held.setdefault(agent_id, [])
             self._replaying[agent_id] = self._replaying.get(agent_id, 0) + 1
-        self.hub.bind_endpoint(self, agent_id)
         self.server.claimed(self, agent_id)
         await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
         if frame.since_envelope_id is not None:
@@ -878,8 +892,8 @@ async def serve_ws(
             hub.auth = original_auth
             raise ValueError(
                 f"serve_ws on {host!r} would accept the 'none' auth scheme: anyone who can reach the port could "
-                "act as any agent. Pass token=... (or a hub whose AuthRegistry has no 'none'), bind to 127.0.0.1, "
-                "or pass allow_unauthenticated=True"
+                "act as any agent. Set a token (token=..., ag2net serve --token), bind to 127.0.0.1, or allow "
+                "it explicitly (allow_unauthenticated=True, ag2net serve --allow-unauthenticated)"
             )
         log.warning(
             "serve_ws on %r accepts the 'none' auth scheme from any host (allow_unauthenticated=True)", host
