@@ -2,9 +2,9 @@
 
 from ag2net.adapters import (
     AgentTarget,
+    Always,
     BaseAdapter,
     ChannelAdapter,
-    Always,
     ContextEquals,
     Finish,
     FromSpeaker,
@@ -126,9 +126,9 @@ from ag2net.identity import (
     ObservedStat,
     Passport,
     PassportKind,
+    RateBlock,
     Resume,
     ResumeExample,
-    RateBlock,
     Rule,
     check_agent_name,
     parse_duration,
@@ -136,12 +136,13 @@ from ag2net.identity import (
 from ag2net.skills import ParsedSkill, parse_skill_frontmatter, render_fallback_skill, skill_summary
 from ag2net.store import MemoryStore, SqliteStore, Store, StoreError, open_store
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState, task_summary
+from ag2net.transport import ConnectionLostError, WsLink, serve_cli, serve_ws
 from ag2net.views import (
     EnvelopeRenderer,
     FullTranscript,
-    NameResolver,
     NamedTranscript,
     NamedWindowedSummary,
+    NameResolver,
     ViewPolicy,
     WalLog,
     WalSlice,

@@ -140,18 +140,30 @@ async def _names_for(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, st
 
 @op("list_agents")
 async def _list_agents(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Passport]:
+    for name in ("capability", "query", "kind", "sort_by"):
+        _str(p, name, optional=True)
+    limit = p.get("limit", 50)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ProtocolError("params.limit must be a non-negative integer or null")
     return hub.list_agents(
         capability=p.get("capability"),
         query=p.get("query"),
         kind=p.get("kind"),
         sort_by=p.get("sort_by"),
-        limit=p.get("limit", 50),
+        limit=limit,
     )
+
+
+def _required(p: dict[str, Any], name: str, cls: type) -> Any:
+    value = _record(p.get(name), cls)
+    if value is None:
+        raise ProtocolError(f"params.{name} is required: a {cls.__name__} object")
+    return value
 
 
 @op("set_resume")
 async def _set_resume(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Resume:
-    return await hub.set_resume(_str(p, "agent_id"), _record(p.get("resume"), Resume))
+    return await hub.set_resume(_str(p, "agent_id"), _required(p, "resume", Resume))
 
 
 @op("set_skill")
@@ -161,7 +173,7 @@ async def _set_skill(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
 
 @op("set_rule")
 async def _set_rule(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Rule:
-    return await hub.set_rule(_str(p, "agent_id"), _record(p.get("rule"), Rule))
+    return await hub.set_rule(_str(p, "agent_id"), _required(p, "rule", Rule))
 
 
 @op("unregister")
