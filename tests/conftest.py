@@ -23,6 +23,8 @@ def store_factory(request, tmp_path):
 
 @pytest.fixture
 async def hub(store_factory):
-    h = await Hub.open(store_factory(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    h = await Hub.open(
+        store_factory(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
+    )
     yield h
     await h.close()
