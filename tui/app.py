@@ -202,7 +202,7 @@ class WorkbenchApp(App[None]):
         self.status.progress = "loading channels…"
         self.tail.focus()
         self.watch(self.tail, "pending_count", self._pending_changed, init=False)
-        self.set_interval(FLUSH_INTERVAL, self._flush)
+        self.set_interval(FLUSH_INTERVAL, self._flush_batch)
         self.set_interval(1.0, self._tick_rate)
         self.set_interval(3.0, self._refresh_health)
         self._startup()
@@ -286,7 +286,7 @@ class WorkbenchApp(App[None]):
             elif event.kind == "channel":
                 metadata = event.payload.get("metadata")
                 if isinstance(metadata, dict):
-                    self._flush()
+                    self._flush_batch()
                     row = self.source.remember(ChannelMetadata.from_dict(metadata))
                     self.channel_list.upsert(row)
                     if event.channel_id == self.selected_channel:
@@ -295,7 +295,7 @@ class WorkbenchApp(App[None]):
                 self.tail.refresh_names()
                 self._peers_dirty = True
 
-    def _flush(self) -> None:
+    def _flush_batch(self) -> None:
         """Move buffered envelopes into the panes: one batch per tick whatever the arrival rate."""
         if not self._panes_alive():
             return

@@ -1,0 +1,224 @@
+# ruff: noqa: E402
+"""Workbench benchmarks (SPEC §6): tail append, first paint on a large database, key latency under load.
+
+Prints one JSON line per figure:
+- ``tail_append``: 100,000 envelopes appended to a headless ``EnvelopeTail`` in batches of 1,000 (the
+  app's flush size at 10 Hz under heavy load), then one rendered frame; seconds, and memory growth
+  (RSS, and Python allocations held by the tail measured with tracemalloc in a second run).
+- ``first_paint``: a SQLite database with 100,000 envelopes in 20 channels; seconds from opening the
+  hub to the workbench showing the newest page of the tail (``app.ready`` plus one frame), and the
+  hub-open part alone.
+- ``key_latency``: while 1,000 envelopes/s arrive through the hub, the time from a key press on the
+  tail to the frame that shows it (median and p95 over 60 presses).
+Usage: python bench/tui.py [--n 100000] [--skip-db]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named like the workbench package; keep its folder off the import path so ``tui`` resolves.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+
+from ag2net.client import HubClient
+from ag2net.envelope import EV_TEXT, Envelope
+from ag2net.hub import Hub
+from ag2net.identity import Passport
+from ag2net.store import SqliteStore
+from tui.app import build_app
+from tui.settings import Settings
+from tui.widgets.envelope_tail import EnvelopeTail
+
+SENDERS = [f"{i:032x}" for i in range(1, 6)]
+NAMES = {s: f"agent{i}" for i, s in enumerate(SENDERS)}
+
+
+def emit(**fields: object) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * 4096 / 1024 / 1024
+
+
+def envelopes(n: int) -> list[Envelope]:
+    return [
+        Envelope(
+            f"{i % 10:032x}",
+            SENDERS[i % len(SENDERS)],
+            None,
+            EV_TEXT,
+            {"text": f"message {i}: the quick brown fox jumps over the lazy dog"},
+            envelope_id=f"{i:032x}",
+            created_at=f"2026-01-01T10:{(i // 60) % 60:02d}:{i % 60:02d}.{i % 1000:03d}000Z",
+        )
+        for i in range(n)
+    ]
+
+
+class TailApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield EnvelopeTail(lambda agent_id: NAMES.get(agent_id, agent_id), limit=200_000)
+
+
+async def append_run(n: int, trace: bool) -> dict[str, float]:
+    app = TailApp()
+    async with app.run_test(size=(160, 50)) as pilot:
+        tail = app.query_one(EnvelopeTail)
+        await pilot.pause()
+        rss_before = rss_mb()
+        items = envelopes(n)
+        if trace:
+            tracemalloc.start()
+        start = time.perf_counter()
+        for k in range(0, n, 1000):
+            tail.append_many((env, k + j + 1, "chan") for j, env in enumerate(items[k : k + 1000]))
+            await asyncio.sleep(0)
+        await pilot.pause()
+        seconds = time.perf_counter() - start
+        result = {"seconds": seconds, "rss_growth_mb": rss_mb() - rss_before, "rows": tail.row_count}
+        if trace:
+            current, _peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            result["tail_python_mb"] = current / 1024 / 1024
+        return result
+
+
+async def build_database(path: Path, n: int, channels: int = 20) -> None:
+    hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    ana = await hc.register_human(Passport(name="ana", kind="human"))
+    bob = await hc.register_human(Passport(name="bob", kind="human"))
+    opened = [await ana.open(type="conversation", target="bob") for _ in range(channels)]
+    per = n // channels
+    for index in range(per):
+        await asyncio.gather(
+            *(
+                (ana if index % 2 else bob).send(ch.channel_id, f"line {index} of the long history")
+                for ch in opened
+            )
+        )
+    await hc.close()
+    await hub.close()
+
+
+async def first_paint(path: Path) -> dict[str, float]:
+    start = time.perf_counter()
+    hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    human = await hc.attach_human("ana")
+    opened = time.perf_counter()
+    app = await build_app(hc, human, Settings())
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not app.ready:
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        painted = time.perf_counter()
+        rows = app.tail.row_count
+    await hc.close()
+    await hub.close()
+    return {"seconds": painted - start, "hub_open_seconds": opened - start, "rows_first_page": rows}
+
+
+async def key_latency(rate: int = 1000, presses: int = 60) -> dict[str, float]:
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    ana = await hc.register_human(Passport(name="ana", kind="human"))
+    await hc.register_human(Passport(name="bob", kind="human"))
+    channel = await ana.open(type="conversation", target="bob")
+    app = await build_app(hc, ana, Settings())
+    stop = asyncio.Event()
+    sent = 0
+
+    async def traffic() -> None:
+        nonlocal sent
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        while not stop.is_set():
+            due = int((loop.time() - begin) * rate)
+            while sent < due:
+                await ana.send(channel.channel_id, f"load {sent}")
+                sent += 1
+            await asyncio.sleep(0.005)
+
+    samples: list[float] = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        while not app.ready:
+            await asyncio.sleep(0.005)
+        task = asyncio.get_running_loop().create_task(traffic())
+        await asyncio.sleep(1.0)
+        app.tail.focus()
+        for i in range(presses):
+            start = time.perf_counter()
+            await pilot.press("k" if i % 2 else "j")
+            samples.append(time.perf_counter() - start)
+            await asyncio.sleep(0.02)
+        stop.set()
+        await task
+    await hc.close()
+    await hub.close()
+    samples.sort()
+    return {
+        "median_ms": statistics.median(samples) * 1000,
+        "p95_ms": samples[int(len(samples) * 0.95) - 1] * 1000,
+        "envelopes_sent": sent,
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--skip-db", action="store_true", help="skip the 100k database (slow to build)")
+    args = parser.parse_args()
+    timed = await append_run(args.n, trace=False)
+    traced = await append_run(args.n, trace=True)
+    emit(
+        bench="tail_append",
+        envelopes=args.n,
+        seconds=round(timed["seconds"], 3),
+        rss_growth_mb=round(timed["rss_growth_mb"], 1),
+        tail_python_mb=round(traced["tail_python_mb"], 1),
+        budget_seconds=3.0,
+        budget_mb=200,
+    )
+    if not args.skip_db:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "bench.db"
+            start = time.perf_counter()
+            await build_database(path, args.n)
+            emit(bench="build_database", envelopes=args.n, seconds=round(time.perf_counter() - start, 2))
+            paint = await first_paint(path)
+            emit(
+                bench="first_paint",
+                envelopes=args.n,
+                seconds=round(paint["seconds"], 3),
+                hub_open_seconds=round(paint["hub_open_seconds"], 3),
+                rows_first_page=paint["rows_first_page"],
+                budget_seconds=1.5,
+            )
+    latency = await key_latency()
+    emit(
+        bench="key_latency",
+        rate_per_s=1000,
+        median_ms=round(latency["median_ms"], 1),
+        p95_ms=round(latency["p95_ms"], 1),
+        envelopes_sent=latency["envelopes_sent"],
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
