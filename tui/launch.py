@@ -64,6 +64,9 @@ async def launch(
         demo = demo_starter(hub, human_name, background)
     try:
         human = await hub_client.register_or_attach_human(human_name)
+        # Names of agents registered before we attached: warm the client's cache so the tail and
+        # the channel list show names, not ids (the observe stream only announces later arrivals).
+        await hub_client.list_agents(limit=None)
         if network is not None and hub is not None:
             await run_network(network, hub)
         app = WorkbenchApp(hub_client, human, settings, demo=demo)

@@ -93,6 +93,17 @@ class HubClient:
     def remote(self) -> bool:
         return not getattr(self.link, "local", False)
 
+    def connection_state(self) -> dict[str, Any]:
+        """What a UI shows about the connection: kind, url, connected, reconnects, operator."""
+        link = self.link
+        return {
+            "kind": "remote" if self.remote else "in-process",
+            "url": getattr(link, "url", None),
+            "connected": bool(getattr(link, "connected", True)) and not self._closed,
+            "reconnects": int(getattr(link, "reconnects", 0) or 0),
+            "operator": bool(getattr(link, "is_operator", not self.remote)),
+        }
+
     async def open(self) -> HubClient:
         if self._closed:
             raise RuntimeError("HubClient is closed")
