@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -46,7 +47,7 @@ class WorkbenchApp(App[None]):
     """The ag2net workbench."""
 
     TITLE = "ag2net workbench"
-    CSS_PATH = "workbench.tcss"
+    CSS_PATH = Path(__file__).parent / "workbench.tcss"
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -218,9 +219,13 @@ class WorkbenchApp(App[None]):
             self.status.progress = ""
             self.notify(f"Cannot reach the hub: {exc}", severity="error", timeout=10)
             return
+        if not self._panes_alive():
+            return
         self.channel_list.set_channels(rows)
         self.status.progress = "loading the newest envelopes…"
         page = await source.last_page(rows, self.settings.first_page)
+        if not self._panes_alive():
+            return
         self._note_loaded(page)
         self.tail.append_many(page)
         self.status.progress = ""
@@ -256,6 +261,8 @@ class WorkbenchApp(App[None]):
         """Older envelopes, newest pages first, with progress in the status bar (never a frozen screen)."""
         loaded = dict(self._min_seq)
         async for batch, done, total in self.source.older_pages(rows, loaded, self.settings.tail_limit):
+            if not self._panes_alive():
+                return
             kept = self.tail.prepend_many(batch)
             for env, _seq, _label in batch:
                 if env.event_type not in ALL_EVENT_TYPES:
@@ -338,7 +345,8 @@ class WorkbenchApp(App[None]):
     @work(exclusive=True, group="peers")
     async def _load_peers(self) -> None:
         peers = await self.source.load_peers()
-        self.peers.set_peers(peers)
+        if self._panes_alive():
+            self.peers.set_peers(peers)
 
     # ------------------------------------------------------------------ channels
 

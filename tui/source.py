@@ -103,18 +103,37 @@ class HubSource:
         return self.hc.observe(since=since)
 
     async def last_page(self, rows: list[ChannelRow], count: int) -> list[TailItem]:
-        """The newest ``count`` envelopes across all channels, oldest first (O(count) reads)."""
-        per_channel = await asyncio.gather(
-            *(self._channel_tail(r.channel_id, r.count, count) for r in rows if r.count)
-        )
-        merged = heapq.nlargest(count, (item for chunk in per_channel for item in chunk), key=_order)
+        """The newest ``count`` envelopes across all channels, oldest first.
+
+        Reads a small slice from the end of every channel, then more only from channels whose oldest
+        slice is still newer than the cut-off, so the cost is about ``count`` envelopes, not the WAL.
+        """
+        sizes = {r.channel_id: r.count for r in rows if r.count}
+        if not sizes or count <= 0:
+            return []
+        chunk = max(20, (2 * count) // len(sizes))
+        held: dict[str, list[TailItem]] = {cid: [] for cid in sizes}
+        low = {cid: size + 1 for cid, size in sizes.items()}
+        need = list(sizes)
+        merged: list[TailItem] = []
+        while need:
+            reads = await asyncio.gather(
+                *(self._channel_range(cid, max(1, low[cid] - chunk), low[cid] - 1) for cid in need)
+            )
+            for cid, items in zip(need, reads, strict=True):
+                held[cid][0:0] = items
+                low[cid] = max(1, low[cid] - chunk)
+            merged = heapq.nlargest(count, (item for items in held.values() for item in items), key=_order)
+            cutoff = _order(merged[-1]) if len(merged) == count else None
+            # a channel may hold more rows above the cut-off only if even its oldest held row is above it
+            need = [
+                cid
+                for cid, items in held.items()
+                if low[cid] > 1 and items and (cutoff is None or _order(items[0]) > cutoff)
+            ]
+            chunk *= 2
         merged.reverse()
         return merged
-
-    async def _channel_tail(self, channel_id: str, wal_count: int, count: int) -> list[TailItem]:
-        first = max(1, wal_count - count + 1)
-        label = self.label_for(channel_id)
-        return [(env, seq, label) for seq, env in await self.hc.read_wal_seq(channel_id, first, wal_count)]
 
     async def older_pages(
         self, rows: list[ChannelRow], loaded: dict[str, int], limit: int, page: int = 5000

@@ -245,6 +245,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
                     placeholder="ag2.msg.text or myapp.review_request",
                     suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types]),
                     compact=True,
+                    select_on_focus=False,
                     id="composer-type",
                 )
                 yield Label("", classes="field-error", id="composer-type-msg")
@@ -281,9 +282,6 @@ Build any envelope, including custom event types (`myapp.review_request`).
                 yield Select([], prompt="Not a reply", compact=True, id="composer-causation")
                 yield Label("Task id (optional)", classes="field-label")
                 yield Input(draft.get("task_id") or "", placeholder="none", compact=True, id="composer-task")
-                with Horizontal(id="composer-buttons"):
-                    yield Button("Send", variant="primary", id="composer-send")
-                    yield Button("Close", id="composer-cancel")
             with Vertical(id="composer-side"):
                 yield Static("", id="composer-send-error", classes="-empty")
                 yield Label("Envelope to post", classes="field-label")
@@ -292,6 +290,9 @@ Build any envelope, including custom event types (`myapp.review_request`).
                     classes="field-hint",
                 )
                 yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
+                with Horizontal(id="composer-buttons"):
+                    yield Button("Send", variant="primary", id="composer-send")
+                    yield Button("Close", id="composer-cancel")
 
     def on_mount(self) -> None:
         self._fill_channel(self._initial_channel, restore=self._draft)

@@ -19,7 +19,7 @@ class JumpOverlay(ModalScreen[str | None]):
 
     DEFAULT_CSS = """
     JumpOverlay {
-        background: $background 35%;
+        background: $background 40%;
         & .jump-label {
             position: absolute;
             background: $accent;

@@ -248,7 +248,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             who = ", ".join(row.participants)
             label = Text(row.label, style="bold" if row.state == "active" else "")
             label.append("\n")
-            label.append(who if len(who) <= 22 else who[:21] + "…", style="dim")
+            label.append(who if len(who) <= 20 else who[:19] + "…", style="dim")
             state = self._state_text(row.state, row.close_reason)
             state.append("\n" + short_time(row.last_activity)[:8], style="dim")
             table.add_row(

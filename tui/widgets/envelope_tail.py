@@ -25,7 +25,6 @@ from textual.strip import Strip
 
 from ag2net.envelope import Envelope
 from tui.filtering import FilterSpec
-from tui.filtering import __doc__ as FILTER_HELP
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time
 
 DEFAULT_LIMIT = 100_000
@@ -75,22 +74,17 @@ class _Columns:
 class EnvelopeTail(ScrollView, can_focus=True):
     """Every admitted envelope, newest at the bottom; follows the end until you scroll up."""
 
-    HELP = (
-        """\
+    HELP = """\
 ## WAL tail
 
-Every envelope the hub admits, in admission order. While **following**, new rows scroll in at the
-bottom; scrolling up (or moving the cursor up) pauses and counts *N new*; **End** or **f** resumes.
+Every envelope the hub admits, in order. While **following**, new rows scroll in; moving up or
+scrolling up pauses and counts *N new*; **End** (or **f**) resumes.
 
-- **Enter** opens the envelope (JSON, who can see it, causation link, copy).
-- **/** filters the rows, **s** searches (then **n** / **N** for next / previous match), **x** clears.
-- **:** jumps to a sequence number of the selected channel.
+**Enter** opens an envelope · **/** filter · **s** search, then **n** / **N** · **x** clears · **:** go to seq
 
-### Filter and search syntax
+Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
+`sender:planner` `to:critic` `to:all` `text:"two words"` `re:/x.+y/i` `seq:10-20`
 """
-        + "\n".join(line for line in (FILTER_HELP or "").splitlines()[2:])
-        + "\n"
-    )
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor_up", "Up", show=False, id="tail.cursor_up"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -298,9 +299,10 @@ their JSON schemas, and token estimates.
         try:
             data = await self.loader(channel_id, participant_id, spec)
         except NetworkError as exc:
-            self._show_error(str(exc))
+            if self.is_mounted:
+                self._show_error(str(exc))
             return
-        if channel_id != self.channel_id or participant_id != self.participant_id:
+        if not self.is_mounted or channel_id != self.channel_id or participant_id != self.participant_id:
             return
         self.show(data)
 
@@ -359,32 +361,28 @@ their JSON schemas, and token estimates.
         return f"bold {colors.get(role, 'white')}"
 
     def _history_table(self, system_prompt: str, history: Sequence[BaseEvent]) -> RenderableType:
+        """One block per event: a header line (index, role, tokens) and the content indented below."""
         counter = default_counter()
-        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1), show_header=True)
-        table.add_column("#", justify="right", style="dim", width=4)
-        table.add_column("role", width=11, no_wrap=True)
-        table.add_column("content", ratio=1, overflow="fold")
-        table.add_column("tok", justify="right", style="dim", width=5)
-        if system_prompt:
-            table.add_row(
-                "",
-                Text("system", self._role_style("system")),
-                Text(system_prompt),
-                str(counter.count_system(system_prompt)),
-            )
-        for index, event in enumerate(history, 1):
-            role = role_of(event)
-            table.add_row(
-                str(index),
-                Text(role, self._role_style(role)),
-                self._event_text(event),
-                str(counter.count_event(event)),
-            )
         if not history and not system_prompt:
             return Text(
                 "Nothing to project yet: no visible envelope renders for this participant.", style="dim"
             )
-        return table
+        blocks: list[RenderableType] = []
+        if system_prompt:
+            blocks.append(self._block("", "system", Text(system_prompt), counter.count_system(system_prompt)))
+        for index, event in enumerate(history, 1):
+            blocks.append(
+                self._block(str(index), role_of(event), self._event_text(event), counter.count_event(event))
+            )
+        return Group(*blocks)
+
+    def _block(self, index: str, role: str, content: Text, tokens: int) -> RenderableType:
+        head = Text()
+        if index:
+            head.append(f"#{index} ", style="dim")
+        head.append(role, style=self._role_style(role))
+        head.append(f"  ≈{tokens} tok", style="dim")
+        return Group(head, Padding(content, (0, 0, 0, 2)))
 
     @staticmethod
     def _event_text(event: BaseEvent, limit: int = 4000) -> Text:
@@ -425,8 +423,7 @@ their JSON schemas, and token estimates.
         header.append(f"{turn.started_at[11:23]} · {turn.duration_ms:.0f} ms · view {spec_text(turn.view)}")
         if turn.error:
             header.append(f"\nerror: {turn.error}", style=self._color("text-error", "red"))
-        reply = Text("\nreply: ", style="bold")
-        reply.append(turn.reply if turn.reply is not None else "(none)", style="")
+        reply = Text.assemble(("\nreply: ", "bold"), turn.reply if turn.reply is not None else "(none)")
         calls = Text()
         for call in turn.tool_calls:
             mark = "✗" if call.get("is_error") else "✓"
@@ -434,9 +431,8 @@ their JSON schemas, and token estimates.
                 f"\n  {mark} {call.get('name')}({json.dumps(call.get('arguments'), default=str)[:120]})"
             )
         tokens = " · ".join(f"{k} {v}" for k, v in turn.tokens.items())
-        token_line = Text(f"\ntokens: {tokens} ({turn.token_method})", style="dim")
-        inputs = Text("\ninput: ", style="bold")
-        inputs.append(" ".join(part_text(p) for p in turn.inputs)[:500])
+        token_line = Text(f"tokens: {tokens} ({turn.token_method})", style="dim")
+        inputs = Text.assemble(("\ninput: ", "bold"), " ".join(part_text(p) for p in turn.inputs)[:500])
         now = data.replay if data.replay is not None else data.preview.history
         now_label = spec_text(data.preview.view)
         rows = diff_events(turn.history, now)
@@ -471,7 +467,11 @@ their JSON schemas, and token estimates.
             "\n" + self.turn_summary,
             style=f"bold {mark_style['~'] if changed else mark_style['+']}",
         )
-        return Group(header, inputs, reply, calls, token_line, summary, table)
+        parts: list[RenderableType] = [header, inputs, reply]
+        if turn.tool_calls:
+            parts.append(calls)
+        parts += [token_line, summary, table]
+        return Group(*parts)
 
 
 __all__ = ["DiffRow", "ProjectedView", "ProjectionData", "diff_events", "role_of", "spec_text"]
