@@ -113,6 +113,7 @@ class WorkbenchApp(App[None]):
         self._custom_types: set[str] = set()
         self._peers_dirty = False
         self._query_mode = "filter"
+        self._tail_widget: EnvelopeTail | None = None
         check_keymap(self.settings, self.binding_ids())
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -201,6 +202,7 @@ class WorkbenchApp(App[None]):
             )
         self.status.connection = self.source.connection_label
         self.status.progress = "loading channels…"
+        self._tail_widget = self.tail
         self.tail.focus()
         self.watch(self.tail, "pending_count", self._pending_changed, init=False)
         self.set_interval(FLUSH_INTERVAL, self._flush_batch)
@@ -275,8 +277,6 @@ class WorkbenchApp(App[None]):
     @work(exclusive=True, group="observe")
     async def _observe(self, position: int) -> None:
         async for event in self.source.observe(position):
-            if not self._panes_alive():
-                return
             if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
                 seq = event.seq or 0
                 if seq and seq <= self._max_seq.get(event.channel_id, 0):
@@ -290,6 +290,8 @@ class WorkbenchApp(App[None]):
                 self._rate_count += 1
                 if env.event_type not in ALL_EVENT_TYPES:
                     self._custom_types.add(env.event_type)
+            elif not self._panes_alive():
+                return
             elif event.kind == "channel":
                 metadata = event.payload.get("metadata")
                 if isinstance(metadata, dict):
@@ -319,7 +321,9 @@ class WorkbenchApp(App[None]):
 
     def _panes_alive(self) -> bool:
         # Timers and workers can fire once more while the app shuts down and the panes are gone.
-        return self.is_running and bool(self.query("#tail"))
+        # Cheap on purpose: the observe worker calls this for lifecycle events at full rate.
+        tail = self._tail_widget
+        return self.is_running and tail is not None and tail.is_attached
 
     def _tick_rate(self) -> None:
         if not self._panes_alive():

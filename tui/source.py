@@ -140,28 +140,36 @@ class HubSource:
     ) -> AsyncIterator[tuple[list[TailItem], int, int]]:
         """Older envelopes in pages (newest pages first) until ``limit`` rows are held: (items, done, total).
 
-        ``loaded`` maps channel id to the lowest seq already held.
+        ``loaded`` maps channel id to the lowest seq already held. A reverse k-way merge over per-channel
+        read buffers, so every envelope is read once.
         """
-        total = min(limit, sum(r.count for r in rows))
-        held = sum(r.count - loaded.get(r.channel_id, r.count + 1) + 1 for r in rows)
-        lowest = {r.channel_id: loaded.get(r.channel_id, r.count + 1) for r in rows if r.count}
-        while held < total:
+        sizes = {r.channel_id: r.count for r in rows if r.count}
+        total = min(limit, sum(sizes.values()))
+        low = {cid: loaded.get(cid, size + 1) for cid, size in sizes.items()}
+        held = sum(size - low[cid] + 1 for cid, size in sizes.items())
+        chunk = max(50, page // max(1, len(sizes)))
+        buffers: dict[str, list[TailItem]] = {cid: [] for cid in sizes}
+
+        async def refill(cid: str) -> None:
+            first = max(1, low[cid] - chunk)
+            buffers[cid] = await self._channel_range(cid, first, low[cid] - 1)
+            low[cid] = first
+
+        await asyncio.gather(*(refill(cid) for cid in sizes if low[cid] > 1))
+        heap = [(_Newest(_order(items[-1])), cid) for cid, items in buffers.items() if items]
+        heapq.heapify(heap)
+        while held < total and heap:
+            batch: list[TailItem] = []
             want = min(page, total - held)
-            chunks = await asyncio.gather(
-                *(
-                    self._channel_range(cid, max(1, low - want), low - 1)
-                    for cid, low in lowest.items()
-                    if low > 1
-                )
-            )
-            candidates = [item for chunk in chunks for item in chunk]
-            if not candidates:
-                return
-            batch = heapq.nlargest(want, candidates, key=_order)
+            while heap and len(batch) < want:
+                _, cid = heapq.heappop(heap)
+                items = buffers[cid]
+                batch.append(items.pop())
+                if not items and low[cid] > 1:
+                    await refill(cid)
+                if items:
+                    heapq.heappush(heap, (_Newest(_order(items[-1])), cid))
             batch.reverse()
-            for env, seq, _label in batch:
-                cid = env.channel_id
-                lowest[cid] = min(lowest[cid], seq)
             held += len(batch)
             yield batch, held, total
 
@@ -237,6 +245,15 @@ class HubSource:
             wal = await self.hc.read_wal_until(channel_id, turn.trigger_envelope_id)
             replay = await project_for(self.hc, md, participant_id, wal, view_from_spec(preview.view))
         return ProjectionData(channel_id, participant_id, in_force.view, preview, turn, replay)
+
+
+class _Newest(str):
+    """Orders strings in reverse, so ``heapq`` pops the newest envelope id first."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:  # type: ignore[override]
+        return str.__gt__(self, other)
 
 
 def _order(item: TailItem) -> str:
