@@ -15,8 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, Input, KeyPanel, TabbedContent, TabPane
-from textual.widgets._help_panel import HelpPanel
+from textual.widgets import DataTable, Footer, Header, HelpPanel, Input, KeyPanel, TabbedContent, TabPane
 
 from ag2net.channel import ChannelMetadata
 from ag2net.client import HubClient, HumanClient
@@ -554,19 +553,13 @@ class WorkbenchApp(App[None]):
         )
 
     def _recent_for(self, channel_id: str) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for row in reversed(
-            self.tail.visible_rows() if self.selected_channel == channel_id else self.tail._rows
-        ):
-            if row.envelope.channel_id != channel_id:
-                continue
-            env = row.envelope
-            out.append(
-                (env.envelope_id, f"#{row.seq} {self.source.name_for(env.sender_id)}: {preview(env, 60)}")
+        return [
+            (
+                row.envelope.envelope_id,
+                f"#{row.seq} {self.source.name_for(row.envelope.sender_id)}: {preview(row.envelope, 60)}",
             )
-            if len(out) >= 25:
-                break
-        return out
+            for row in self.tail.recent_rows(channel_id, 25)
+        ]
 
     @on(EnvelopeComposer.SendRequested)
     def _composer_send(self, event: EnvelopeComposer.SendRequested) -> None:

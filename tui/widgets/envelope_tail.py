@@ -416,6 +416,16 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
                 return True
         return False
 
+    def recent_rows(self, channel_id: str, limit: int = 25) -> list[TailRow]:
+        """The newest held rows of ``channel_id`` (filters ignored), newest first."""
+        found: list[TailRow] = []
+        for row in reversed(self._rows):
+            if row.envelope.channel_id == channel_id:
+                found.append(row)
+                if len(found) >= limit:
+                    break
+        return found
+
     def find_envelope(self, envelope_id: str) -> TailRow | None:
         """Any held row (filtered or not) carrying ``envelope_id``."""
         for row in reversed(self._rows):
