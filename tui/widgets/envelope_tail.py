@@ -585,11 +585,12 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def _columns(self, width: int) -> _Columns:
         """Column widths for ``width`` cells: drop or narrow columns until the preview has room."""
         cols = _Columns(
-            seq=6, time=12, channel=12 if self.show_channel else 0, sender=12, etype=23, audience=12
+            seq=6, time=12, channel=17 if self.show_channel else 0, sender=12, etype=23, audience=12
         )
         # the channel column survives longest: with every channel shown it says where a row belongs
         steps = (
             ("audience", 0),
+            ("channel", 12 if self.show_channel else 0),
             ("etype", 17),
             ("time", 8),
             ("sender", 9),
@@ -597,7 +598,9 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             ("channel", 0),
         )
         for name, value in steps:
-            if cols.preview_width(width) >= 28:
+            # the last resort (dropping the channel) only when the preview would be nearly gone
+            wanted = 14 if name == "channel" and value == 0 else 28
+            if cols.preview_width(width) >= wanted:
                 break
             setattr(cols, name, value)
         return cols
