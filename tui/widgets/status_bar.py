@@ -47,7 +47,7 @@ class StatusBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("", id="status-connection")
         yield Label("", id="status-health")
-        yield Label("0/s", id="status-rate")
+        yield Label("0 env/s", id="status-rate")
         yield Sparkline(list(self._rates), id="status-rate-spark")
         yield Label("", id="status-progress", classes="-empty")
         yield Label("", id="status-spacer")
