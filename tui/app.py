@@ -113,6 +113,7 @@ class WorkbenchApp(App[None]):
         self._peers_dirty = False
         self._query_mode = "filter"
         self._tail_widget: EnvelopeTail | None = None
+        self._focus_before_chat: Widget | None = None
         check_keymap(self.settings, self.binding_ids())
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -505,11 +506,24 @@ class WorkbenchApp(App[None]):
         self.tail.focus()
 
     def on_key(self, event: Any) -> None:
+        if event.key != "escape":
+            return
         bar = self.query_one("#query-bar", Input)
-        if event.key == "escape" and bar.has_focus:
+        if bar.has_focus:
             bar.remove_class("-visible")
             self.tail.focus()
             event.stop()
+        elif self.screen is self.screen_stack[0] and self.chat.input.has_focus:
+            self.leave_chat()
+            event.stop()
+
+    def leave_chat(self) -> None:
+        """Give focus back to the pane focused before the chat (the tail when there was none)."""
+        before, self._focus_before_chat = self._focus_before_chat, None
+        if before is not None and before.is_attached and before.focusable and before is not self.chat.input:
+            before.focus()
+        else:
+            self.tail.focus()
 
     # ------------------------------------------------------------------ chat
 
@@ -646,7 +660,10 @@ class WorkbenchApp(App[None]):
         return self.chat.input
 
     def action_focus_pane(self, pane: str) -> None:
-        self._pane_widget(pane).focus()
+        widget = self._pane_widget(pane)
+        if pane == "chat" and not widget.has_focus:
+            self._focus_before_chat = self.focused
+        widget.focus()
 
     def action_jump(self) -> None:
         targets = {

@@ -360,3 +360,26 @@ async def test_demo_command_starts_the_demo(network) -> None:
 
 def test_tail_selected_message_is_nested() -> None:
     assert EnvelopeTail.Selected.__qualname__ == "EnvelopeTail.Selected"
+
+
+async def test_escape_leaves_the_chat_for_the_pane_focused_before(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.press("1")
+        table = app.channel_list.query_one(DataTable)
+        assert table.has_focus
+        await pilot.press("i")
+        assert app.chat.input.has_focus
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.has_focus
+        # with focus back, pane keys are keys again, not text in the chat input
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.tail.has_focus
+        assert app.chat.input.value == ""
+        await pilot.press("i", "h", "escape")
+        await pilot.pause()
+        assert app.tail.has_focus
+        assert app.chat.input.value == "h"

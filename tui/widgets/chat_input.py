@@ -57,7 +57,7 @@ class ChatInput(Horizontal):
 Type and press **Enter** to post an `ag2.msg.text` into the selected channel as yourself.
 
 - Start with `@name` (Tab or → completes) to address only those participants.
-- **Up/Down** walk through what you sent before.
+- **Up/Down** walk through what you sent before; **Escape** goes back to the pane you came from.
 - If the hub refuses (not your turn, channel closed) the reason shows at the right and your text stays.
 """
 
