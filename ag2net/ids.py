@@ -45,6 +45,10 @@ class MonotonicIds:
             self._last = ns
         return ns.to_bytes(8, "big").hex() + os.urandom(8).hex()
 
+    def last_id(self) -> str:
+        """The time prefix of the last minted id as a comparable 32-hex id ("" before any)."""
+        return self._last.to_bytes(8, "big").hex() + "0" * 16 if self._last else ""
+
     def observe(self, envelope_id: str) -> None:
         """Never mint at or below an id already stored (clock moved back across a restart)."""
         if is_id(envelope_id):

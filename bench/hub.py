@@ -7,7 +7,8 @@ Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside 
 - ``e2e_pipelined``: the same with 64 posts in flight.
 - ``fanout``: 2,000 broadcasts to 20 participants (deliveries/s).
 - ``read_wal``: read_wal of the 20,000-envelope channel (cold from the store and warm from the cache).
-- ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels.
+- ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels, after a clean close (adapter
+  states from the shutdown snapshot, WALs loaded lazily) and as after a crash (every WAL folded).
 Usage: python bench/hub.py [--n 20000] [--fsync] [--skip-hydrate]
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from ag2net.client import HubClient
 from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.hub import Hub
+from ag2net.hub.hub import SNAPSHOT_KEY
 from ag2net.identity import Passport
 from ag2net.store import SqliteStore
 
@@ -187,7 +189,19 @@ async def hydrate(path: Path, channels: int, per_channel: int) -> None:
     hub = await open_hub(path, False)
     elapsed = time.perf_counter() - t0
     total = sum(hub.wal_count(c) for c in cids)
-    emit(bench="hydrate", channels=channels, envelopes=total, seconds=round(elapsed, 3))
+    emit(bench="hydrate", after="clean_close", channels=channels, envelopes=total, seconds=round(elapsed, 3))
+    await hub.close()
+    # After a crash there is no usable snapshot: every live channel's WAL is read and folded.
+    store = SqliteStore(path)
+    await store.open()
+    await store.set_meta(SNAPSHOT_KEY, "")
+    await store.close()
+    t0 = time.perf_counter()
+    hub = await open_hub(path, False)
+    elapsed = time.perf_counter() - t0
+    emit(
+        bench="hydrate", after="crash_fold_all", channels=channels, envelopes=total, seconds=round(elapsed, 3)
+    )
     await hub.close()
 
 

@@ -309,3 +309,44 @@ def test_state_dataclasses_roundtrip():
     st = DiscussionState(participant_order=["a", "b"], expected_next_speaker="a")
     assert state_from_dict(DiscussionState, state_to_dict(st)) == st if callable(state_from_dict) else True
     assert dataclasses.is_dataclass(st)
+
+
+async def test_snapshot_restore_matches_fold_and_stale_snapshot_falls_back():
+    """A clean close snapshots adapter states; a later crash leaves a stale snapshot that must be ignored."""
+    from ag2net.hub.hub import SNAPSHOT_KEY
+    from ag2net.store import MemoryStore
+
+    store = MemoryStore()
+    hub = await Hub.open(store, **quiet())
+    _hc, (ana, ben, cy) = await people(hub, "ana", "ben", "cy")
+    disc = await ana.open(type="discussion", target=["ben", "cy"])
+    await ana.send(disc.channel_id, "d0")
+    await ben.send(disc.channel_id, "d1")
+    folded = state_to_dict(hub.adapter_state(disc.channel_id))
+    wal = [e.to_dict() for e in await hub.read_wal(disc.channel_id)]
+    await hub.close()
+    assert await store.get_meta(SNAPSHOT_KEY)
+
+    hub = await Hub.open(store, **quiet())  # restored from the snapshot, WAL loaded lazily
+    assert state_to_dict(hub.adapter_state(disc.channel_id)) == folded
+    assert [e.to_dict() for e in await hub.read_wal(disc.channel_id)] == wal
+    hc = HubClient.local(hub)
+    cy = await hc.attach_human("cy")
+    await cy.send(disc.channel_id, "d2")
+    after = state_to_dict(hub.adapter_state(disc.channel_id))
+    last_id = (await hub.read_wal(disc.channel_id))[-1].envelope_id
+    # "crash": this hub is abandoned without close, so the stored snapshot is the stale one from before
+    hub._closed = True
+    for name in list(hub._sweepers):
+        await hub.unregister_sweeper(name)
+
+    hub = await Hub.open(store, **quiet())
+    try:
+        assert state_to_dict(hub.adapter_state(disc.channel_id)) == after
+        assert hub.adapter_state(disc.channel_id).turn_count == 3
+        hc = HubClient.local(hub)
+        ana = await hc.attach_human("ana")
+        new_id = await ana.send(disc.channel_id, "d3")
+        assert new_id > last_id
+    finally:
+        await hub.close()

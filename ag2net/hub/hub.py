@@ -78,6 +78,7 @@ from ag2net.views.wal import WalLog, WalSlice
 log = logging.getLogger(__name__)
 
 TERMINAL = (ChannelState.CLOSED, ChannelState.EXPIRED)
+SNAPSHOT_KEY = "hub.hydrate_snapshot"
 TERMINAL_TASKS = (TaskState.COMPLETED, TaskState.FAILED, TaskState.EXPIRED, TaskState.CANCELLED)
 
 
@@ -287,6 +288,10 @@ class Hub:
                 waiter.cancel()
         self.observe_log.close()
         await self._flush_cursors()
+        try:
+            await self.store.set_meta(SNAPSHOT_KEY, self._snapshot())
+        except Exception:
+            log.exception("could not write the hydrate snapshot; the next open folds every WAL")
         await self.store.close()
 
     @property
@@ -394,6 +399,7 @@ class Hub:
             self._last_activity[md.channel_id] = md.closed_at or md.created_at
             if not md.is_terminal() and (md.manifest.type, md.manifest.version) in self._adapters:
                 live.append(md.channel_id)
+        live = self._restore_snapshot(await self.store.get_meta(SNAPSHOT_KEY), live)
         for cid in live:
             md = self.channels[cid]
             self._states[cid] = self.get_adapter(md.manifest.type, md.manifest.version).initial_state(md)
@@ -418,6 +424,74 @@ class Hub:
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
         self._cursors = await self.store.load_cursors()
+
+    def _restore_snapshot(self, text: str | None, live: list[str]) -> list[str]:
+        """Take adapter states from a clean shutdown's snapshot; returns the channels still to fold.
+
+        A channel's snapshot is used only when its seq equals the WAL length in the store, so anything
+        appended after the snapshot (or a crash after a restart) falls back to folding the WAL.
+        Restored channels load their WAL lazily, on first read.
+        """
+        if not text:
+            return live
+        try:
+            snapshot = json.loads(text)
+            high = snapshot.get("max_envelope_id") or ""
+            if high:
+                self._ids.observe(high)
+            for task_id, senders in (snapshot.get("peer_cancellers") or {}).items():
+                self._peer_cancellers.setdefault(task_id, set()).update(senders)
+            channels = snapshot.get("channels") or {}
+        except (ValueError, AttributeError):
+            return live
+        remaining = []
+        for cid in live:
+            entry = channels.get(cid)
+            md = self.channels[cid]
+            if not isinstance(entry, dict) or entry.get("seq") != self._wal_counts.get(cid, 0):
+                remaining.append(cid)
+                continue
+            try:
+                adapter = self.get_adapter(md.manifest.type, md.manifest.version)
+                self._states[cid] = adapter.state_from_dict(entry["state"])
+            except Exception:
+                log.warning("snapshot of channel %s unusable; folding its WAL", cid)
+                remaining.append(cid)
+                continue
+            if entry.get("last_activity"):
+                self._last_activity[cid] = entry["last_activity"]
+        return remaining
+
+    def _snapshot(self) -> str:
+        """Adapter states of live channels, so the next open need not fold every WAL."""
+        channels: dict[str, Any] = {}
+        high = ""
+        for cid, md in self.channels.items():
+            state = self._states.get(cid)
+            if md.is_terminal() or state is None:
+                continue
+            adapter = self._adapters.get((md.manifest.type, md.manifest.version))
+            if adapter is None:
+                continue
+            try:
+                channels[cid] = {
+                    "seq": self._wal_counts.get(cid, 0),
+                    "state": adapter.state_to_dict(state),
+                    "last_activity": self._last_activity.get(cid, ""),
+                }
+            except Exception:
+                log.warning("adapter state of channel %s cannot be snapshotted", cid)
+        for wal in self._wal.values():
+            if len(wal) and wal[-1].envelope_id > high:
+                high = wal[-1].envelope_id
+        return json.dumps(
+            {
+                "max_envelope_id": max(high, self._ids.last_id()),
+                "peer_cancellers": {t: sorted(s) for t, s in self._peer_cancellers.items()},
+                "channels": channels,
+            },
+            default=str,
+        )
 
     # ------------------------------------------------------------------ identities
 
