@@ -114,6 +114,7 @@ class WorkbenchApp(App[None]):
         self._query_mode = "filter"
         self._tail_widget: EnvelopeTail | None = None
         self._focus_before_chat: Widget | None = None
+        self._connection: dict[str, Any] | None = None
         check_keymap(self.settings, self.binding_ids())
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -330,9 +331,41 @@ class WorkbenchApp(App[None]):
             return
         self.status.push_rate(self._rate_count)
         self._rate_count = 0
+        self._poll_connection()
+
+    def _poll_connection(self) -> bool:
+        """Show whether the link is up; when it comes back, say so and reload what may have changed."""
+        state = self.source.connection_state()
+        before, self._connection = self._connection, state
+        connected = bool(state.get("connected", True))
+        self.status.reconnecting = not connected
+        if not connected:
+            return False
+        if before is not None and (
+            not before.get("connected", True) or state.get("reconnects", 0) > before.get("reconnects", 0)
+        ):
+            self.status.connected = True
+            self.notify("reconnected", title=self.source.connection_label, timeout=4)
+            self._reload_channels()
+        return True
+
+    @work(exclusive=True, group="reload")
+    async def _reload_channels(self) -> None:
+        try:
+            rows = await self.source.load_channels()
+        except NetworkError:
+            return  # down again: the next reconnect reloads
+        if not self._panes_alive():
+            return
+        self.channel_list.set_channels(rows)
+        if self.selected_channel:
+            self._sync_selected_channel()
+        self._load_peers()
+        await self._refresh_health()
 
     async def _refresh_health(self) -> None:
-        if not self._panes_alive():
+        if not self._panes_alive() or not self._poll_connection():
+            # while disconnected, everything shown stays as it was
             return
         try:
             health = await self.source.health()

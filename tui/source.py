@@ -58,7 +58,14 @@ class HubSource:
 
     @property
     def connection_label(self) -> str:
-        return "remote hub" if self.hc.remote else "in-process hub"
+        if not self.hc.remote:
+            return "in-process hub"
+        url = self.hc.connection_state().get("url")
+        return f"remote hub {url}" if url else "remote hub"
+
+    def connection_state(self) -> dict[str, Any]:
+        """``{"kind", "url", "connected", "reconnects", "operator"}``; an in-process hub is always connected."""
+        return self.hc.connection_state()
 
     def label_for(self, channel_id: str) -> str:
         md = self.metadata.get(channel_id)

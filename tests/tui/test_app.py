@@ -383,3 +383,40 @@ async def test_escape_leaves_the_chat_for_the_pane_focused_before(network) -> No
         await pilot.pause()
         assert app.tail.has_focus
         assert app.chat.input.value == "h"
+
+
+async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
+    from ag2net import Hub, HubClient, Passport
+    from ag2net.transport.server import serve_ws
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    local = HubClient.local(hub)
+    ben = await local.register_human(Passport(name="ben", kind="human"))
+    await local.register_human(Passport(name="cy", kind="human"))
+    serving = serve_ws(hub, "127.0.0.1", 0)
+    server = await serving.__aenter__()
+    port = server.port
+    hc = HubClient.connect(server.url(), reconnect_initial_delay=0.02, reconnect_max_delay=0.1)
+    ana = await hc.register_human(Passport(name="ana", kind="human"))
+    app = await build_app(hc, ana, Settings(), load_history=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        label = app.status.query_one("#status-connection")
+        assert str(label.render()).startswith("● remote hub ws://127.0.0.1:")
+        shown = (app.tail.row_count, set(app.channel_list.rows), app.status.health)
+        await serving.__aexit__(None, None, None)  # the server dies under the running app
+        await until(lambda: app.status.reconnecting, timeout=3)
+        assert str(label.render()) == "○ disconnected — reconnecting…"
+        assert label.has_class("-reconnecting")
+        await pilot.pause(0.2)
+        assert (app.tail.row_count, set(app.channel_list.rows), app.status.health) == shown
+        channel = await ben.open(type="conversation", target="cy")
+        async with serve_ws(hub, "127.0.0.1", port):
+            await until(lambda: not app.status.reconnecting, timeout=5)
+            await until(lambda: channel.channel_id in app.channel_list.rows, timeout=5)
+            await pilot.pause()
+            assert any(n.message == "reconnected" for n in app._notifications)
+            assert str(label.render()).startswith("● remote hub")
+            await hc.close()
+    await local.close()
+    await hub.close()

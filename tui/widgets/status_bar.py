@@ -21,6 +21,7 @@ class StatusBar(Horizontal):
         & Label { width: auto; padding: 0 1; }
         & #status-connection { color: $text-success; }
         & #status-connection.-down { color: $text-error; }
+        & #status-connection.-reconnecting { color: $text-warning; text-style: bold; }
         & #status-follow { background: $success-muted; color: $text-success; }
         & #status-follow.-paused { background: $warning-muted; color: $text-warning; }
         & #status-filter { color: $text-accent; }
@@ -34,6 +35,8 @@ class StatusBar(Horizontal):
 
     connection: reactive[str] = reactive("connecting…")
     connected: reactive[bool] = reactive(True)
+    reconnecting: reactive[bool] = reactive(False)
+    """The link is down and trying again: says so (warning colour) instead of the connection label."""
     health: reactive[str] = reactive("")
     following: reactive[bool] = reactive(True)
     pending: reactive[int] = reactive(0)
@@ -71,8 +74,12 @@ class StatusBar(Horizontal):
         if not self.is_mounted:
             return
         conn = self.query_one("#status-connection", Label)
-        conn.update(("● " if self.connected else "○ ") + self.connection)
-        conn.set_class(not self.connected, "-down")
+        if self.reconnecting:
+            conn.update("○ disconnected — reconnecting…")
+        else:
+            conn.update(("● " if self.connected else "○ ") + self.connection)
+        conn.set_class(self.reconnecting, "-reconnecting")
+        conn.set_class(not self.connected and not self.reconnecting, "-down")
         self.query_one("#status-health", Label).update(self.health)
         follow = self.query_one("#status-follow", Label)
         if self.following:
@@ -91,6 +98,9 @@ class StatusBar(Horizontal):
         self._refresh_all()
 
     def watch_connected(self) -> None:
+        self._refresh_all()
+
+    def watch_reconnecting(self) -> None:
         self._refresh_all()
 
     def watch_health(self) -> None:
