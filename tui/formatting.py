@@ -30,6 +30,11 @@ def event_family(event_type: str) -> str:
     return "custom"
 
 
+def short_type(event_type: str) -> str:
+    """The event type without the ``ag2.`` namespace every built-in type shares; custom types stay whole."""
+    return event_type[4:] if event_type.startswith("ag2.") and len(event_type) > 4 else event_type
+
+
 def short_time(created_at: str) -> str:
     """``HH:MM:SS.mmm`` from a fixed-width ISO-Z timestamp (empty when unstamped)."""
     if len(created_at) >= 23 and created_at[10] == "T":
@@ -108,4 +113,5 @@ __all__ = [
     "preview",
     "short_id",
     "short_time",
+    "short_type",
 ]

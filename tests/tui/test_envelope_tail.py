@@ -196,5 +196,19 @@ async def test_rendering_shows_names_types_and_preview() -> None:
         assert "critic" in last and "b" * 32 not in last  # sender name resolved through name_for
         assert "myapp.review" in last
         text_row = next(line for line in lines if "message 4" in line)
-        assert "ag2.msg.text" in text_row and "10:00:04.000 " in text_row
+        assert " msg.text " in text_row and "ag2.msg" not in text_row and "10:00:04.000 " in text_row
         assert "critic" in text_row  # audience [critic]
+        opened = next(line for line in lines if "channel.opened" in line)
+        assert "ag2.channel" not in opened
+
+
+def test_event_types_drop_the_ag2_prefix_and_cut_from_the_left() -> None:
+    from tui.formatting import short_type
+    from tui.widgets.envelope_tail import _fit_left
+
+    assert short_type("ag2.channel.invite.ack") == "channel.invite.ack"
+    assert short_type("ag2.packet") == "packet"
+    assert short_type("myapp.review") == "myapp.review"
+    assert _fit_left("channel.invite.ack", 18) == "channel.invite.ack"
+    assert _fit_left("channel.invite.reject", 18) == "…nel.invite.reject"
+    assert _fit_left("msg.text", 10) == "msg.text  "

@@ -25,7 +25,7 @@ from textual.strip import Strip
 
 from ag2net.envelope import Envelope
 from tui.filtering import FilterSpec
-from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time
+from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
 
 DEFAULT_LIMIT = 100_000
 
@@ -54,6 +54,24 @@ def _fit(text: str, width: int) -> str:
         out.append(ch)
         used += w
     return "".join(out) + "…" + " " * (width - 1 - used)
+
+
+def _fit_left(text: str, width: int) -> str:
+    """Like ``_fit`` but cuts from the left, so the end (an event type's last dotted part) stays visible."""
+    if width <= 0:
+        return ""
+    length = cell_len(text)
+    if length <= width:
+        return text + " " * (width - length)
+    out: list[str] = []
+    used = 0
+    for ch in reversed(text):
+        w = cell_len(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "…" + "".join(reversed(out)) + " " * (width - 1 - used)
 
 
 @dataclass(slots=True)
@@ -585,13 +603,12 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def _columns(self, width: int) -> _Columns:
         """Column widths for ``width`` cells: drop or narrow columns until the preview has room."""
         cols = _Columns(
-            seq=6, time=12, channel=17 if self.show_channel else 0, sender=12, etype=23, audience=12
+            seq=6, time=12, channel=17 if self.show_channel else 0, sender=12, etype=18, audience=12
         )
         # the channel column survives longest: with every channel shown it says where a row belongs
         steps = (
             ("audience", 0),
             ("channel", 12 if self.show_channel else 0),
-            ("etype", 17),
             ("time", 8),
             ("sender", 9),
             ("etype", 13),
@@ -635,7 +652,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             text.append(" ")
         text.append(_fit(self.name_for(env.sender_id), c.sender), styles["sender"])
         text.append(" ")
-        text.append(_fit(env.event_type, c.etype), styles[event_family(env.event_type)])
+        text.append(_fit_left(short_type(env.event_type), c.etype), styles[event_family(env.event_type)])
         text.append(" ")
         if c.audience:
             text.append(_fit(audience_label(env, self.name_for), c.audience), styles["audience"])
