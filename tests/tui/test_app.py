@@ -420,3 +420,31 @@ async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
             await hc.close()
     await local.close()
     await hub.close()
+
+
+async def test_channel_cursor_stays_on_its_channel_when_rows_resort(network) -> None:
+    from tui.widgets.channel_list import ChannelRow
+
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.press("1")
+        table = app.channel_list.query_one(DataTable)
+
+        def highlighted() -> str:
+            return str(table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value)
+
+        await pilot.press("down", "down")
+        await pilot.pause()
+        chosen = highlighted()
+        assert chosen != "__all__"
+        for i in range(3):  # newer channels sort above it
+            row = ChannelRow(f"new{i}", "conversation", "active", ["x"], 1, f"2099-01-01T00:00:0{i}.000000Z")
+            app.channel_list.upsert(row)
+            await pilot.pause()
+        app.channel_list.bump({chosen: (1, "2099-02-01T00:00:00.000000Z")})  # and it jumps to the top
+        await pilot.pause()
+        assert highlighted() == chosen
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected_channel == chosen
