@@ -85,12 +85,13 @@ async def run_network(func: Any, hub: Any) -> Any:
         raise UsageProblem(f"--network function failed: {exc}") from None
 
 
-def check_paths(db: Path | None, memory: bool) -> Path | None:
+def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -> Path | None:
+    """The database to open: ``--db`` (its folder must exist) or the default (its folder is created)."""
     if db is not None and memory:
         raise UsageProblem("--db and --memory cannot be used together; choose one")
     if memory:
         return None
-    path = db or default_db_path()
+    path = db or default or default_db_path()
     if path.exists() and path.is_dir():
         raise UsageProblem(f"--db {str(path)!r} is a directory; give a database file path")
     if db is not None and not path.parent.exists():
@@ -170,9 +171,7 @@ def tui(
                 )
             path = None
         else:
-            if db is None and not memory and getattr(settings, "database", None):
-                db = Path(settings.database).expanduser()
-            path = check_paths(db, memory)
+            path = check_paths(db, memory, default=Path(settings.database).expanduser())
         func = load_network(network) if network else None
         launch = importlib.import_module("tui.launch")
         asyncio.run(

@@ -88,3 +88,23 @@ def test_help_explains_options():
     assert result.returncode == 0
     for option in ("--db", "--memory", "--as", "--demo", "--network", "--config", "--connect", "--token"):
         assert option in result.stdout
+
+
+def test_default_database_folder_is_created(tmp_path, monkeypatch):
+    from ag2net.cli import check_paths
+
+    default = tmp_path / "data" / "ag2net" / "workbench.db"
+    assert check_paths(None, False, default=default) == default
+    assert default.parent.is_dir()
+    code, output = run("tui", "--db", str(tmp_path / "missing" / "x.db"))
+    assert code == 2 and "does not exist" in one_sentence(output)
+    code, output = run("tui", "--db", str(tmp_path / "x.db"), "--memory")
+    assert code == 2 and "cannot be used together" in one_sentence(output)
+    code, output = run("tui", "--memory", "--network", "nocolon")
+    assert code == 2 and "module:function" in one_sentence(output)
+    code, output = run("tui", "--memory", "--network", "no_such_module_xyz:f")
+    assert code == 2 and "cannot be imported" in one_sentence(output)
+    code, output = run("tui", "--connect", "http://x")
+    assert code == 2 and "ws://" in one_sentence(output)
+    code, output = run("tui", "--memory", "--config", str(tmp_path / "nope.toml"))
+    assert code == 2 and "nope.toml" in one_sentence(output)
