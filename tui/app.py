@@ -291,6 +291,8 @@ class WorkbenchApp(App[None]):
                 self._rate_count += 1
                 if env.event_type not in ALL_EVENT_TYPES:
                     self._custom_types.add(env.event_type)
+                if self.source.addressed_to_human(env):
+                    self._ask_human(env)
             elif not self._panes_alive():
                 return
             elif event.kind == "channel":
@@ -304,6 +306,25 @@ class WorkbenchApp(App[None]):
             elif event.kind == "agent":
                 self.tail.refresh_names()
                 self._peers_dirty = True
+
+    @work(group="ask")
+    async def _ask_human(self, envelope: Envelope) -> None:
+        """Someone asks the human and it is the human's turn: say so, and show that channel if none is."""
+        try:
+            allowed, _reason = await self.source.can_send(envelope.channel_id)
+        except NetworkError:
+            return
+        if not allowed or not self._panes_alive():
+            return
+        sender = self.source.name_for(envelope.sender_id)
+        self.notify(
+            f"{sender} asks you: {preview(envelope, 80)} — press i to answer",
+            title=self.source.label_for(envelope.channel_id),
+            timeout=12,
+        )
+        if self.selected_channel is None:
+            self._flush_batch()
+            self.channel_list.select(envelope.channel_id)
 
     def _flush_batch(self) -> None:
         """Move buffered envelopes into the panes: one batch per tick whatever the arrival rate."""

@@ -10,10 +10,10 @@ import heapq
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag2net.channel import ChannelMetadata
+from ag2net.channel import ChannelMetadata, ParticipantRole
 from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
-from ag2net.envelope import Envelope
+from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.errors import NetworkError
 from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
@@ -76,6 +76,21 @@ class HubSource:
         if md is None:
             return []
         return [(a, self.name_for(a)) for a in md.participant_ids()]
+
+    def addressed_to_human(self, envelope: Envelope) -> bool:
+        """A text from someone else naming the human in its audience, or a question in a consulting channel
+        where the human is the respondent."""
+        human = self.human_id
+        if envelope.event_type != EV_TEXT or envelope.sender_id == human:
+            return False
+        if envelope.audience and human in envelope.audience:
+            return True
+        md = self.metadata.get(envelope.channel_id)
+        return (
+            md is not None
+            and md.manifest.type == "consulting"
+            and md.role_of(human) == ParticipantRole.RESPONDENT
+        )
 
     async def load_channels(self) -> list[ChannelRow]:
         channels = await self.hc.list_channels(all_channels=True, include_terminal=True, limit=None)

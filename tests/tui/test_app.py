@@ -448,3 +448,25 @@ async def test_channel_cursor_stays_on_its_channel_when_rows_resort(network) -> 
         await pilot.press("enter")
         await pilot.pause()
         assert app.selected_channel == chosen
+
+
+async def test_a_question_to_the_human_is_announced_and_its_channel_selected(network) -> None:
+    from ag2net import Passport
+
+    cy = await network.hc.register_human(Passport(name="cy", kind="human"))
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        assert app.selected_channel is None
+        channel = await cy.open(type="consulting", target=network.human.agent_id, intent="question")
+        await cy.send(channel.channel_id, "Ship offline sync first or last?")
+        await until(lambda: app.selected_channel == channel.channel_id)
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert "cy asks you: Ship offline sync first or last? — press i to answer" in messages
+        assert app.chat.channel_id == channel.channel_id
+        # the human's own answer is not announced
+        before = len(app._notifications)
+        await network.human.send(channel.channel_id, "Last.")
+        await pilot.pause(0.3)
+        assert len(app._notifications) == before
