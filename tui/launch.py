@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,17 +16,34 @@ from tui.settings import Settings
 DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
 
 
+def log_to_file(db_path: Path | None) -> Path:
+    """Send library logging to a file next to the database: the terminal belongs to the workbench."""
+    folder = db_path.parent if db_path is not None else Settings().database.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "workbench.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+    return path
+
+
 def is_new_database(path: Path | None) -> bool:
     return path is None or not path.exists() or path.stat().st_size == 0
 
 
-def demo_starter(hub: Any, human_name: str, tasks: set[asyncio.Task[Any]]) -> Callable[[], Awaitable[Any]]:
+def demo_starter(
+    hub: Any, human_name: str, tasks: set[asyncio.Task[Any]], networks: list[Any]
+) -> Callable[[], Awaitable[Any]]:
     """A callable the app runs to start the demo network in the background (once)."""
 
     async def start() -> Any:
         from ag2net.demo import start_demo
 
         network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE)
+        networks.append(network)
         task = asyncio.get_running_loop().create_task(network.run())
         tasks.add(task)
         task.add_done_callback(tasks.discard)
@@ -50,7 +68,9 @@ async def launch(
     """Run the workbench until the user quits; everything opened here is closed on the way out."""
     from tui.app import WorkbenchApp
 
+    log_to_file(db_path)
     background: set[asyncio.Task[Any]] = set()
+    networks: list[Any] = []
     hub = None
     if connect is not None:
         hub_client = HubClient.connect(connect, token=token, operator_token=operator_token)
@@ -61,7 +81,7 @@ async def launch(
         offer = is_new_database(db_path)
         hub = await open_hub(db_path)
         hub_client = HubClient.local(hub)
-        demo = demo_starter(hub, human_name, background)
+        demo = demo_starter(hub, human_name, background, networks)
     try:
         human = await hub_client.register_or_attach_human(human_name)
         # Names of agents registered before we attached: warm the client's cache so the tail and
@@ -83,6 +103,9 @@ async def launch(
         for task in list(background):
             with contextlib.suppress(BaseException):
                 await task
+        for network in networks:  # stops the demo agents' turns before their hub goes away
+            with contextlib.suppress(Exception):
+                await network.close()
         await hub_client.close()
         if hub is not None:
             await hub.close()

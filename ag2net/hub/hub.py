@@ -1658,6 +1658,9 @@ class Hub:
     async def handle_op(self, endpoint: Any, op: str, params: dict[str, Any]) -> Any:
         from ag2net.hub.ops import run_op
 
+        if self._closed:
+            raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
+
         return await run_op(self, endpoint, op, params)
 
 
