@@ -1,0 +1,254 @@
+"""README screenshots: the real workbench on the deterministic demo network, saved as SVGs.
+
+Run ``python -m tui.screenshots [--out screenshots]``. Ids and time are frozen and the demo runs to
+completion before the first frame, so the same code gives the same pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import random
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+
+import ag2net.ids
+from ag2net import Hub, HubClient, Passport
+from ag2net.demo import start_demo
+from ag2net.ids import ManualClock
+from tui.app import WorkbenchApp
+from tui.settings import Settings
+from tui.source import HubSource
+
+SIZE = (200, 50)
+"""Wide enough for the tail's channel column next to the agent view."""
+
+
+class FrozenTime:
+    """``time`` as ag2net.ids sees it: nanoseconds advance by one microsecond per call, from a fixed start."""
+
+    def __init__(self) -> None:
+        self._ticks = itertools.count(1)
+
+    def time_ns(self) -> int:
+        return 1_772_357_400_000_000_000 + next(self._ticks) * 1_000
+
+    def time(self) -> float:
+        return self.time_ns() / 1e9
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+class SeededOs:
+    """``os`` as ag2net.ids sees it: ``urandom`` from a seeded generator."""
+
+    def __init__(self) -> None:
+        self._random = random.Random(20260301)
+
+    def urandom(self, n: int) -> bytes:
+        return self._random.randbytes(n)
+
+
+def freeze_ids(setattr_: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Make agent, channel and envelope ids the same on every run (``setattr_``: e.g. monkeypatch.setattr)."""
+    setattr_(ag2net.ids, "time", FrozenTime())
+    setattr_(ag2net.ids, "os", SeededOs())
+
+
+class DemoWorkbench(WorkbenchApp):
+    """The workbench over the finished demo network, human 'ana', theme textual-dark, no live observing."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None, Settings(theme="textual-dark"), observe=False, load_history=False)  # type: ignore[arg-type]
+        self.animation_level = "none"
+        self._closers: list[Any] = []
+
+    async def on_load(self) -> None:
+        # built here, on the app's own event loop
+        hub = await Hub.open(
+            None,
+            clock=ManualClock("2026-03-01T09:30:00.000000Z"),
+            ttl_sweep_interval=0,
+            expectation_sweep_interval=0,
+        )
+        hc = HubClient.local(hub)
+        human = await hc.register_human(Passport(name="ana", kind="human"))
+        demo = await start_demo(hc, human_name="ana")
+        await demo.run()
+        self.source = HubSource(hc, human)
+        self._closers = [demo.close, hc.close, hub.close]
+
+    async def on_unmount(self) -> None:
+        for close in self._closers:
+            await close()
+
+
+def still(app: WorkbenchApp) -> None:
+    """Cursor blink off everywhere on the current screen, so a picture never catches it mid-blink."""
+    for widget in app.screen.query("Input, TextArea"):
+        if isinstance(widget, (Input, TextArea)):
+            widget.cursor_blink = False
+
+
+async def ready(pilot: Pilot[Any]) -> WorkbenchApp:
+    """Wait for the first page and the peers."""
+    app = pilot.app
+    assert isinstance(app, WorkbenchApp)
+    for _ in range(2000):
+        if app.ready and app.peers.peers:
+            break
+        await asyncio.sleep(0.01)
+    await pilot.pause()
+    return app
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Let every worker finish and the screen repaint, with the cursor blink off."""
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    still(app)  # type: ignore[arg-type]
+    await pilot.pause()
+
+
+def channel_of(app: WorkbenchApp, kind: str) -> str:
+    """The first channel of type ``kind`` in the channel list."""
+    rows = app.channel_list
+    return next(cid for cid in rows.shown_ids() if (r := rows.get_row(cid)) is not None and r.type == kind)
+
+
+async def _select(pilot: Pilot[Any], kind: str) -> WorkbenchApp:
+    app = await ready(pilot)
+    app.channel_list.select(channel_of(app, kind))
+    await settle(pilot)
+    return app
+
+
+async def shot_workbench(pilot: Pilot[Any]) -> None:
+    app = await _select(pilot, "conversation")
+    app.projected_view.switch_view("windowed_summary", 2)  # the projection starts with a CompactionSummary
+    await settle(pilot)
+    app.channel_list.query_one("DataTable").focus()
+    await settle(pilot)
+
+
+async def shot_tail(pilot: Pilot[Any]) -> None:
+    app = await ready(pilot)
+    app.tail.focus()
+    await settle(pilot)
+
+
+async def shot_agent_view(pilot: Pilot[Any]) -> None:
+    app = await _select(pilot, "discussion")
+    app.action_focus_pane("view")
+    await settle(pilot)
+
+
+async def shot_turn_diff(pilot: Pilot[Any]) -> None:
+    app = await _select(pilot, "conversation")
+    app.projected_view.switch_view("windowed_summary", 2)
+    await settle(pilot)
+    app.query_one("#pv-tabs").active = "pv-tab-turn"  # type: ignore[attr-defined]
+    await settle(pilot)
+
+
+async def shot_peers(pilot: Pilot[Any]) -> None:
+    app = await ready(pilot)
+    await pilot.press("4")
+    app.peers.select("researcher")
+    await settle(pilot)
+
+
+async def shot_composer(pilot: Pilot[Any]) -> None:
+    app = await _select(pilot, "conversation")
+    app.settings.source = None
+    app.action_compose_envelope()
+    await settle(pilot)
+    composer = app.screen
+    composer.draft_path = None  # type: ignore[attr-defined]
+    event_type = composer.query_one("#composer-type", Input)
+    event_type.value = "review.request"
+    event_type.cursor_position = len(event_type.value)
+    composer.query_one("#composer-data", TextArea).load_text(
+        '{\n  "document_id": "doc-123",\n  "deadline": "2026-03-02",\n  "reviewers": ["critic"]\n}'
+    )
+    await settle(pilot)
+
+
+async def shot_detail(pilot: Pilot[Any]) -> None:
+    app = await _select(pilot, "workflow")
+    app.tail.focus()
+    app.tail.set_filter("type:ag2.packet")
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+@dataclass(frozen=True, slots=True)
+class Shot:
+    """One picture: the file name and what to do on the demo before taking it."""
+
+    filename: str
+    prepare: Callable[[Pilot[Any]], Awaitable[None]]
+    title: str
+
+
+SHOTS: tuple[Shot, ...] = (
+    Shot("workbench.svg", shot_workbench, "a channel selected, its agent view with a compaction summary"),
+    Shot("tail.svg", shot_tail, "the WAL tail over all channels"),
+    Shot("agent_view.svg", shot_agent_view, "the agent view of a discussion"),
+    Shot("turn_diff.svg", shot_turn_diff, "the last turn and its diff against a replay"),
+    Shot("peers.svg", shot_peers, "a peer card"),
+    Shot("composer.svg", shot_composer, "the composer with a custom event type and JSON"),
+    Shot("detail.svg", shot_detail, "an envelope's detail"),
+)
+
+
+async def take(shot: Shot, out: Path, size: tuple[int, int] = SIZE) -> Path:
+    """Run a fresh demo workbench, prepare it for ``shot`` and save the SVG under ``out``."""
+    freeze_ids()
+    app = DemoWorkbench()
+    path = out / shot.filename
+    async with app.run_test(size=size) as pilot:
+        await shot.prepare(pilot)
+        app.save_screenshot(shot.filename, str(out))
+    return path
+
+
+async def take_all(out: Path, names: list[str] | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for shot in SHOTS:
+        if names and shot.filename not in names and shot.filename.removesuffix(".svg") not in names:
+            continue
+        saved.append(await take(shot, out))
+    return saved
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tui.screenshots", description=__doc__)
+    parser.add_argument("--out", default="screenshots", help="directory for the SVGs (default: screenshots)")
+    parser.add_argument("names", nargs="*", help="only these shots (e.g. tail detail); default: all")
+    args = parser.parse_args(argv)
+    known = {s.filename for s in SHOTS} | {s.filename.removesuffix(".svg") for s in SHOTS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown shot {unknown[0]!r}; choose from {', '.join(s.filename for s in SHOTS)}")
+    for path in asyncio.run(take_all(Path(args.out), args.names)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["SHOTS", "SIZE", "DemoWorkbench", "Shot", "freeze_ids", "main", "still", "take", "take_all"]
