@@ -179,8 +179,6 @@ class HubClient:
         attach_default_handler: bool = True,
     ) -> AgentClient:
         """Register an LLM agent; returns its ``AgentClient`` (default handler attached unless told not to)."""
-        from ag2net.client.agent_client import AgentClient
-
         if self._closed:
             raise RuntimeError("HubClient is closed")
         passport = passport or Passport(name=agent.name)
@@ -196,36 +194,27 @@ class HubClient:
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
-        client = AgentClient(
-            agent=agent,
-            passport=passport,
-            resume=resume,
-            rule=rule or Rule(),
-            hub_client=self,
-            attach_default_handler=attach_default_handler,
-        )
-        self._clients[stamped.agent_id] = client
-        if attach_plugin:
-            from ag2net.client.plugin import NetworkPlugin
+        return self._seat_agent(agent, passport, resume, rule or Rule(), attach_plugin, attach_default_handler)
 
-            NetworkPlugin(client).apply(agent)
-        return client
-
-    async def attach(
-        self,
-        agent: Any,
-        name: str,
-        *,
-        attach_plugin: bool = True,
-        attach_default_handler: bool = True,
-    ) -> AgentClient:
-        """Re-bind an agent identity that already exists on the hub (e.g. after a restart)."""
-        from ag2net.client.agent_client import AgentClient
-
+    async def _bound_identity(self, name: str) -> tuple[Passport, Resume, Rule]:
+        """Bind this connection to the existing identity ``name``; its passport, resume and rule."""
         passport = _as(Passport, await self.call("bind", name=name))
         self._remember(passport)
         resume = _as(Resume, await self.call("get_resume", agent_id=passport.agent_id))
         rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
+        return passport, resume, rule
+
+    def _seat_agent(
+        self,
+        agent: Any,
+        passport: Passport,
+        resume: Resume,
+        rule: Rule,
+        attach_plugin: bool,
+        attach_default_handler: bool,
+    ) -> AgentClient:
+        from ag2net.client.agent_client import AgentClient
+
         client = AgentClient(
             agent=agent,
             passport=passport,
@@ -241,6 +230,27 @@ class HubClient:
             NetworkPlugin(client).apply(agent)
         return client
 
+    def _seat_human(self, passport: Passport, resume: Resume, rule: Rule, auto_ack_invites: bool) -> HumanClient:
+        from ag2net.client.human_client import HumanClient
+
+        human = HumanClient(
+            passport=passport, resume=resume, rule=rule, hub_client=self, auto_ack_invites=auto_ack_invites
+        )
+        self._clients[passport.agent_id] = human
+        return human
+
+    async def attach(
+        self,
+        agent: Any,
+        name: str,
+        *,
+        attach_plugin: bool = True,
+        attach_default_handler: bool = True,
+    ) -> AgentClient:
+        """Re-bind an agent identity that already exists on the hub (e.g. after a restart)."""
+        passport, resume, rule = await self._bound_identity(name)
+        return self._seat_agent(agent, passport, resume, rule, attach_plugin, attach_default_handler)
+
     async def register_human(
         self,
         passport: Passport,
@@ -250,8 +260,6 @@ class HubClient:
         auto_ack_invites: bool = True,
     ) -> HumanClient:
         """Register a person (or bridge) as a participant without an LLM."""
-        from ag2net.client.human_client import HumanClient
-
         if passport.kind not in (None, "human"):
             raise ValueError(f"register_human() requires kind='human' (or None); got {passport.kind!r}")
         passport.kind = "human"
@@ -260,31 +268,14 @@ class HubClient:
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
-        human = HumanClient(
-            passport=passport,
-            resume=resume,
-            rule=rule or Rule(),
-            hub_client=self,
-            auto_ack_invites=auto_ack_invites,
-        )
-        self._clients[stamped.agent_id] = human
-        return human
+        return self._seat_human(passport, resume, rule or Rule(), auto_ack_invites)
 
     async def attach_human(self, name: str, *, auto_ack_invites: bool = True) -> HumanClient:
         """Re-bind a human identity that already exists (a person reopening the same database)."""
-        from ag2net.client.human_client import HumanClient
-
-        passport = _as(Passport, await self.call("bind", name=name))
+        passport, resume, rule = await self._bound_identity(name)
         if passport.effective_kind != "human":
             raise ValueError(f"{name!r} is registered as kind {passport.effective_kind!r}, not 'human'")
-        self._remember(passport)
-        resume = _as(Resume, await self.call("get_resume", agent_id=passport.agent_id))
-        rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
-        human = HumanClient(
-            passport=passport, resume=resume, rule=rule, hub_client=self, auto_ack_invites=auto_ack_invites
-        )
-        self._clients[passport.agent_id] = human
-        return human
+        return self._seat_human(passport, resume, rule, auto_ack_invites)
 
     async def register_or_attach_human(self, name: str, **kwargs: Any) -> HumanClient:
         """Attach to the human ``name`` if it exists, else register it."""
