@@ -204,7 +204,7 @@ async def test_rendering_shows_names_types_and_preview() -> None:
 
 def test_event_types_drop_the_ag2_prefix_and_cut_from_the_left() -> None:
     from tui.formatting import short_type
-    from tui.widgets.envelope_tail import _fit_left
+    from tui.widgets.envelope_tail import _fit_left, _fit_type
 
     assert short_type("ag2.channel.invite.ack") == "channel.invite.ack"
     assert short_type("ag2.packet") == "packet"
@@ -212,3 +212,6 @@ def test_event_types_drop_the_ag2_prefix_and_cut_from_the_left() -> None:
     assert _fit_left("channel.invite.ack", 18) == "channel.invite.ack"
     assert _fit_left("channel.invite.reject", 18) == "…nel.invite.reject"
     assert _fit_left("msg.text", 10) == "msg.text  "
+    assert _fit_type("ag2.channel.invite.ack", 14) == "…invite.ack   "
+    assert _fit_type("ag2.channel.opened", 14) == "channel.opened"
+    assert _fit_type("demo.review_request", 14) == "…eview_request"  # custom: cut by characters

@@ -74,6 +74,18 @@ def _fit_left(text: str, width: int) -> str:
     return "…" + "".join(reversed(out)) + " " * (width - 1 - used)
 
 
+def _fit_type(event_type: str, width: int) -> str:
+    """An event type in ``width`` cells: built-in types without ``ag2.``, dropping leading dotted parts
+    when narrow ("…invite.ack"); custom types cut from the left, so their last part stays visible."""
+    shown = short_type(event_type)
+    if cell_len(shown) > width and shown != event_type:
+        parts = shown.split(".")
+        while len(parts) > 1 and cell_len("…" + ".".join(parts)) > width:
+            parts.pop(0)
+        shown = "…" + ".".join(parts)
+    return _fit_left(shown, width)
+
+
 @dataclass(slots=True)
 class _Columns:
     seq: int
@@ -611,7 +623,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             ("channel", 12 if self.show_channel else 0),
             ("time", 8),
             ("sender", 9),
-            ("etype", 13),
+            ("etype", 14),
             ("channel", 0),
         )
         for name, value in steps:
@@ -652,7 +664,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             text.append(" ")
         text.append(_fit(self.name_for(env.sender_id), c.sender), styles["sender"])
         text.append(" ")
-        text.append(_fit_left(short_type(env.event_type), c.etype), styles[event_family(env.event_type)])
+        text.append(_fit_type(env.event_type, c.etype), styles[event_family(env.event_type)])
         text.append(" ")
         if c.audience:
             text.append(_fit(audience_label(env, self.name_for), c.audience), styles["audience"])
