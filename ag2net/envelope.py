@@ -195,7 +195,9 @@ def check_shape(env: Envelope) -> None:
     audience = env.audience
     if audience is not None:
         if not isinstance(audience, list):
-            raise ProtocolError(f"audience must be a list of participant ids or null, got {type(audience).__name__}")
+            raise ProtocolError(
+                f"audience must be a list of participant ids or null, got {type(audience).__name__}"
+            )
         for i, item in enumerate(audience):
             if not isinstance(item, str) or not item:
                 raise ProtocolError(f"audience[{i}] must be a non-empty string, got {item!r}")
@@ -338,9 +340,9 @@ __all__ = [
     "Envelope",
     "Priority",
     "check_envelope",
-    "encode_envelope",
     "check_event_data",
     "check_shape",
+    "encode_envelope",
     "from_dict",
     "from_json",
     "is_channel_event",

@@ -152,8 +152,7 @@ class ToolResultEvent(BaseEvent):
 
 
 _EVENTS: dict[str, type] = {
-    cls.type: cls
-    for cls in (ModelRequest, ModelMessage, CompactionSummary, ToolCallEvent, ToolResultEvent)
+    cls.type: cls for cls in (ModelRequest, ModelMessage, CompactionSummary, ToolCallEvent, ToolResultEvent)
 }
 
 
@@ -170,7 +169,10 @@ def event_from_dict(data: dict[str, Any]) -> BaseEvent:
         return ToolCallEvent(data["name"], data.get("arguments", "{}"), data.get("id") or uuid.uuid4().hex)
     if kind == ToolResultEvent.type:
         return ToolResultEvent(
-            data.get("parent_id", ""), data.get("name", ""), data.get("result", ""), bool(data.get("is_error"))
+            data.get("parent_id", ""),
+            data.get("name", ""),
+            data.get("result", ""),
+            bool(data.get("is_error")),
         )
     raise ValueError(f"unknown event type {kind!r}; expected one of {sorted(_EVENTS)}")
 

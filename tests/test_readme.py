@@ -12,7 +12,9 @@ README = Path(__file__).parents[1] / "README.md"
 
 def test_readme_library_example_runs(tmp_path):
     code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "Use an operation log."

@@ -194,7 +194,9 @@ class HubClient:
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
-        return self._seat_agent(agent, passport, resume, rule or Rule(), attach_plugin, attach_default_handler)
+        return self._seat_agent(
+            agent, passport, resume, rule or Rule(), attach_plugin, attach_default_handler
+        )
 
     async def _bound_identity(self, name: str) -> tuple[Passport, Resume, Rule]:
         """Bind this connection to the existing identity ``name``; its passport, resume and rule."""
@@ -230,7 +232,9 @@ class HubClient:
             NetworkPlugin(client).apply(agent)
         return client
 
-    def _seat_human(self, passport: Passport, resume: Resume, rule: Rule, auto_ack_invites: bool) -> HumanClient:
+    def _seat_human(
+        self, passport: Passport, resume: Resume, rule: Rule, auto_ack_invites: bool
+    ) -> HumanClient:
         from ag2net.client.human_client import HumanClient
 
         human = HumanClient(

@@ -34,7 +34,9 @@ def check_inbox(recipient_id: str, pending: int, max_pending: int) -> None:
 
 def check_channel_quota(creator_name: str, active: int, limit: int) -> None:
     if limit > 0 and active >= limit:
-        raise AccessDeniedError(f"creator {creator_name!r} exceeded max_concurrent_channels ({active} >= {limit})")
+        raise AccessDeniedError(
+            f"creator {creator_name!r} exceeded max_concurrent_channels ({active} >= {limit})"
+        )
 
 
 __all__ = [
