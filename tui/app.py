@@ -410,7 +410,8 @@ class WorkbenchApp(App[None]):
 
     @on(ChannelList.Selected)
     def _channel_selected(self, event: ChannelList.Selected) -> None:
-        self.select_channel(event.channel_id)
+        if self._panes_alive():  # a selection can arrive while the app shuts down
+            self.select_channel(event.channel_id)
 
     def select_channel(self, channel_id: str | None) -> None:
         """Filter the tail to ``channel_id`` (None: all) and point chat and agent view at it."""
