@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 
-class BaseEvent:
+class BaseEvent(ABC):
     """Base of every event; subclasses are dataclasses with a ``type`` tag."""
 
     type: ClassVar[str] = "event"
 
+    @abstractmethod
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError(f"{type(self).__name__} must define to_dict")
+        """The event as a JSON-able dict tagged with its ``type``."""
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> BaseEvent:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -50,13 +51,14 @@ class RoutingState(Protocol):
 
 
 # targets ------------------------------------------------------------------------------------------
-class Target:
+class Target(ABC):
     """Decides the next speaker. Subclasses set ``name`` and implement ``resolve`` and ``args``."""
 
     name: ClassVar[str] = ""
 
+    @abstractmethod
     def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
-        raise NotImplementedError
+        """The next speaker (and close reason) after ``envelope``."""
 
     def args(self) -> dict[str, Any]:
         return {}
@@ -120,13 +122,14 @@ class TerminateTarget(Target):
 
 
 # conditions ---------------------------------------------------------------------------------------
-class Condition:
+class Condition(ABC):
     """A predicate over the state after a turn and the envelope that made it."""
 
     name: ClassVar[str] = ""
 
+    @abstractmethod
     def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
-        raise NotImplementedError
+        """Whether this condition holds for ``envelope`` and the state after it."""
 
     def args(self) -> dict[str, Any]:
         return {}
