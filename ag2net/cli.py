@@ -107,9 +107,16 @@ async def open_hub(path: Path | None, *, fsync: bool = False) -> Any:
     from ag2net.store import SqliteStore
     from ag2net.store.base import StoreError
 
+    def progress(done: int, total: int) -> None:
+        # The terminal is still ours before the workbench starts: say what the wait is for.
+        if sys.stderr.isatty():
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rreading the WAL of {path}: {done:,} / {total:,} envelopes{end}")
+            sys.stderr.flush()
+
     try:
         store = None if path is None else SqliteStore(path, fsync=fsync)
-        return await Hub.open(store)
+        return await Hub.open(store, progress=progress)
     except StoreError as exc:
         raise UsageProblem(str(exc)) from None
 

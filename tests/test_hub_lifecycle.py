@@ -350,3 +350,23 @@ async def test_snapshot_restore_matches_fold_and_stale_snapshot_falls_back():
         assert new_id > last_id
     finally:
         await hub.close()
+
+
+async def test_hydrate_reports_progress_when_it_must_fold():
+    from ag2net.hub.hub import SNAPSHOT_KEY
+    from ag2net.store import MemoryStore
+
+    store = MemoryStore()
+    hub = await Hub.open(store, **quiet())
+    _hc, (ana, _ben) = await people(hub, "ana", "ben")
+    ch = await ana.open(type="conversation", target="ben")
+    for i in range(20):
+        await ana.send(ch.channel_id, f"m{i}")
+    await hub.close()
+    await store.set_meta(SNAPSHOT_KEY, "")  # as after a crash: nothing to restore from
+    seen: list[tuple[int, int]] = []
+    hub = await Hub.open(store, progress=lambda done, total: seen.append((done, total)), **quiet())
+    try:
+        assert seen and seen[-1] == (23, 23)
+    finally:
+        await hub.close()

@@ -162,6 +162,7 @@ class Hub:
         invite_ack_timeout: float = 30.0,
         allow_remote_agent_registration: bool = False,
         observe_buffer: int = 250_000,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.store: Store = open_store(store)
         self.auth = auth or AuthRegistry.default()
@@ -199,6 +200,7 @@ class Hub:
         self._background: set[asyncio.Task[Any]] = set()
         self._owned_clients: list[Any] = []
         self.observe_log = ObserveLog(observe_buffer)
+        self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
         self._closed = False
         self._started = False
 
@@ -410,7 +412,14 @@ class Hub:
                 for cid in live
             }
             loads = json.loads
+            progress = self.progress
+            total = sum(self._wal_counts.get(cid, 0) for cid in live)
+            done = 0
             async for cid, _seq, text in self.store.iter_wal(live):
+                if progress is not None:
+                    done += 1
+                    if done % 5000 == 0 or done == total:
+                        progress(done, total)
                 env = Envelope(**loads(text))
                 self._wal[cid].append(env)
                 self._states[cid] = folds[cid].fold(env, self._states[cid])
