@@ -370,3 +370,23 @@ async def test_hydrate_reports_progress_when_it_must_fold():
         assert seen and seen[-1] == (23, 23)
     finally:
         await hub.close()
+
+
+async def test_unpulled_human_deliveries_are_bounded(hub, monkeypatch):
+    from ag2net.client.human_client import HumanClient
+
+    monkeypatch.setattr(HumanClient, "pull_buffer", 5)
+    _hc, (ana, ben) = await people(hub, "ana", "ben")
+    ch = await ana.open(type="conversation", target="ben")
+    for i in range(12):
+        await ana.send(ch.channel_id, f"m{i}")
+    await asyncio.sleep(0.05)
+    assert ben.dropped > 0
+    texts = []
+    while True:
+        try:
+            env = await ben.next_envelope(timeout=0.05)
+        except TimeoutError:
+            break
+        texts.append(env.event_data.get("text"))
+    assert texts == [f"m{i}" for i in range(7, 12)]  # the newest five, in order

@@ -22,11 +22,16 @@ class HumanClient(ParticipantClient):
 
     kind_label = "HumanClient"
 
+    #: Deliveries kept for ``next_envelope``/``envelopes()`` when nobody pulls; the oldest go first beyond it,
+    #: so a human that only uses callbacks (the workbench) does not grow without bound.
+    pull_buffer = 10_000
+
     def __init__(self, *, auto_ack_invites: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.auto_ack_invites = auto_ack_invites
         self._callbacks: list[EnvelopeCallback] = []
         self._queue: asyncio.Queue[Envelope | None] = asyncio.Queue()
+        self.dropped = 0
 
     async def receive(self, envelope: Envelope) -> None:
         if self._disconnected:
@@ -39,7 +44,11 @@ class HumanClient(ParticipantClient):
             with contextlib.suppress(NetworkError):
                 await self._post_ack(envelope)
         self._to_inbox(envelope)
-        self._queue.put_nowait(envelope)
+        queue = self._queue
+        if queue.qsize() >= self.pull_buffer:
+            queue.get_nowait()
+            self.dropped += 1
+        queue.put_nowait(envelope)
         for callback in list(self._callbacks):
             try:
                 await callback(envelope)
