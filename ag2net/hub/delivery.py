@@ -1,0 +1,176 @@
+"""Delivery: endpoints and bindings, per-recipient mailboxes, receipts, cursors and replay."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from ag2net.channel import (
+    ChannelMetadata,
+)
+from ag2net.envelope import (
+    Envelope,
+    is_protocol_event,
+)
+from ag2net.hub import rules
+from ag2net.hub.dispatch import Mailbox
+from ag2net.hub.records import (
+    AgentRecord,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Delivery:
+    """Mixin of ``Hub``: from an admitted envelope to each recipient's connection."""
+
+    def attach_endpoint(self, endpoint: Any) -> None:
+        self._endpoints[endpoint.endpoint_id] = endpoint
+
+    async def detach_endpoint(self, endpoint: Any) -> None:
+        self._endpoints.pop(endpoint.endpoint_id, None)
+        for agent_id, bound in list(self._bindings.items()):
+            if bound is endpoint:
+                del self._bindings[agent_id]
+                mailbox = self._mailboxes.pop(agent_id, None)
+                if mailbox is not None:
+                    await mailbox.stop()
+                self._unacked.pop(agent_id, None)
+        with contextlib.suppress(Exception):
+            await endpoint.close()
+
+    def bind_endpoint(self, endpoint: Any, agent_id: str) -> None:
+        """Bind ``agent_id`` to ``endpoint`` (a re-bind moves the agent to the new endpoint)."""
+        self._record(agent_id)
+        self._bindings[agent_id] = endpoint
+        bound = getattr(endpoint, "bound", None)
+        if isinstance(bound, set):
+            bound.add(agent_id)
+        mailbox = self._mailboxes.get(agent_id)
+        if mailbox is not None:
+            mailbox.endpoint = endpoint
+
+    def unbind_endpoint(self, endpoint: Any, agent_id: str) -> None:
+        if self._bindings.get(agent_id) is endpoint:
+            del self._bindings[agent_id]
+            mailbox = self._mailboxes.pop(agent_id, None)
+            if mailbox is not None:
+                self._spawn(mailbox.stop())
+
+    def _dispatch(self, md: ChannelMetadata, env: Envelope) -> None:
+        sender_id = env.sender_id
+        recipients = (
+            env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
+        )
+        if not recipients:
+            return
+        counted = not is_protocol_event(env.event_type)
+        sender_name = None
+        for rid in recipients:
+            rec = self.agents.get(rid)
+            if rec is None:
+                continue
+            if rid != sender_id:
+                inbound = rec.rule.access.inbound_from
+                if inbound != ["*"]:
+                    if sender_name is None:
+                        sender_name = self.name_for(sender_id)
+                    if not rules.matches_any(sender_name, inbound):
+                        continue
+            endpoint = self._bindings.get(rid)
+            if endpoint is None:
+                continue
+            if counted:
+                pending = self._unacked.setdefault(rid, set())
+                pending.add(env.envelope_id)
+                self._check_pressure(rid, rec, len(pending))
+            mailbox = self._mailboxes.get(rid)
+            if mailbox is None:
+                mailbox = self._mailboxes[rid] = Mailbox(rid, endpoint, self._dispatch_failed)
+            mailbox.put(env)
+
+    def _check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:
+        inbox = rec.rule.limits.inbox
+        if inbox.max_pending <= 0:
+            return
+        high = inbox.high_water if inbox.high_water is not None else max(1, int(0.8 * inbox.max_pending))
+        if high <= 0:
+            return
+        if pending >= high and rid not in self._pressure_fired:
+            self._pressure_fired.add(rid)
+            if self._listeners:
+                self._spawn(self._fan_out("on_inbox_pressure", rid, pending, inbox.max_pending))
+        elif pending < high:
+            self._pressure_fired.discard(rid)
+
+    async def _dispatch_failed(self, env: Envelope, recipient_id: str, exc: BaseException) -> None:
+        log.warning("delivery of %s to %s failed: %s", env.envelope_id, recipient_id, exc)
+        await self._fan_out("on_dispatch_failed", env, recipient_id, exc)
+
+    def handle_receipt(
+        self,
+        endpoint: Any,
+        envelope_id: str,
+        status: str,
+        recipient_id: str,
+        channel_id: str,
+        reason: str = "",
+    ) -> None:
+        """A client acknowledged (or refused) one delivery."""
+        if recipient_id not in self.agents or self._bindings.get(recipient_id) is not endpoint:
+            return
+        if status != "ack":
+            log.info("nack of %s by %s: %s", envelope_id, recipient_id, reason)
+            return
+        pending = self._unacked.get(recipient_id)
+        if pending is not None:
+            pending.discard(envelope_id)
+            if recipient_id in self._pressure_fired:
+                self._check_pressure(recipient_id, self.agents[recipient_id], len(pending))
+        if channel_id:
+            cursors = self._cursors.setdefault(recipient_id, {})
+            if envelope_id > cursors.get(channel_id, ""):
+                cursors[channel_id] = envelope_id
+                self._dirty_cursors.add((recipient_id, channel_id))
+                if self._cursor_flush is None and not self._closed:
+                    loop = asyncio.get_running_loop()
+                    self._cursor_flush = loop.call_later(0.2, lambda: self._spawn(self._flush_cursors()))
+
+    async def _flush_cursors(self) -> None:
+        self._cursor_flush = None
+        dirty, self._dirty_cursors = self._dirty_cursors, set()
+        for agent_id, channel_id in dirty:
+            value = self._cursors.get(agent_id, {}).get(channel_id)
+            if value:
+                await self.store.set_cursor(agent_id, channel_id, value)
+
+    def inbox_cursor(self, agent_id: str, channel_id: str) -> str:
+        return self._cursors.get(agent_id, {}).get(channel_id, "")
+
+    def pending_inbox(self, agent_id: str) -> int:
+        return len(self._unacked.get(agent_id, ()))
+
+    async def replay(self, endpoint: Any, agent_id: str, since_envelope_id: str) -> int:
+        """Resend what ``agent_id`` missed in its active channels since a cursor; returns the count."""
+        sent = 0
+        for md in list(self.channels.values()):
+            if md.is_terminal() or agent_id not in md.participant_ids():
+                continue
+            high = max(self.inbox_cursor(agent_id, md.channel_id), since_envelope_id or "")
+            for env in await self.read_wal(md.channel_id):
+                if env.envelope_id <= high or env.sender_id == agent_id:
+                    continue
+                if env.audience is not None and agent_id not in env.audience:
+                    continue
+                try:
+                    await endpoint.notify(agent_id, env)
+                except Exception as exc:
+                    await self._dispatch_failed(env, agent_id, exc)
+                    break
+                sent += 1
+        return sent
+
+
+__all__ = ["Delivery"]

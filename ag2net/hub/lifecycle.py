@@ -1,0 +1,298 @@
+"""Channel lifecycle on the hub: create with invite/ack quorum, activate, close, expire."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from ag2net.channel import (
+    ChannelMetadata,
+    ChannelState,
+    Participant,
+    ParticipantRole,
+)
+from ag2net.envelope import (
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_EXPIRED,
+    EV_CHANNEL_INVITE,
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_OPENED,
+    Envelope,
+)
+from ag2net.errors import NotFoundError, ProtocolError
+from ag2net.hub import rules
+from ag2net.hub.audit import (
+    AUDIT_KIND_CHANNEL_CLOSED,
+    AUDIT_KIND_CHANNEL_CREATED,
+    AUDIT_KIND_CHANNEL_EXPIRED,
+)
+from ag2net.hub.records import (
+    TERMINAL_TASKS,
+)
+from ag2net.identity import (
+    parse_duration,
+)
+from ag2net.ids import add_seconds, make_id
+from ag2net.tasks import TaskState
+from ag2net.views.wal import WalLog
+
+log = logging.getLogger(__name__)
+
+
+class ChannelLifecycle:
+    """Mixin of ``Hub``: channels from invitation to their terminal state."""
+
+    def _channel(self, channel_id: str) -> ChannelMetadata:
+        md = self.channels.get(channel_id)
+        if md is None:
+            raise NotFoundError(f"channel not found: {channel_id}")
+        return md
+
+    def get_channel(self, channel_id: str) -> ChannelMetadata:
+        return self._channel(channel_id)
+
+    def list_channels(
+        self,
+        *,
+        agent_id: str | None = None,
+        include_terminal: bool = False,
+        limit: int | None = 50,
+    ) -> list[ChannelMetadata]:
+        out = []
+        for md in self.channels.values():
+            if agent_id is not None and agent_id not in md.participant_ids():
+                continue
+            if not include_terminal and md.is_terminal():
+                continue
+            out.append(md)
+        return out if limit is None else out[:limit]
+
+    def channel_stats(self) -> dict[str, dict[str, Any]]:
+        return {
+            cid: {
+                "wal_count": self._wal_counts.get(cid, 0),
+                "last_activity": self._last_activity.get(cid, ""),
+            }
+            for cid in self.channels
+        }
+
+    async def create_channel(
+        self,
+        *,
+        creator_id: str,
+        manifest_type: str,
+        manifest_version: int = 1,
+        participants: list[str],
+        required_acks: int | None = None,
+        ttl: str | int | float | None = None,
+        knobs: dict[str, Any] | None = None,
+        intent: str | None = None,
+        labels: dict[str, Any] | None = None,
+    ) -> ChannelMetadata:
+        """Create a channel, invite every other participant and wait for their acks (quorum)."""
+        creator = self.agents.get(creator_id)
+        if creator is None:
+            raise NotFoundError(f"creator not registered: {creator_id}")
+        if not participants:
+            raise ProtocolError("channel requires at least one participant")
+        seen: set[str] = set()
+        for pid in participants:
+            if pid in seen:
+                raise ProtocolError(f"participant listed twice: {pid!r}")
+            seen.add(pid)
+            if pid != creator_id and pid not in self.agents:
+                raise NotFoundError(f"participant not registered: {pid}")
+        ids = list(participants) if creator_id in participants else [creator_id, *participants]
+        adapter = self.get_adapter(manifest_type, manifest_version)
+        if knobs is not None and not isinstance(knobs, dict):
+            raise ProtocolError("knobs must be a JSON object (dict) or null")
+        invitees = [i for i in ids if i != creator_id]
+        for pid in invitees:
+            invitee = self.agents[pid]
+            rules.check_inbound(
+                creator.passport.name, invitee.passport.name, invitee.rule.access.inbound_from
+            )
+        active = sum(
+            1 for md in self.channels.values() if creator_id in md.participant_ids() and not md.is_terminal()
+        )
+        rules.check_channel_quota(creator.passport.name, active, creator.rule.limits.max_concurrent_channels)
+        now = self.clock()
+        ttl_value = creator.rule.limits.channel_ttl_default if ttl is None else ttl
+        try:
+            ttl_seconds = (
+                float(ttl_value) if isinstance(ttl_value, (int, float)) else parse_duration(ttl_value)
+            )
+        except (TypeError, ValueError):
+            raise ProtocolError(
+                f"ttl {ttl_value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h'"
+            ) from None
+        two = len(ids) == 2
+        md = ChannelMetadata(
+            channel_id=make_id(),
+            manifest=adapter.manifest,
+            creator_id=creator_id,
+            participants=[
+                Participant(
+                    agent_id=pid,
+                    role=ParticipantRole.INITIATOR
+                    if pid == creator_id
+                    else (ParticipantRole.RESPONDENT if two else ParticipantRole.PARTICIPANT),
+                    order=i,
+                    joined_at=now,
+                )
+                for i, pid in enumerate(ids)
+            ],
+            state=ChannelState.PENDING,
+            created_at=now,
+            expires_at=add_seconds(now, ttl_seconds) if ttl_seconds > 0 else None,
+            knobs=json.loads(json.dumps(knobs or {})),
+            labels={**(labels or {}), **({"intent": intent} if intent else {})},
+            required_acks=required_acks,
+            pending_acks=list(invitees),
+        )
+        adapter.validate_create(md)
+        state = adapter.initial_state(md)
+        from ag2net.views.registry import resolve_view  # validate any view override knobs now
+
+        for pid in ids:
+            resolve_view(md, pid, adapter)
+        cid = md.channel_id
+        self.channels[cid] = md
+        self._states[cid] = state
+        self._wal[cid] = WalLog()
+        self._wal_counts[cid] = 0
+        self._last_activity[cid] = now
+        await self.store.put_channel(md.to_dict())
+        await self._audit(
+            AUDIT_KIND_CHANNEL_CREATED,
+            at=now,
+            channel_id=cid,
+            manifest_type=manifest_type,
+            manifest_version=manifest_version,
+            creator_id=creator_id,
+            participants=list(ids),
+        )
+        self._observe_channel(cid, "created", md)
+        await self._fan_out(
+            "on_channel_event", cid, "created", {"metadata": md, "participants": ids, "at": now}
+        )
+        if not invitees:
+            await self._activate(md)
+            return md
+        waiter: asyncio.Future[ChannelMetadata] = asyncio.get_running_loop().create_future()
+        self._open_waiters[cid] = waiter
+        try:
+            for pid in invitees:
+                await self.post_envelope(
+                    Envelope(
+                        channel_id=cid,
+                        sender_id=creator_id,
+                        audience=[pid],
+                        event_type=EV_CHANNEL_INVITE,
+                        event_data={
+                            "channel_id": cid,
+                            "manifest_type": manifest_type,
+                            "manifest_version": manifest_version,
+                            "creator_id": creator_id,
+                            "knobs": md.knobs,
+                            "labels": md.labels,
+                        },
+                    )
+                )
+        except BaseException:
+            self._open_waiters.pop(cid, None)
+            await self._transition(cid, ChannelState.CLOSED, "invite_failed")
+            raise
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), self.invite_ack_timeout)
+        except TimeoutError:
+            self._open_waiters.pop(cid, None)
+            await self._transition(cid, ChannelState.CLOSED, "invite_timeout")
+            raise ProtocolError(f"channel '{cid}' ack timeout") from None
+        finally:
+            self._open_waiters.pop(cid, None)
+        return md
+
+    async def _activate(self, md: ChannelMetadata) -> None:
+        md.state = ChannelState.ACTIVE
+        await self.store.put_channel(md.to_dict())
+        self._observe_channel(md.channel_id, "opened", md)
+        await self._fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
+        await self.post_envelope(
+            Envelope(
+                channel_id=md.channel_id,
+                sender_id=md.creator_id,
+                audience=md.participant_ids(),
+                event_type=EV_CHANNEL_OPENED,
+                event_data={"channel_id": md.channel_id},
+            )
+        )
+        waiter = self._open_waiters.get(md.channel_id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(md)
+
+    async def _handshake(self, md: ChannelMetadata, env: Envelope) -> None:
+        if md.state != ChannelState.PENDING or env.sender_id not in md.pending_acks:
+            return
+        if env.event_type == EV_CHANNEL_INVITE_ACK:
+            md.pending_acks.remove(env.sender_id)
+            await self.store.put_channel(md.to_dict())
+            if not md.pending_acks and not md.rejected_by:
+                await self._activate(md)
+        else:
+            md.rejected_by.append(env.sender_id)
+            await self._transition(md.channel_id, ChannelState.CLOSED, "invite_rejected")
+
+    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
+        """Close a channel (no-op on a terminal one). Unknown id → ``NotFoundError`` (SPEC §3.19)."""
+        md = self._channel(channel_id)
+        if md.is_terminal():
+            return md
+        await self._transition(channel_id, ChannelState.CLOSED, reason or "explicit_close")
+        return md
+
+    async def _transition(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
+        md = self.channels[channel_id]
+        if md.is_terminal():
+            return
+        was_pending = md.state == ChannelState.PENDING
+        for task in list(self._tasks.values()):
+            if task.channel_id == channel_id and task.state not in TERMINAL_TASKS:
+                await self.update_task(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
+        now = self.clock()
+        md.state = new_state
+        md.close_reason = reason
+        md.closed_at = now
+        self._fired.pop(channel_id, None)
+        waiter = self._open_waiters.get(channel_id)
+        if was_pending and waiter is not None and not waiter.done():
+            waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
+            waiter.exception()  # mark retrieved: the creator may already have given up
+        await self.store.put_channel(md.to_dict())
+        expired = new_state == ChannelState.EXPIRED
+        env = Envelope(
+            channel_id=channel_id,
+            sender_id=md.creator_id,
+            audience=md.participant_ids(),
+            event_type=EV_CHANNEL_EXPIRED if expired else EV_CHANNEL_CLOSED,
+            event_data={"reason": reason, "channel_id": channel_id},
+        )
+        self._stamp(env)
+        await self._append(md, env)
+        self._dispatch(md, env)
+        kind = "expired" if expired else "closed"
+        self._observe_channel(channel_id, kind, md, reason=reason)
+        await self._audit(
+            AUDIT_KIND_CHANNEL_EXPIRED if expired else AUDIT_KIND_CHANNEL_CLOSED,
+            at=now,
+            channel_id=channel_id,
+            reason=reason,
+        )
+        await self._fan_out(
+            "on_channel_event", channel_id, kind, {"reason": reason, "metadata": md, "at": now}
+        )
+
+
+__all__ = ["ChannelLifecycle"]

@@ -1,0 +1,110 @@
+"""Records and constants the hub modules share: agent records, pending turns, violation handlers."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ag2net.channel import (
+    ChannelState,
+)
+from ag2net.envelope import (
+    EV_EXPECTATION_VIOLATED,
+    Envelope,
+)
+from ag2net.errors import NetworkError
+from ag2net.identity import (
+    Passport,
+    Resume,
+    Rule,
+)
+from ag2net.tasks import TaskState
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+
+log = logging.getLogger(__name__)
+
+TERMINAL = (ChannelState.CLOSED, ChannelState.EXPIRED)
+SNAPSHOT_KEY = "hub.hydrate_snapshot"
+TERMINAL_TASKS = (TaskState.COMPLETED, TaskState.FAILED, TaskState.EXPIRED, TaskState.CANCELLED)
+
+
+@dataclass(slots=True)
+class AgentRecord:
+    passport: Passport
+    resume: Resume
+    rule: Rule
+    skill_md: str | None = None
+    owners: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PendingTurn:
+    channel_id: str
+    triggering_envelope_id: str | None
+    expected_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "channel_id": self.channel_id,
+            "triggering_envelope_id": self.triggering_envelope_id,
+            "expected_at": self.expected_at,
+        }
+
+
+class AuditHandler:
+    """Violation handler ``audit``: the audit record is already written; nothing else to do."""
+
+    name = "audit"
+
+    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+        return None
+
+
+class NotifyChannelHandler:
+    """Violation handler ``notify_channel``: post ``EV_EXPECTATION_VIOLATED`` into the channel."""
+
+    name = "notify_channel"
+
+    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+        md = hub.channels.get(channel_id)
+        if md is None:
+            return
+        with contextlib.suppress(NetworkError):
+            await hub.post_envelope(
+                Envelope(
+                    channel_id=channel_id,
+                    sender_id=md.creator_id,
+                    audience=None,
+                    event_type=EV_EXPECTATION_VIOLATED,
+                    event_data={
+                        "expectation": violation.expectation.name,
+                        "violators": list(violation.violator_ids),
+                        "detail": dict(violation.detail),
+                    },
+                )
+            )
+
+
+class AutoCloseHandler:
+    """Violation handler ``auto_close``: close the channel with ``expectation_violated:{name}``."""
+
+    name = "auto_close"
+
+    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+        await hub.close_channel(channel_id, reason=f"expectation_violated:{violation.expectation.name}")
+
+
+__all__ = [
+    "SNAPSHOT_KEY",
+    "TERMINAL",
+    "TERMINAL_TASKS",
+    "AgentRecord",
+    "AuditHandler",
+    "AutoCloseHandler",
+    "NotifyChannelHandler",
+    "PendingTurn",
+]

@@ -1,0 +1,291 @@
+"""Identities on the hub: registration, lookup, skills, resumes, rules, observed capability stats."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ag2net.errors import NotFoundError, ProtocolError
+from ag2net.hub.audit import (
+    AUDIT_KIND_AGENT_REGISTERED,
+    AUDIT_KIND_AGENT_UNREGISTERED,
+    AUDIT_KIND_RESUME_SET,
+    AUDIT_KIND_RULE_SET,
+    AUDIT_KIND_SKILL_SET,
+    RESUME_SOURCE_OBSERVED,
+    RESUME_SOURCE_TENANT,
+)
+from ag2net.hub.records import (
+    TERMINAL_TASKS,
+    AgentRecord,
+)
+from ag2net.identity import (
+    ObservedStat,
+    Passport,
+    Resume,
+    Rule,
+    check_agent_name,
+    looks_like_id,
+)
+from ag2net.ids import make_id
+from ag2net.skills import render_fallback_skill
+from ag2net.tasks import TaskState
+
+log = logging.getLogger(__name__)
+
+
+class IdentityRegistry:
+    """Mixin of ``Hub``: who is registered, and what they say about themselves."""
+
+    def _record(self, agent_id: str) -> AgentRecord:
+        rec = self.agents.get(agent_id)
+        if rec is None:
+            raise NotFoundError(f"agent not registered: {agent_id}")
+        return rec
+
+    async def _persist_agent(self, rec: AgentRecord) -> None:
+        p = rec.passport
+        await self.store.put_agent(
+            {
+                "agent_id": p.agent_id,
+                "name": p.name,
+                "kind": p.effective_kind,
+                "passport": p.to_dict(include_claim=p.kind == "remote_agent"),
+                "resume": rec.resume.to_dict(),
+                "rule": rec.rule.to_dict(),
+                "skill_md": rec.skill_md,
+                "owners": list(rec.owners),
+            }
+        )
+
+    async def register_identity(
+        self,
+        passport: Passport,
+        resume: Resume | None = None,
+        *,
+        skill_md: str | None = None,
+        rule: Rule | None = None,
+        owner_id: str | None = None,
+    ) -> Passport:
+        """Register a new identity; stamps ``passport.agent_id`` and ``created_at``."""
+        check_agent_name(passport.name)
+        if passport.kind != "remote_agent":
+            await self.auth.get(passport.auth.scheme).validate(passport, passport.auth.claim)
+        name = passport.name
+        if looks_like_id(name) or name in self.agents:
+            raise ProtocolError(f"name {name!r} is, or has the shape of, an agent id")
+        if name in self._names:
+            raise ProtocolError(
+                f"name {name!r} already registered (agent_id={self._names[name]}); "
+                "unregister it before re-registering."
+            )
+        if skill_md is not None and not isinstance(skill_md, str):
+            raise ProtocolError("skill_md must be a string of markdown or None")
+        passport.agent_id = make_id()
+        passport.created_at = self.clock()
+        stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
+        if passport.kind != "remote_agent":
+            stored.auth.claim = {}
+        rec = AgentRecord(
+            stored, resume or Resume(), rule or Rule(), skill_md, [owner_id] if owner_id else []
+        )
+        self.agents[stored.agent_id] = rec
+        self._names[name] = stored.agent_id
+        await self._persist_agent(rec)
+        at = self.clock()
+        await self._audit(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
+        self._observe_agent(stored.agent_id, "registered", name=name, passport=stored.public_dict())
+        await self._fan_out("on_agent_event", stored.agent_id, "registered", {"passport": stored, "at": at})
+        return passport
+
+    async def register(
+        self, agent: Any, passport: Passport | None = None, resume: Resume | None = None, **kw: Any
+    ):
+        """Register ``agent`` on a dedicated in-process ``HubClient``; returns its ``AgentClient``."""
+        from ag2net.client.hub_client import HubClient
+
+        client = HubClient.local(self)
+        try:
+            agent_client = await client.register(agent, passport, resume, **kw)
+        except BaseException:
+            await client.close()
+            raise
+        agent_client._owns_connection = True
+        self._owned_clients.append(client)
+        return agent_client
+
+    async def unregister(self, agent_id: str) -> None:
+        rec = self._record(agent_id)
+        name = rec.passport.name
+        del self.agents[agent_id]
+        self._names.pop(name, None)
+        self._bindings.pop(agent_id, None)
+        mailbox = self._mailboxes.pop(agent_id, None)
+        if mailbox is not None:
+            await mailbox.stop()
+        self._unacked.pop(agent_id, None)
+        await self.store.delete_agent(agent_id)
+        at = self.clock()
+        await self._audit(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
+        self._observe_agent(agent_id, "unregistered", name=name)
+        await self._fan_out("on_agent_event", agent_id, "unregistered", {"name": name, "at": at})
+
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
+        rec = self.agents.get(agent_id)
+        if rec is not None:
+            return rec.passport.name
+        return default if default is not None else agent_id
+
+    def names_for(self, agent_ids: list[str]) -> dict[str, str]:
+        return {a: self.name_for(a) for a in agent_ids}
+
+    def find_agent_id(self, name: str) -> str | None:
+        return self._names.get(name)
+
+    def name_to_id_map(self) -> dict[str, str]:
+        return dict(self._names)
+
+    def get_agent(self, name_or_id: str) -> Passport:
+        rec = self.agents.get(name_or_id)
+        if rec is None:
+            agent_id = self._names.get(name_or_id)
+            rec = self.agents.get(agent_id) if agent_id else None
+        if rec is None:
+            raise NotFoundError(f"agent not found: {name_or_id}")
+        return rec.passport
+
+    def get_resume(self, agent_id: str) -> Resume:
+        rec = self.agents.get(agent_id)
+        if rec is None:
+            raise NotFoundError(f"resume not found: {agent_id}")
+        return rec.resume
+
+    def get_rule(self, agent_id: str) -> Rule:
+        rec = self.agents.get(agent_id)
+        if rec is None:
+            raise NotFoundError(f"rule not found: {agent_id}")
+        return rec.rule
+
+    def get_skill_info(self, agent_id: str) -> dict[str, Any]:
+        """The stored skill, or the generated fallback (SPEC §3.5) with ``generated=True``."""
+        rec = self._record(agent_id)
+        if rec.skill_md is not None:
+            return {"skill_md": rec.skill_md, "generated": False}
+        return {"skill_md": render_fallback_skill(rec.passport, rec.resume), "generated": True}
+
+    def get_skill(self, agent_id: str) -> str | None:
+        rec = self.agents.get(agent_id)
+        if rec is None:
+            return None
+        return self.get_skill_info(agent_id)["skill_md"]
+
+    def list_agents(
+        self,
+        *,
+        capability: str | None = None,
+        query: str | None = None,
+        kind: str | None = None,
+        sort_by: str | None = None,
+        limit: int | None = 50,
+    ) -> list[Passport]:
+        """Registered passports, filtered; ``query`` matches name or resume summary (case-insensitive)."""
+        out: list[Passport] = []
+        q = query.lower() if query else None
+        for rec in self.agents.values():
+            p = rec.passport
+            if kind is not None and p.effective_kind != kind:
+                continue
+            if capability is not None and capability not in rec.resume.capabilities():
+                continue
+            if q is not None and q not in rec.resume.summary.lower() and q not in p.name.lower():
+                continue
+            out.append(p)
+        if sort_by == "name":
+            out.sort(key=lambda p: p.name)
+        return out if limit is None else out[:limit]
+
+    def agents_with_capability(self, capability: str) -> list[str]:
+        return sorted(a for a, rec in self.agents.items() if capability in rec.resume.capabilities())
+
+    async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
+        rec = self._record(agent_id)
+        resume.version = rec.resume.version + 1
+        resume.last_updated = self.clock()
+        rec.resume = resume
+        await self._persist_agent(rec)
+        await self._audit(
+            AUDIT_KIND_RESUME_SET, source=RESUME_SOURCE_TENANT, agent_id=agent_id, version=resume.version
+        )
+        self._observe_agent(agent_id, "resume_set", version=resume.version)
+        await self._fan_out("on_agent_event", agent_id, "resume_set", {"version": resume.version})
+        return resume
+
+    async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
+        """Replace (or with ``None`` remove) an agent's skill; audited like ``set_resume`` (SPEC §3.7)."""
+        rec = self._record(agent_id)
+        if skill_md is not None and not isinstance(skill_md, str):
+            raise ProtocolError("skill_md must be a string of markdown or None")
+        rec.skill_md = skill_md
+        rec.resume.version += 1
+        await self._persist_agent(rec)
+        await self._audit(
+            AUDIT_KIND_SKILL_SET,
+            source=RESUME_SOURCE_TENANT,
+            agent_id=agent_id,
+            version=rec.resume.version,
+            removed=skill_md is None,
+        )
+        self._observe_agent(agent_id, "skill_set", removed=skill_md is None)
+        await self._fan_out("on_agent_event", agent_id, "skill_set", {"removed": skill_md is None})
+
+    async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
+        rec = self._record(agent_id)
+        rule.version = rec.rule.version + 1
+        rec.rule = rule
+        await self._persist_agent(rec)
+        await self._audit(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
+        self._observe_agent(agent_id, "rule_set", version=rule.version)
+        await self._fan_out("on_agent_event", agent_id, "rule_set", {"version": rule.version})
+        return rule
+
+    async def record_observation(
+        self,
+        *,
+        owner_id: str,
+        capability: str,
+        outcome: TaskState | str,
+        latency_ms: float | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        outcome = TaskState(outcome)
+        if outcome not in TERMINAL_TASKS:
+            return
+        if task_id is not None:
+            if (owner_id, task_id) in self._observed_outcomes:
+                return
+            self._observed_outcomes.add((owner_id, task_id))
+        rec = self._record(owner_id)
+        stat = rec.resume.observed.setdefault(capability, ObservedStat())
+        stat.n += 1
+        if outcome == TaskState.COMPLETED:
+            stat.completed += 1
+        elif outcome == TaskState.FAILED:
+            stat.failed += 1
+        elif outcome == TaskState.EXPIRED:
+            stat.expired += 1
+        if latency_ms is not None:
+            stat.p50_latency_ms = latency_ms
+        rec.resume.version += 1
+        rec.resume.last_updated = self.clock()
+        await self._persist_agent(rec)
+        await self._audit(
+            AUDIT_KIND_RESUME_SET,
+            source=RESUME_SOURCE_OBSERVED,
+            agent_id=owner_id,
+            version=rec.resume.version,
+            capability=capability,
+            outcome=outcome.value,
+        )
+
+
+__all__ = ["IdentityRegistry"]
