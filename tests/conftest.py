@@ -28,3 +28,13 @@ async def hub(store_factory):
     )
     yield h
     await h.close()
+
+
+@pytest.fixture
+async def hc(hub):
+    """An in-process ``HubClient`` on whichever ``hub`` the test module uses."""
+    from ag2net import HubClient
+
+    client = HubClient.local(hub)
+    yield client
+    await client.close()

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from support import until
 
 from ag2net import (
     AGENT_CLIENT_DEP,
@@ -47,13 +48,6 @@ async def hub():
     await h.close()
 
 
-@pytest.fixture
-async def hc(hub):
-    client = HubClient.local(hub)
-    yield client
-    await client.close()
-
-
 def tools_of(client) -> dict[str, Any]:
     return {t.name: t for t in client.agent.tools}
 
@@ -68,14 +62,6 @@ async def call(
     if in_task is not None:
         deps[TASK_DEP] = in_task
     return await tools_of(client)[tool_name].call(arguments, deps)
-
-
-async def until(predicate, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
 
 
 async def register(hc, name: str, *turns: Any, **kwargs: Any):

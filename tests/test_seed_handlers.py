@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 import pytest
+from support import until
 
 from ag2net import (
     EV_CHANNEL_INVITE,
@@ -16,7 +17,6 @@ from ag2net import (
     Channel,
     Envelope,
     Hub,
-    HubClient,
     Passport,
     ProtocolError,
     Resume,
@@ -36,21 +36,6 @@ async def hub():
     h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
     yield h
     await h.close()
-
-
-@pytest.fixture
-async def hc(hub):
-    client = HubClient.local(hub)
-    yield client
-    await client.close()
-
-
-async def until(predicate, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
 
 
 async def test_gateway_handler(hub, hc):

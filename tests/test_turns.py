@@ -4,11 +4,11 @@ projects, with turn records that round-trip through SQLite."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from typing import Any
 
 import pytest
+from support import until
 
 from ag2net import (
     AGENT_CLIENT_DEP,
@@ -45,21 +45,6 @@ async def hub():
     h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
     yield h
     await h.close()
-
-
-@pytest.fixture
-async def hc(hub):
-    client = HubClient.local(hub)
-    yield client
-    await client.close()
-
-
-async def until(predicate, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
 
 
 async def offered(hc, client, channel_id: str, participant) -> list[str]:
