@@ -6,7 +6,9 @@ live here too so the hub, the transport and the workbench all refuse bad input w
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -171,9 +173,82 @@ def visible_to(envelope: Envelope, participant_id: str) -> bool:
     return audience is None or participant_id in audience
 
 
+# --- text the store can encode: no surrogate code points (U+D800..U+DFFF) ---------------------------
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def bad_text_message(field: str, value: str) -> str:
+    """The one sentence refusing a string that holds a surrogate code point."""
+    found = _SURROGATE.search(value)
+    code = f"U+{ord(found.group()):04X}" if found else "a surrogate"
+    return (
+        f"{field} holds the lone surrogate {code}, which is not valid Unicode text and cannot be stored; "
+        "send well-formed UTF-8 text"
+    )
+
+
+def check_text(value: str, field: str) -> None:
+    """Refuse a string holding a surrogate code point (lone surrogates, e.g. JSON ``"\\ud800"``)."""
+    if not value.isascii() and _SURROGATE.search(value) is not None:
+        raise ProtocolError(bad_text_message(field, value))
+
+
+def find_bad_text(value: Any, path: str) -> tuple[str, str] | None:
+    """``(path, string)`` of the first string (value or key) holding a surrogate, searched depth first.
+
+    Walks dicts, lists, tuples and dataclass records (the in-process form of op params); iterative, and
+    each container is visited once, so cycles and deep nesting cannot make it recurse or loop.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    seen: set[int] = set()
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                return where, item
+            continue
+        if item is None or isinstance(item, (bool, int, float)):
+            continue
+        if isinstance(item, dict):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            children = []
+            for key, child in item.items():
+                if isinstance(key, str) and not key.isascii() and _SURROGATE.search(key) is not None:
+                    return f"a key of {where}", key
+                children.append((child, f"{where}.{key}"))
+            stack.extend(reversed(children))
+        elif isinstance(item, (list, tuple)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(reversed([(child, f"{where}[{i}]") for i, child in enumerate(item)]))
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend(
+                reversed(
+                    [(getattr(item, f.name, None), f"{where}.{f.name}") for f in dataclasses.fields(item)]
+                )
+            )
+    return None
+
+
+def check_text_tree(value: Any, path: str) -> None:
+    """Refuse ``value`` when any string in it (keys included) holds a surrogate; the error names its path."""
+    found = find_bad_text(value, path)
+    if found is not None:
+        raise ProtocolError(bad_text_message(*found))
+
+
 def _optional_str(value: Any, name: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise ProtocolError(f"{name} must be a string or null, got {type(value).__name__}")
+    if value is not None:
+        if not isinstance(value, str):
+            raise ProtocolError(f"{name} must be a string or null, got {type(value).__name__}")
+        check_text(value, name)
 
 
 def check_shape(env: Envelope) -> None:
@@ -184,12 +259,14 @@ def check_shape(env: Envelope) -> None:
             raise ProtocolError(f"{name} must be a string, got {type(value).__name__}")
         if len(value) > MAX_ID_CHARS:
             raise ProtocolError(f"{name} is longer than {MAX_ID_CHARS} characters")
+        check_text(value, name)
     if not isinstance(env.event_type, str) or not env.event_type:
         raise ProtocolError("event_type must be a non-empty string such as 'myapp.review_request'")
     if len(env.event_type) > MAX_EVENT_TYPE_CHARS:
         raise ProtocolError(
             f"event_type is {len(env.event_type)} characters long; at most {MAX_EVENT_TYPE_CHARS} are allowed"
         )
+    check_text(env.event_type, "event_type")
     if not isinstance(env.event_data, dict):
         raise ProtocolError(f"event_data must be a JSON object, got {type(env.event_data).__name__}")
     audience = env.audience
@@ -201,6 +278,7 @@ def check_shape(env: Envelope) -> None:
         for i, item in enumerate(audience):
             if not isinstance(item, str) or not item:
                 raise ProtocolError(f"audience[{i}] must be a non-empty string, got {item!r}")
+            check_text(item, f"audience[{i}]")
     if env.priority not in PRIORITY_RANK:
         raise ProtocolError(f"priority must be one of 'urgent', 'normal', 'background', got {env.priority!r}")
     if isinstance(env.depth, bool) or not isinstance(env.depth, int) or env.depth < 0:
@@ -210,8 +288,10 @@ def check_shape(env: Envelope) -> None:
     ):
         raise ProtocolError(f"ttl_seconds must be a non-negative integer or null, got {env.ttl_seconds!r}")
     for name in ("envelope_id", "created_at"):
-        if not isinstance(getattr(env, name), str):
+        value = getattr(env, name)
+        if not isinstance(value, str):
             raise ProtocolError(f"{name} must be a string")
+        check_text(value, name)
     _optional_str(env.task_id, "task_id")
     _optional_str(env.causation_id, "causation_id")
     _optional_str(env.trace_id, "trace_id")
@@ -278,21 +358,30 @@ def check_event_data(event_data: Any) -> str:
         raise ProtocolError(
             f"event_data is {len(encoded.encode())} bytes encoded; at most {MAX_EVENT_DATA_BYTES} (1 MiB) are allowed"
         )
+    if "\\ud" in encoded:  # a surrogate code point, or a character beyond U+FFFF (see encode_envelope)
+        check_text_tree(event_data, "event_data")
     return encoded
 
 
 def encode_envelope(env: Envelope) -> str:
     """The envelope's wire JSON (sorted keys), checking ``event_data`` on the way (one encode, not two).
 
-    Raises ``ProtocolError`` naming the field when ``event_data`` is not JSON or is over 1 MiB.
+    Raises ``ProtocolError`` naming the field when ``event_data`` is not JSON, is over 1 MiB, or holds a
+    string with a lone surrogate (text no store can encode).
     """
+    d = env.to_dict()
     try:
-        text = json.dumps(env.to_dict(), sort_keys=True, allow_nan=False)
+        text = json.dumps(d, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         check_event_data(env.event_data)  # raises with the path of the culprit
         raise
     if len(text) > MAX_EVENT_DATA_BYTES:
         check_event_data(env.event_data)
+    # ASCII-escaped JSON spells every surrogate code point (and every character beyond U+FFFF, as a
+    # pair) "\\udXXX": text without one has nothing to look for.
+    if "\\ud" in text:
+        for name, value in d.items():
+            check_text_tree(value, name)
     return text
 
 
@@ -342,7 +431,10 @@ __all__ = [
     "check_envelope",
     "check_event_data",
     "check_shape",
+    "check_text",
+    "check_text_tree",
     "encode_envelope",
+    "find_bad_text",
     "from_dict",
     "from_json",
     "is_channel_event",

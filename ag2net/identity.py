@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from ag2net.envelope import check_text, check_text_tree
 from ag2net.errors import ProtocolError
 from ag2net.ids import is_id
 
@@ -72,6 +73,7 @@ def _describe(hint: Any) -> str:
 def _coerce(value: Any, hint: Any, path: str) -> Any:
     """Check ``value`` against ``hint`` and rebuild nested records; raise ``ProtocolError`` naming ``path``."""
     if hint is Any:
+        check_text_tree(value, path)
         return value
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
@@ -110,6 +112,7 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ProtocolError(f"{path} keys must be strings, got {_type_name(key)}")
+            check_text(key, f"a key of {path}")
             out[key] = _coerce(item, item_hint, f"{path}.{key}")
         return out
     if hint is type(None):
@@ -117,6 +120,7 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
             return None
     elif hint is str:
         if isinstance(value, str):
+            check_text(value, path)
             return value
     elif hint is bool:
         if isinstance(value, bool):
@@ -276,6 +280,7 @@ def check_agent_name(name: Any) -> None:
         raise ProtocolError(f"agent name must be a string, got {_type_name(name)}")
     if not name.strip():
         raise ProtocolError("agent name is empty; give the Passport a name such as 'researcher'")
+    check_text(name, "Passport.name")
     if len(name) > MAX_NAME_CHARS:
         raise ProtocolError(
             f"agent name is {len(name)} characters long; at most {MAX_NAME_CHARS} are allowed, choose a shorter name"

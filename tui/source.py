@@ -14,7 +14,7 @@ from ag2net.channel import ChannelMetadata, ParticipantRole
 from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
 from ag2net.envelope import EV_TEXT, Envelope
-from ag2net.errors import NetworkError
+from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
 from tui.formatting import channel_label
@@ -259,7 +259,12 @@ class HubSource:
         preview = (
             in_force if spec is None else await self.hc.preview_turn(channel_id, participant_id, view=spec)
         )
-        turns = await self.hc.list_turns(channel_id=channel_id, agent_id=participant_id, limit=1)
+        try:
+            turns = await self.hc.list_turns(channel_id=channel_id, agent_id=participant_id, limit=1)
+        except AccessDeniedError:
+            # Another agent's turns, and this connection is not an operator: the pane says so.
+            turns = []
+            in_force.turns_private = preview.turns_private = True
         turn = turns[0] if turns else None
         replay = None
         if turn is not None and turn.trigger_envelope_id:

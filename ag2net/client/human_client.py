@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ag2net.client.base import ParticipantClient
-from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_TEXT, Envelope
+from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_TEXT, PRIORITY_RANK, Envelope
 from ag2net.errors import NetworkError
 
 log = logging.getLogger(__name__)
@@ -18,19 +20,29 @@ EnvelopeCallback = Callable[[Envelope], Awaitable[None]]
 
 
 class HumanClient(ParticipantClient):
-    """Push (``on_envelope``) and pull (``next_envelope``, ``envelopes()``) access to deliveries."""
+    """Push (``on_envelope``) and pull (``next_envelope``, ``envelopes()``) access to deliveries.
+
+    The pull side serves ``urgent`` before ``normal`` before ``background``, FIFO within a level
+    (SPEC decision 1), however long the deliveries waited: a human who reads later still gets the
+    urgent ones first. Callbacks run in arrival order.
+    """
 
     kind_label = "HumanClient"
 
-    #: Deliveries kept for ``next_envelope``/``envelopes()`` when nobody pulls; the oldest go first beyond it,
-    #: so a human that only uses callbacks (the workbench) does not grow without bound.
+    #: Deliveries kept for ``next_envelope``/``envelopes()`` when nobody pulls; beyond it the oldest
+    #: go first (whatever their priority) and ``dropped`` counts them, so a human that only uses
+    #: callbacks (the workbench) does not grow without bound.
     pull_buffer = 10_000
 
     def __init__(self, *, auto_ack_invites: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.auto_ack_invites = auto_ack_invites
         self._callbacks: list[EnvelopeCallback] = []
-        self._queue: asyncio.Queue[Envelope | None] = asyncio.Queue()
+        # One FIFO per priority level, urgent first; items are (arrival number, envelope).
+        self._levels: tuple[deque[tuple[int, Envelope]], ...] = tuple(deque() for _ in PRIORITY_RANK)
+        self._buffered = 0
+        self._arrivals = itertools.count()
+        self._arrived = asyncio.Event()
         self.dropped = 0
 
     async def receive(self, envelope: Envelope) -> None:
@@ -44,17 +56,46 @@ class HumanClient(ParticipantClient):
             with contextlib.suppress(NetworkError):
                 await self._post_ack(envelope)
         self._to_inbox(envelope)
-        queue = self._queue
-        if queue.qsize() >= self.pull_buffer:
-            queue.get_nowait()
-            self.dropped += 1
-        queue.put_nowait(envelope)
+        self._buffer(envelope)
         for callback in list(self._callbacks):
             try:
                 await callback(envelope)
             except Exception:
                 log.exception("HumanClient %s: envelope callback failed", self.name)
         await self._hub_client.ack(envelope, self.agent_id)
+
+    def _buffer(self, envelope: Envelope) -> None:
+        if self._buffered >= self.pull_buffer:
+            self._drop_oldest()
+        self._levels[PRIORITY_RANK.get(envelope.priority, 1)].append((next(self._arrivals), envelope))
+        self._buffered += 1
+        self._arrived.set()
+
+    def _drop_oldest(self) -> None:
+        heads = [level for level in self._levels if level]
+        if heads:
+            min(heads, key=lambda level: level[0][0]).popleft()
+            self._buffered -= 1
+            self.dropped += 1
+
+    def _pop(self) -> Envelope | None:
+        """The most urgent, then oldest, buffered envelope (None when the buffer is empty)."""
+        for level in self._levels:
+            if level:
+                self._buffered -= 1
+                return level.popleft()[1]
+        return None
+
+    async def _pull(self) -> Envelope | None:
+        """Wait for the next envelope in priority order; None once disconnected and drained."""
+        while True:
+            env = self._pop()
+            if env is not None:
+                return env
+            if self._disconnected:
+                return None
+            self._arrived.clear()
+            await self._arrived.wait()
 
     async def _post_ack(self, invite: Envelope) -> str:
         return await self._hub_client.post_envelope(
@@ -80,14 +121,16 @@ class HumanClient(ParticipantClient):
     async def next_envelope(
         self, *, predicate: Callable[[Envelope], bool] | None = None, timeout: float | None = None
     ) -> Envelope:
-        """The next inbound envelope matching ``predicate`` (non-matching ones are discarded)."""
+        """The next inbound envelope matching ``predicate`` (non-matching ones are discarded).
+
+        Most urgent first, then oldest first within a priority level.
+        """
         self._check_connected()
 
         async def wait() -> Envelope:
             while True:
-                env = await self._queue.get()
+                env = await self._pull()
                 if env is None:
-                    self._queue.put_nowait(None)
                     raise RuntimeError("HumanClient is disconnected")
                 if predicate is None or predicate(env):
                     return env
@@ -95,11 +138,10 @@ class HumanClient(ParticipantClient):
         return await asyncio.wait_for(wait(), timeout)
 
     async def envelopes(self) -> AsyncIterator[Envelope]:
-        """Every inbound envelope until ``disconnect()``."""
+        """Every inbound envelope until ``disconnect()``, most urgent first (FIFO within a level)."""
         while True:
-            env = await self._queue.get()
+            env = await self._pull()
             if env is None:
-                self._queue.put_nowait(None)
                 return
             yield env
 
@@ -141,7 +183,7 @@ class HumanClient(ParticipantClient):
         if self._disconnected:
             return
         super().disconnect()
-        self._queue.put_nowait(None)
+        self._arrived.set()  # pullers drain what is buffered, then end
 
 
 __all__ = ["HumanClient"]

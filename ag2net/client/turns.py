@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ag2net.errors import AccessDeniedError
 from ag2net.events import BaseEvent, Input, event_from_dict, part_from_dict
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ class TurnPreview:
     tokens: dict[str, int]
     token_method: str
     wal_length: int
+    #: The participant's turn records are private to its own connection and operators, and this
+    #: connection is neither: the system prompt and the agent's own tools are unknown here.
+    turns_private: bool = False
 
 
 class _ProbeClient:
@@ -139,7 +143,11 @@ async def preview_turn(
     # The probe gets its own id: adapters cache ``say`` per client id, and a probe must never be reused.
     probe = _ProbeClient(hub_client, f"preview:{participant_id}")
     adapter_tools = [t.schema() for t in adapter.tools_for(probe, md, state, participant_id)]
-    last = await hub_client.list_turns(agent_id=participant_id, limit=1)
+    turns_private = False
+    try:
+        last = await hub_client.list_turns(agent_id=participant_id, limit=1)
+    except AccessDeniedError:
+        last, turns_private = [], True
     system = last[0].system_prompt if last else ""
     adapter_names = {t["function"]["name"] for t in adapter_tools}
     base_tools = [
@@ -166,6 +174,7 @@ async def preview_turn(
         tokens=tokens,
         token_method=counter.method,
         wal_length=len(wal),
+        turns_private=turns_private,
     )
 
 

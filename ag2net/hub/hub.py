@@ -536,17 +536,39 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         )
         await self._fan_out("on_turn_failed", channel_id, agent_id, envelope_id, exc)
 
-    async def record_turn(self, record: dict[str, Any]) -> None:
-        await self.store.put_turn(record)
+    async def record_turn(self, record: dict[str, Any]) -> str:
+        """Store one turn record under a fresh, hub-assigned ``turn_id`` and return that id.
+
+        Records are never upserted by a client: a ``turn_id`` in ``record`` is replaced, so nobody can
+        overwrite or erase another agent's records by naming their id. ``agent_id`` must be a
+        registered agent and ``channel_id`` a known channel.
+        """
+        import uuid
+
+        from ag2net.errors import ProtocolError
+
+        if not isinstance(record, dict):
+            raise ProtocolError("a turn record must be a JSON object")
+        agent_id = record.get("agent_id")
+        if not isinstance(agent_id, str) or agent_id not in self.agents:
+            raise NotFoundError(f"turn record names an agent that is not registered: {agent_id!r}")
+        channel_id = record.get("channel_id")
+        if not isinstance(channel_id, str) or channel_id not in self.channels:
+            raise NotFoundError(f"turn record names a channel that does not exist: {channel_id!r}")
+        stored = dict(record)
+        # Random, not from ag2net.ids: turn ids need no order (records keep their insertion order).
+        stored["turn_id"] = turn_id = uuid.uuid4().hex
+        await self.store.put_turn(stored)
         self.observe_log.append(
             "turn",
-            channel_id=record.get("channel_id"),
+            channel_id=channel_id,
             payload={
-                "turn_id": record.get("turn_id"),
-                "agent_id": record.get("agent_id"),
-                "trigger_envelope_id": record.get("trigger_envelope_id"),
+                "turn_id": turn_id,
+                "agent_id": agent_id,
+                "trigger_envelope_id": stored.get("trigger_envelope_id"),
             },
         )
+        return turn_id
 
     async def list_turns(
         self,
@@ -555,9 +577,15 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         agent_id: str | None = None,
         trigger_envelope_id: str | None = None,
         limit: int = 50,
+        agent_ids: set[str] | frozenset[str] | list[str] | None = None,
     ) -> list[dict[str, Any]]:
+        """Turn records, newest first; ``agent_ids`` keeps only those agents' records (callers' own)."""
         return await self.store.list_turns(
-            channel_id=channel_id, agent_id=agent_id, trigger_envelope_id=trigger_envelope_id, limit=limit
+            channel_id=channel_id,
+            agent_id=agent_id,
+            trigger_envelope_id=trigger_envelope_id,
+            limit=limit,
+            agent_ids=agent_ids,
         )
 
     # ------------------------------------------------------------------ knowledge

@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
-from ag2net.envelope import Envelope
-from ag2net.errors import ProtocolError
+from ag2net.envelope import Envelope, check_text_tree
+from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.tasks import TaskMetadata, TaskState
+from ag2net.transport.link import LocalEndpoint
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -55,12 +56,47 @@ def _str(params: dict[str, Any], name: str, *, optional: bool = False) -> Any:
     return value
 
 
+def caller_is_operator(endpoint: Any) -> bool:
+    """Whether the caller holds the operator role.
+
+    The hub's own process is the operator of its hub: no endpoint (the hub calling itself) and an
+    in-process link (the embedded workbench, demos, tests), unless that endpoint sets ``operator``
+    to False. A remote connection is one only when its transport granted the role (``operator=True``).
+    """
+    if endpoint is None:
+        return True
+    if isinstance(endpoint, LocalEndpoint):
+        return getattr(endpoint, "operator", True) is not False
+    return getattr(endpoint, "operator", False) is True
+
+
+def caller_agents(hub: Hub, endpoint: Any) -> set[str]:
+    """The agents bound to ``endpoint`` now (the hub's binding table is the authority)."""
+    return {agent_id for agent_id, bound in hub._bindings.items() if bound is endpoint}
+
+
+def _check_params_text(name: str, params: dict[str, Any]) -> None:
+    """Refuse any string the store cannot encode (a lone surrogate) before the op touches anything.
+
+    ``post_envelope``'s envelope is checked by admission (``check_shape`` and ``encode_envelope``).
+    """
+    for key, value in params.items():
+        if name == "post_envelope" and key == "envelope":
+            continue
+        if isinstance(value, (int, float, bool)) or value is None:
+            continue
+        check_text_tree(value, f"params.{key}")
+        if isinstance(key, str) and not key.isascii():
+            check_text_tree(key, "a key of params")
+
+
 async def run_op(hub: Hub, endpoint: Any, name: str, params: dict[str, Any]) -> Any:
     fn = OPS.get(name)
     if fn is None:
         raise ProtocolError(f"unknown control-plane op: {name!r}")
     if not isinstance(params, dict):
         raise ProtocolError("params must be a JSON object")
+    _check_params_text(name, params)
     authorize = getattr(endpoint, "authorize", None)
     if authorize is not None:
         await authorize(hub, name, params)
@@ -285,20 +321,56 @@ async def _report_turn_failure(hub: Hub, endpoint: Any, p: dict[str, Any]) -> No
 
 
 @op("record_turn")
-async def _record_turn(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+async def _record_turn(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str:
+    """Store a turn record of one of the caller's agents; returns the hub-assigned ``turn_id``."""
     record = p.get("record")
     if not isinstance(record, dict):
         raise ProtocolError("params.record must be a turn record object")
-    await hub.record_turn(record)
+    if not caller_is_operator(endpoint):
+        agent_id = record.get("agent_id")
+        if agent_id not in caller_agents(hub, endpoint):
+            raise AccessDeniedError(
+                f"a turn record may be written only by its own agent's connection; "
+                f"this connection is not bound to agent '{agent_id}'"
+            )
+        channel_id = record.get("channel_id")
+        if not isinstance(channel_id, str):
+            raise ProtocolError("params.record.channel_id must be a string: the channel of the turn")
+        md = hub.get_channel(channel_id)
+        if agent_id not in md.participant_ids():
+            raise AccessDeniedError(f"agent '{agent_id}' does not participate in channel '{md.channel_id}'")
+    return await hub.record_turn(record)
+
+
+def _limit(p: dict[str, Any], default: int) -> int:
+    limit = p.get("limit", default)
+    if limit is None:
+        return default
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ProtocolError("params.limit must be a non-negative integer")
+    return limit
 
 
 @op("list_turns")
 async def _list_turns(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Turn records, newest first: every agent's for operators, the caller's own agents' otherwise."""
+    channel_id = _str(p, "channel_id", optional=True)
+    agent_id = _str(p, "agent_id", optional=True)
+    trigger = _str(p, "trigger_envelope_id", optional=True)
+    mine = None
+    if not caller_is_operator(endpoint):
+        mine = caller_agents(hub, endpoint)
+        if agent_id is not None and agent_id not in mine:
+            raise AccessDeniedError(
+                f"turn records of agent '{agent_id}' are private to its own connection and operators; "
+                "attach with the operator token to read them"
+            )
     return await hub.list_turns(
-        channel_id=p.get("channel_id"),
-        agent_id=p.get("agent_id"),
-        trigger_envelope_id=p.get("trigger_envelope_id"),
-        limit=int(p.get("limit", 50)),
+        channel_id=channel_id,
+        agent_id=agent_id,
+        trigger_envelope_id=trigger,
+        limit=_limit(p, 50),
+        agent_ids=mine,
     )
 
 
@@ -393,4 +465,4 @@ def to_wire(value: Any) -> Any:
     return value
 
 
-__all__ = ["OPS", "envelope_param", "op", "run_op", "to_wire"]
+__all__ = ["OPS", "caller_agents", "caller_is_operator", "envelope_param", "op", "run_op", "to_wire"]

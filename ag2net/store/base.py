@@ -6,9 +6,10 @@ A store deals in plain JSON-able dicts and JSON strings; it never imports hub ty
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from typing import Any, Protocol, runtime_checkable
 
+from ag2net.envelope import find_bad_text
 from ag2net.errors import NetworkError
 
 
@@ -132,8 +133,12 @@ class Store(Protocol):
         agent_id: str | None = None,
         trigger_envelope_id: str | None = None,
         limit: int = 50,
+        agent_ids: Collection[str] | None = None,
     ) -> list[dict]:
-        """Turn records matching every given filter, newest first, at most ``limit``."""
+        """Turn records matching every given filter, newest first, at most ``limit``.
+
+        ``agent_ids`` keeps the records of those agents only (an empty collection matches nothing).
+        """
         ...
 
     async def get_meta(self, key: str) -> str | None:
@@ -149,13 +154,33 @@ class Store(Protocol):
 
 
 def encode(what: str, record: Any) -> str:
-    """``record`` as compact JSON text, or a StoreError naming ``what`` when it is not JSON-able."""
+    """``record`` as compact JSON text, or a StoreError naming ``what`` when it is not JSON-able.
+
+    Text SQLite cannot take (a lone surrogate, which has no UTF-8 form) is refused here, in the
+    caller, so it never reaches a group commit where it would fail other callers' writes.
+    """
     try:
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StoreError(
             f"{what} is not JSON-serialisable ({exc}); pass plain dicts, lists, strings and numbers"
         ) from exc
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            found = find_bad_text(record, "record")
+            raise StoreError(_unencodable(what, *(found or ("a string", text)))) from None
+    return text
+
+
+def _unencodable(what: str, where: str | None, value: str) -> str:
+    bad = next((ch for ch in value if "\ud800" <= ch <= "\udfff"), "\ud800")
+    subject = f"{what} cannot be stored: {where}" if where else what
+    return (
+        f"{subject} holds the lone surrogate U+{ord(bad):04X}, which is not valid Unicode text; "
+        "pass well-formed strings"
+    )
 
 
 def record_key(what: str, record: Any, key: str) -> str:
@@ -173,6 +198,11 @@ def check_text(what: str, value: Any, *, empty_ok: bool = False) -> str:
     if not isinstance(value, str) or (not value and not empty_ok):
         kind = "a string" if empty_ok else "a non-empty string"
         raise StoreError(f"{what} must be {kind}, got {value!r}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(_unencodable(what, None, value)) from None
     return value
 
 

@@ -8,7 +8,7 @@ outlives ``close()``, so a test can restart a hub on the same MemoryStore object
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 
 from ag2net.ids import utc_now
 from ag2net.store.base import (
@@ -188,6 +188,7 @@ class MemoryStore:
         agent_id: str | None = None,
         trigger_envelope_id: str | None = None,
         limit: int = 50,
+        agent_ids: Collection[str] | None = None,
     ) -> list[dict]:
         found: list[dict] = []
         for turn_channel, turn_agent, turn_trigger, text in reversed(self._turns.values()):
@@ -196,6 +197,8 @@ class MemoryStore:
             if channel_id is not None and turn_channel != channel_id:
                 continue
             if agent_id is not None and turn_agent != agent_id:
+                continue
+            if agent_ids is not None and turn_agent not in agent_ids:
                 continue
             if trigger_envelope_id is not None and turn_trigger != trigger_envelope_id:
                 continue

@@ -33,7 +33,7 @@ import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -491,50 +491,82 @@ class SqliteStore:
     # --- the writer: execution (loop thread or writer thread, never both) ---
 
     def _write_batch(self, ops: list[_Op]) -> list:
+        """Apply ``ops`` in one transaction; if it fails for any reason, retry them one by one.
+
+        One caller's bad write (a constraint, text SQLite cannot bind, a fault raised by the database)
+        must never fail the other callers' writes that happened to share its group commit.
+        """
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                counters: dict[Any, int] = {}
-                new_ids: dict[str, tuple[str, int, int]] = {}
-                results = self._apply(ops, counters, new_ids)
-                indexed = self._index_ids_if_due(new_ids)
-                conn.execute("COMMIT")
-            except sqlite3.IntegrityError:
-                conn.execute("ROLLBACK")
-                return self._write_one_by_one(ops)
-            self._committed(counters, new_ids, indexed)
-            return results
         except Exception as exc:
-            if conn is not None and conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
             return [self._write_error(exc) for _ in ops]
+        try:
+            counters: dict[Any, int] = {}
+            new_ids: dict[str, tuple[str, int, int]] = {}
+            results = self._apply(ops, counters, new_ids)
+            indexed = self._index_ids_if_due(new_ids)
+            conn.execute("COMMIT")
+        except Exception:
+            self._rollback()
+            return self._write_one_by_one(ops)
+        self._committed(counters, new_ids, indexed)
+        return results
+
+    def _rollback(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _write_one_by_one(self, ops: list[_Op]) -> list:
-        # Only after a constraint failure: isolate the offending writes, commit the rest.
+        """After a failed batch: each op in its own savepoint, so only the faulty ones fail; the rest commit."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except Exception as exc:
+            return [self._write_error(exc) for _ in ops]
         counters: dict[Any, int] = {}
         new_ids: dict[str, tuple[str, int, int]] = {}
         results: list = []
-        for op in ops:
-            trial_counters, trial_ids = dict(counters), dict(new_ids)
-            conn.execute("SAVEPOINT op")
-            try:
-                results.extend(self._apply([op], trial_counters, trial_ids))
-            except sqlite3.IntegrityError as exc:
-                conn.execute("ROLLBACK TO op")
-                results.append(self._integrity_error(op, exc))
-            else:
-                counters, new_ids = trial_counters, trial_ids
-            conn.execute("RELEASE op")
-        indexed = self._index_ids_if_due(new_ids)
-        conn.execute("COMMIT")
+        try:
+            for op in ops:
+                trial_counters, trial_ids = dict(counters), dict(new_ids)
+                conn.execute("SAVEPOINT op")
+                try:
+                    results.extend(self._apply([op], trial_counters, trial_ids))
+                except Exception as exc:
+                    if not conn.in_transaction:
+                        raise  # SQLite rolled the whole transaction back (I/O error, disk full...)
+                    conn.execute("ROLLBACK TO op")
+                    results.append(self._op_error(op, exc))
+                else:
+                    counters, new_ids = trial_counters, trial_ids
+                conn.execute("RELEASE op")
+            indexed = self._index_ids_if_due(new_ids)
+            conn.execute("COMMIT")
+        except Exception as exc:
+            self._rollback()
+            return [self._write_error(exc) for _ in ops]
         self._committed(counters, new_ids, indexed)
         return results
+
+    def _op_error(self, op: _Op, exc: Exception) -> StoreError:
+        """The error of one op that failed on its own (the others of its batch were committed)."""
+        if isinstance(exc, sqlite3.IntegrityError):
+            return self._integrity_error(op, exc)
+        if isinstance(exc, StoreError):
+            return exc
+        if isinstance(exc, UnicodeEncodeError):
+            return StoreError(
+                "cannot write to the store: the record holds a lone surrogate, which is not valid Unicode "
+                "text and has no UTF-8 form; pass well-formed strings"
+            )
+        return StoreError(
+            f"cannot write to the store database '{self.path}' ({exc}); this write was not saved"
+        )
 
     def _index_ids_if_due(self, new_ids: dict[str, tuple[str, int, int]]) -> bool:
         """Move the in-memory envelope ids into wal_ids once enough have gathered (inside the batch)."""
@@ -775,6 +807,7 @@ class SqliteStore:
             or not channel_id
             or not envelope_id
             or not envelope_json
+            or not envelope_json.isascii()  # the hub's JSON is ASCII-escaped: this costs nothing
         ):
             check_text("channel_id", channel_id)
             check_text("envelope_id", envelope_id)
@@ -945,6 +978,7 @@ class SqliteStore:
         agent_id: str | None = None,
         trigger_envelope_id: str | None = None,
         limit: int = 50,
+        agent_ids: Collection[str] | None = None,
     ) -> list[dict]:
         where: list[str] = []
         params: list[Any] = []
@@ -956,6 +990,12 @@ class SqliteStore:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        if agent_ids is not None:
+            wanted = sorted({a for a in agent_ids if isinstance(a, str)})
+            if not wanted:
+                return []
+            where.append(f"agent_id IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
         sql = "SELECT record FROM turns"
         if where:
             sql += " WHERE " + " AND ".join(where)

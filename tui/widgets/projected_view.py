@@ -334,6 +334,7 @@ their JSON schemas, and token estimates.
         else:
             status.update(
                 f"{who} · view in force: {spec_text(preview.view)} · WAL {preview.wal_length} envelopes"
+                + (" · turn records private (not an operator)" if preview.turns_private else "")
             )
         status.set_class(switched, "-switched")
         tokens = preview.tokens
@@ -415,6 +416,14 @@ their JSON schemas, and token estimates.
 
     def _turn_renderable(self, data: ProjectionData) -> RenderableType:
         turn = data.turn
+        if turn is None and data.preview.turns_private:
+            self.turn_summary = "turns private"
+            return Text(
+                "Turn records are private to each agent's own connection and to operators, and this "
+                "workbench is not an operator of the hub: attach with --operator-token to see this "
+                "participant's turns (system prompt and tools included).",
+                style="dim",
+            )
         if turn is None:
             self.turn_summary = "no turn"
             return Text("No recorded turn for this participant on this channel yet.", style="dim")
