@@ -22,7 +22,9 @@ from ag2net.hub import rules
 from ag2net.hub.records import (
     TERMINAL,
     TERMINAL_TASKS,
+    AgentRecord,
 )
+from ag2net.views.wal import ENVELOPE_OVERHEAD
 
 log = logging.getLogger(__name__)
 
@@ -35,24 +37,29 @@ class Admission:
         env.created_at = self.clock()
 
     async def _append(self, md: ChannelMetadata, env: Envelope, text: str | None = None) -> int:
-        """Cache and durably append one stamped envelope (``text``: its JSON, when already encoded)."""
+        """Durably append one stamped envelope, then count and cache it; returns its seq.
+
+        The caller holds the channel's gate. Nothing in memory changes until the store has committed,
+        so a failed append leaves ``wal_count``, the cache and the adapter state as they were.
+        """
         cid = md.channel_id
-        wal = self._wal.get(cid)
-        if wal is None:
-            wal = await self._load_wal(cid)
+        if text is None:
+            text = env.to_json()
         seq = self._wal_counts.get(cid, 0) + 1
+        await self.store.append(cid, env.envelope_id, text)
         self._wal_counts[cid] = seq
         self._last_activity[cid] = env.created_at
-        try:
-            await self.store.append(cid, env.envelope_id, text if text is not None else env.to_json())
-        except BaseException:
-            if self._wal_counts.get(cid) == seq:
-                self._wal_counts[cid] = seq - 1
-            raise
-        # Appended only once committed, so readers never see an envelope the store may not have.
-        # The store resolves appends in call order, so the cache keeps admission order.
-        wal.append(env)
-        self.observe_log.append("envelope", channel_id=cid, seq=seq, envelope=env)
+        cache = self._wal_cache
+        wal = cache.peek(cid)  # an uncached channel is read from the store when next needed
+        if wal is not None:
+            if len(wal) == seq - 1:
+                cache.appended(cid, wal, wal.append(env, len(text)))
+            else:
+                log.warning("channel %s: cached WAL out of step (%d, seq %d); dropped", cid, len(wal), seq)
+                cache.discard(cid)
+        self.observe_log.append(
+            "envelope", channel_id=cid, seq=seq, envelope=env, size=len(text) + ENVELOPE_OVERHEAD
+        )
         return seq
 
     async def post_envelope(self, envelope: Envelope) -> str:
@@ -78,6 +85,16 @@ class Admission:
                 rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
         rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
         cid = env.channel_id
+        if cid not in self.channels:
+            raise NotFoundError(f"channel not found: {cid}")
+        # Validation -> append -> fold -> dispatch run inside the channel's gate: adapter state,
+        # wal_count and the WAL always agree, whatever else is posted concurrently.
+        async with self._gates(cid):
+            return await self._admit_in_gate(env, sender)
+
+    async def _admit_in_gate(self, env: Envelope, sender: AgentRecord) -> str:
+        cid = env.channel_id
+        audience = env.audience
         md = self.channels.get(cid)
         if md is None:
             raise NotFoundError(f"channel not found: {cid}")
@@ -127,12 +144,8 @@ class Admission:
         text = encode_envelope(env)
         new_state = adapter.fold(env, state)
         result = adapter.on_accepted(md, env, new_state)
+        await self._append(md, env, text)
         self._states[cid] = new_state
-        try:
-            await self._append(md, env, text)
-        except BaseException:
-            self._states[cid] = state
-            raise
         if peer_cancel:
             self._peer_cancellers.setdefault(env.task_id or "", set()).add(env.sender_id)
         if event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):

@@ -35,6 +35,7 @@ from ag2net.hub.auth import AuthRegistry
 from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Mailbox
 from ag2net.hub.expectations import default_evaluators
+from ag2net.hub.gate import ChannelGates
 from ag2net.hub.lifecycle import ChannelLifecycle
 from ag2net.hub.observe import ObservedEvent, ObserveLog
 from ag2net.hub.records import (
@@ -48,6 +49,7 @@ from ag2net.hub.records import (
 from ag2net.hub.registry import IdentityRegistry
 from ag2net.hub.sweeps import Sweeps
 from ag2net.hub.task_table import TaskTable
+from ag2net.hub.wal_cache import DEFAULT_CACHE_MB, DEFAULT_WINDOW, WalCache
 from ag2net.identity import (
     Passport,
     Resume,
@@ -76,6 +78,8 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         allow_remote_agent_registration: bool = False,
         observe_buffer: int = 250_000,
         progress: Callable[[int, int], None] | None = None,
+        cache_mb: float = DEFAULT_CACHE_MB,
+        wal_window: int = DEFAULT_WINDOW,
     ) -> None:
         self.store: Store = open_store(store)
         self.auth = auth or AuthRegistry.default()
@@ -89,7 +93,10 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         self._names: dict[str, str] = {}
         self.channels: dict[str, ChannelMetadata] = {}
         self._states: dict[str, Any] = {}
-        self._wal: dict[str, WalLog] = {}
+        # The WALs in memory: a bounded cache over the store (newest envelopes of recently used live
+        # channels); ``cache_mb`` bounds it and the observe buffer (a quarter of it) together.
+        self._wal_cache = WalCache(self.store, cache_mb=cache_mb, window=wal_window)
+        self._gates = ChannelGates()
         self._wal_counts: dict[str, int] = {}
         self._last_activity: dict[str, str] = {}
         self._adapters: dict[tuple[str, int], Any] = {}
@@ -108,11 +115,13 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         self._tasks: dict[str, TaskMetadata] = {}
         self._observed_outcomes: set[tuple[str, str]] = set()
         self._peer_cancellers: dict[str, set[str]] = {}
+        self._agent_locks: dict[str, asyncio.Lock] = {}
+        self._reserved_names: set[str] = set()
         self._listeners: list[Any] = []
         self._sweepers: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._owned_clients: list[Any] = []
-        self.observe_log = ObserveLog(observe_buffer)
+        self.observe_log = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
         self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
         self._closed = False
         self._started = False
@@ -292,7 +301,7 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         self._names.clear()
         self.channels.clear()
         self._states.clear()
-        self._wal.clear()
+        self._wal_cache.clear()
         self._tasks.clear()
         self._peer_cancellers.clear()
         for rec in await self.store.load_agents():
@@ -315,10 +324,12 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
             if not md.is_terminal() and (md.manifest.type, md.manifest.version) in self._adapters:
                 live.append(md.channel_id)
         live = self._restore_snapshot(await self.store.get_meta(SNAPSHOT_KEY), live)
+        cache = self._wal_cache
+        logs: dict[str, WalLog] = {}
         for cid in live:
             md = self.channels[cid]
             self._states[cid] = self.get_adapter(md.manifest.type, md.manifest.version).initial_state(md)
-            self._wal[cid] = WalLog()
+            logs[cid] = cache.new_log(cid)
         if live:
             folds = {
                 cid: self.get_adapter(self.channels[cid].manifest.type, self.channels[cid].manifest.version)
@@ -328,20 +339,26 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
             progress = self.progress
             total = sum(self._wal_counts.get(cid, 0) for cid in live)
             done = 0
+            window = cache.window
             async for cid, _seq, text in self.store.iter_wal(live):
                 if progress is not None:
                     done += 1
                     if done % 5000 == 0 or done == total:
                         progress(done, total)
                 env = Envelope(**loads(text))
-                self._wal[cid].append(env)
+                wal = logs[cid]
+                wal.append(env, len(text))
+                if wal.resident > 2 * window and wal.can_trim:
+                    wal.trim(window)
                 self._states[cid] = folds[cid].fold(env, self._states[cid])
                 self._ids.observe(env.envelope_id)
                 if env.event_type == EV_TASK_CANCEL_REQUEST and env.task_id:
                     self._peer_cancellers.setdefault(env.task_id, set()).add(env.sender_id)
             for cid in live:
-                if self._wal[cid]:
-                    self._last_activity[cid] = self._wal[cid][-1].created_at
+                wal = logs[cid]
+                if len(wal):
+                    self._last_activity[cid] = wal[-1].created_at
+                cache.install(cid, wal)
         for data in await self.store.load_tasks():
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
@@ -403,8 +420,8 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
                 }
             except Exception:
                 log.warning("adapter state of channel %s cannot be snapshotted", cid)
-        for wal in self._wal.values():
-            if len(wal) and wal[-1].envelope_id > high:
+        for wal in self._wal_cache.logs():
+            if wal.resident and wal[-1].envelope_id > high:
                 high = wal[-1].envelope_id
         return json.dumps(
             {
@@ -417,22 +434,71 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
 
     # ------------------------------------------------------------------ WAL reads
 
-    async def _load_wal(self, channel_id: str) -> WalLog:
-        wal = self._wal.get(channel_id)
-        if wal is None:
-            loads = json.loads
-            wal = WalLog(Envelope(**loads(t)) for t in await self.store.read_wal(channel_id))
-            self._wal[channel_id] = wal
+    async def _ensure_wal(self, channel_id: str) -> WalLog:
+        """The channel's cached log, loading its newest envelopes from the store when absent.
+
+        Single-flight: loads run inside the channel's gate, as every append does, so one load installs
+        one log, no append can land between the store read and the install, and a second caller finds
+        the log the first one installed.
+        """
+        cache = self._wal_cache
+        wal = cache.get(channel_id)
+        if wal is not None:
+            return wal
+        async with self._gates(channel_id):
+            wal = cache.get(channel_id)
+            if wal is None:
+                wal = await self._read_log(channel_id)
+                cache.install(channel_id, wal)
         return wal
 
+    async def _read_log(self, channel_id: str) -> WalLog:
+        count = await self.store.wal_count(channel_id)
+        keep = self._wal_cache.load_start
+        base = max(0, count - keep) if keep else 0
+        texts = await self.store.read_wal(channel_id, since=base)
+        loads = json.loads
+        wal = self._wal_cache.new_log(channel_id, base=base)
+        for text in texts:
+            wal.append(Envelope(**loads(text)), len(text))
+        if len(wal) != self._wal_counts.get(channel_id, 0):
+            log.warning(
+                "channel %s: the store holds %d envelopes, the hub counted %d; the store wins",
+                channel_id,
+                len(wal),
+                self._wal_counts.get(channel_id, 0),
+            )
+            self._wal_counts[channel_id] = len(wal)
+        return wal
+
+    async def _wal_for_read(self, channel_id: str) -> WalLog | None:
+        """The cached log of a known channel (loaded if live); None for an uncached terminal channel."""
+        md = self.channels.get(channel_id)
+        if md is None:
+            return None
+        wal = self._wal_cache.get(channel_id)
+        if wal is None and not md.is_terminal():
+            wal = await self._ensure_wal(channel_id)
+        return wal
+
+    async def _read_store(self, channel_id: str, start: int, stop: int | None) -> list[Envelope]:
+        loads = json.loads
+        return [Envelope(**loads(t)) for t in await self.store.read_wal(channel_id, since=start, until=stop)]
+
     async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
-        """The channel's envelopes in admission order, index-sliced ``[since:until]``; unknown → ``[]``."""
+        """The channel's envelopes in admission order, index-sliced ``[since:until]``; unknown → ``[]``.
+
+        Served from the cache when the range is held in memory, else read from the store.
+        """
         if channel_id not in self.channels:
             return []
-        wal = self._wal.get(channel_id)
+        wal = await self._wal_for_read(channel_id)
         if wal is None:
-            wal = await self._load_wal(channel_id)
-        return wal[since:until]
+            return await self._read_store(channel_id, since, until)
+        start, stop, _ = slice(since, until).indices(len(wal))
+        if start >= wal.base:
+            return wal[start:stop]
+        return await self._read_store(channel_id, start, stop) if stop > start else []
 
     async def read_wal_seq(
         self, channel_id: str, first_seq: int, last_seq: int
@@ -441,8 +507,8 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         if channel_id not in self.channels:
             return []
         first_seq = max(1, first_seq)
-        wal = self._wal.get(channel_id)
-        if wal is not None:
+        wal = self._wal_cache.get(channel_id)
+        if wal is not None and first_seq - 1 >= wal.base:
             return [(first_seq + i, env) for i, env in enumerate(wal[first_seq - 1 : max(last_seq, 0)])]
         rows = await self.store.read_wal_seq(channel_id, first_seq, last_seq)
         loads = json.loads
@@ -454,14 +520,21 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
     async def read_wal_until(self, channel_id: str, envelope_id: str) -> WalSlice | list[Envelope]:
         """The WAL strictly before ``envelope_id`` (the whole WAL if it is not found).
 
-        In-process this is a ``WalSlice`` of the cached log, so windowed views cost O(window).
+        For a live channel this is a ``WalSlice`` of the cached log, so windowed views cost O(window);
+        envelopes older than the cache's window are read back from the store when a view reaches them.
         """
-        if channel_id not in self.channels:
-            return []
-        wal = self._wal.get(channel_id)
+        wal = await self._wal_for_read(channel_id)
         if wal is None:
-            wal = await self._load_wal(channel_id)
-        return wal.until(envelope_id)
+            if channel_id not in self.channels:
+                return []
+            seq = await self.store.find_seq(channel_id, envelope_id)
+            return await self._read_store(channel_id, 0, None if seq is None else seq - 1)
+        pos = wal.index_of(envelope_id)
+        if pos is None and wal.base:
+            seq = await self.store.find_seq(channel_id, envelope_id)
+            if seq is not None:
+                pos = seq - 1
+        return wal.prefix(pos)
 
     async def find_envelope_by_causation(
         self, channel_id: str, *, sender_id: str, causation_id: str
@@ -475,11 +548,18 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         return None
 
     async def find_envelope(self, channel_id: str, envelope_id: str) -> tuple[int, Envelope] | None:
-        wal = await self.read_wal(channel_id)
-        for i in range(len(wal) - 1, -1, -1):
-            if wal[i].envelope_id == envelope_id:
-                return i + 1, wal[i]
-        return None
+        """``(seq, envelope)`` of one envelope of the channel, or None."""
+        if channel_id not in self.channels:
+            return None
+        wal = self._wal_cache.get(channel_id)
+        pos = wal.index_of(envelope_id) if wal is not None else None
+        if wal is not None and pos is not None:
+            return pos + 1, wal[pos]
+        seq = await self.store.find_seq(channel_id, envelope_id)
+        if seq is None:
+            return None
+        rows = await self.read_wal_seq(channel_id, seq, seq)
+        return rows[0] if rows else None
 
     # ------------------------------------------------------------------ observe
 
@@ -493,8 +573,9 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
 
     # ------------------------------------------------------------------ turns
 
-    def pending_turns_for(self, agent_id: str) -> list[PendingTurn]:
-        out = []
+    async def pending_turns_for(self, agent_id: str) -> list[PendingTurn]:
+        """The turns the adapters expect of ``agent_id`` now; ``expected_at`` is the trigger's time."""
+        wanted: list[tuple[str, str | None]] = []
         for cid, md in self.channels.items():
             if md.state != ChannelState.ACTIVE or agent_id not in md.participant_ids():
                 continue
@@ -505,14 +586,11 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
             expected = adapter.expected_next(md, state)
             if expected is None or expected.agent_id != agent_id:
                 continue
-            at = self.clock()
-            trigger = expected.triggering_envelope_id
-            if trigger:
-                for env in reversed(self._wal.get(cid, [])):
-                    if env.envelope_id == trigger:
-                        at = env.created_at
-                        break
-            out.append(PendingTurn(cid, trigger, at))
+            wanted.append((cid, expected.triggering_envelope_id))
+        out = []
+        for cid, trigger in wanted:
+            found = await self.find_envelope(cid, trigger) if trigger else None
+            out.append(PendingTurn(cid, trigger, found[1].created_at if found else self.clock()))
         return out
 
     async def report_turn_failure(
@@ -611,6 +689,8 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
             "adapters_loaded": len(self._adapters),
             "envelopes": sum(self._wal_counts.values()),
             "observe_position": self.observe_log.position,
+            "wal_cache": self._wal_cache.stats(),
+            "observe_buffer_bytes": self.observe_log.nbytes,
             "store": type(self.store).__name__,
             "durable": bool(getattr(self.store, "durable", False)),
         }

@@ -36,7 +36,6 @@ from ag2net.identity import (
 )
 from ag2net.ids import add_seconds, make_id
 from ag2net.tasks import TaskState
-from ag2net.views.wal import WalLog
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +158,13 @@ class ChannelLifecycle:
         for pid in ids:
             resolve_view(md, pid, adapter)
         cid = md.channel_id
+        # Stored first: a failed write leaves no channel in memory that the store does not know.
+        await self.store.put_channel(md.to_dict())
         self.channels[cid] = md
         self._states[cid] = state
-        self._wal[cid] = WalLog()
+        self._wal_cache.install(cid, self._wal_cache.new_log(cid))
         self._wal_counts[cid] = 0
         self._last_activity[cid] = now
-        await self.store.put_channel(md.to_dict())
         await self._audit(
             AUDIT_KIND_CHANNEL_CREATED,
             at=now,
@@ -216,8 +216,8 @@ class ChannelLifecycle:
         return md
 
     async def _activate(self, md: ChannelMetadata) -> None:
+        await self.store.put_channel({**md.to_dict(), "state": ChannelState.ACTIVE.value})
         md.state = ChannelState.ACTIVE
-        await self.store.put_channel(md.to_dict())
         self._observe_channel(md.channel_id, "opened", md)
         await self._fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
         await self.post_envelope(
@@ -237,8 +237,9 @@ class ChannelLifecycle:
         if md.state != ChannelState.PENDING or env.sender_id not in md.pending_acks:
             return
         if env.event_type == EV_CHANNEL_INVITE_ACK:
-            md.pending_acks.remove(env.sender_id)
-            await self.store.put_channel(md.to_dict())
+            pending = [a for a in md.pending_acks if a != env.sender_id]
+            await self.store.put_channel({**md.to_dict(), "pending_acks": pending})
+            md.pending_acks = pending
             if not md.pending_acks and not md.rejected_by:
                 await self._activate(md)
         else:
@@ -254,6 +255,11 @@ class ChannelLifecycle:
         return md
 
     async def _transition(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
+        async with self._gates(channel_id):
+            await self._transition_in_gate(channel_id, new_state, reason)
+        self._wal_cache.discard(channel_id)  # terminal channels are read from the store
+
+    async def _transition_in_gate(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
         md = self.channels[channel_id]
         if md.is_terminal():
             return
@@ -262,6 +268,9 @@ class ChannelLifecycle:
             if task.channel_id == channel_id and task.state not in TERMINAL_TASKS:
                 await self.update_task(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
         now = self.clock()
+        await self.store.put_channel(
+            {**md.to_dict(), "state": new_state.value, "close_reason": reason, "closed_at": now}
+        )
         md.state = new_state
         md.close_reason = reason
         md.closed_at = now
@@ -270,7 +279,6 @@ class ChannelLifecycle:
         if was_pending and waiter is not None and not waiter.done():
             waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
             waiter.exception()  # mark retrieved: the creator may already have given up
-        await self.store.put_channel(md.to_dict())
         expired = new_state == ChannelState.EXPIRED
         env = Envelope(
             channel_id=channel_id,
@@ -281,6 +289,10 @@ class ChannelLifecycle:
         )
         self._stamp(env)
         await self._append(md, env)
+        adapter = self._adapters.get((md.manifest.type, md.manifest.version))
+        state = self._states.get(channel_id)
+        if adapter is not None and state is not None:
+            self._states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
         self._dispatch(md, env)
         kind = "expired" if expired else "closed"
         self._observe_channel(channel_id, kind, md, reason=reason)

@@ -1,7 +1,8 @@
 """The observe stream: every admitted envelope, lifecycle event and audit record, in admission order.
 
-Positions are a per-hub counter. A bounded in-memory buffer lets a late observer catch up from a
-position without gaps or duplicates; one shared future wakes every waiting observer in O(1).
+Positions are a per-hub counter. A bounded in-memory buffer (at most ``capacity`` events and about
+``max_bytes`` of them) lets a late observer catch up from a position without gaps or duplicates; one
+shared future wakes every waiting observer in O(1).
 """
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ class ObservedEvent:
 class ObserveLog:
     """Append-only, bounded buffer of observed events with async followers."""
 
-    def __init__(self, capacity: int = 250_000) -> None:
-        self._buffer: deque[ObservedEvent] = deque(maxlen=capacity)
+    def __init__(self, capacity: int = 250_000, *, max_bytes: int | None = None) -> None:
+        self._buffer: deque[ObservedEvent] = deque()
+        self._sizes: deque[int] = deque()
+        self._capacity = max(1, capacity)
+        self._max_bytes = max_bytes
+        self.nbytes = 0  # estimated memory held by the buffered events
         self._position = 0
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
@@ -64,10 +69,18 @@ class ObserveLog:
         """Position of the newest event (0 before any)."""
         return self._position
 
-    def append(self, kind: str, **fields: Any) -> ObservedEvent:
+    def append(self, kind: str, *, size: int = 400, **fields: Any) -> ObservedEvent:
+        """Record one event; ``size`` estimates the memory it holds (an envelope's: its JSON and more)."""
         self._position += 1
         event = ObservedEvent(self._position, kind, **fields)
-        self._buffer.append(event)
+        buffer, sizes = self._buffer, self._sizes
+        buffer.append(event)
+        sizes.append(size)
+        self.nbytes += size
+        limit = self._max_bytes
+        while len(buffer) > self._capacity or (limit is not None and self.nbytes > limit and len(buffer) > 1):
+            buffer.popleft()
+            self.nbytes -= sizes.popleft()
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None

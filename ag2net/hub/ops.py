@@ -306,7 +306,7 @@ async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]
 
 @op("pending_turns_for")
 async def _pending_turns_for(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
-    return hub.pending_turns_for(_str(p, "agent_id"))
+    return await hub.pending_turns_for(_str(p, "agent_id"))
 
 
 @op("report_turn_failure")

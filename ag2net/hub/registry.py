@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ag2net.errors import NotFoundError, ProtocolError
@@ -43,6 +47,19 @@ class IdentityRegistry:
             raise NotFoundError(f"agent not registered: {agent_id}")
         return rec
 
+    @contextlib.asynccontextmanager
+    async def _agent_update(self, agent_id: str) -> AsyncIterator[AgentRecord]:
+        """Serialise changes to one identity; yields its current record.
+
+        The caller builds a changed copy, persists it, and only then installs it in ``self.agents``: a
+        failed write leaves memory exactly as it was (no ghost, no half-applied change).
+        """
+        lock = self._agent_locks.get(agent_id)
+        if lock is None:
+            lock = self._agent_locks[agent_id] = asyncio.Lock()
+        async with lock:
+            yield self._record(agent_id)
+
     async def _persist_agent(self, rec: AgentRecord) -> None:
         p = rec.passport
         await self.store.put_agent(
@@ -81,17 +98,32 @@ class IdentityRegistry:
             )
         if skill_md is not None and not isinstance(skill_md, str):
             raise ProtocolError("skill_md must be a string of markdown or None")
-        passport.agent_id = make_id()
-        passport.created_at = self.clock()
+        if name in self._reserved_names:
+            raise ProtocolError(
+                f"name {name!r} is being registered by another client; pick another name or retry."
+            )
+        agent_id = make_id()
+        created_at = self.clock()
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
+        stored.agent_id = agent_id
+        stored.created_at = created_at
         if passport.kind != "remote_agent":
             stored.auth.claim = {}
         rec = AgentRecord(
             stored, resume or Resume(), rule or Rule(), skill_md, [owner_id] if owner_id else []
         )
-        self.agents[stored.agent_id] = rec
-        self._names[name] = stored.agent_id
-        await self._persist_agent(rec)
+        # Memory changes only once the store has committed the record: a failed write leaves no ghost
+        # squatting the name. The name is reserved meanwhile so two concurrent registrations cannot both
+        # pass the check above.
+        self._reserved_names.add(name)
+        try:
+            await self._persist_agent(rec)
+        finally:
+            self._reserved_names.discard(name)
+        passport.agent_id = agent_id
+        passport.created_at = created_at
+        self.agents[agent_id] = rec
+        self._names[name] = agent_id
         at = self.clock()
         await self._audit(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
         self._observe_agent(stored.agent_id, "registered", name=name, passport=stored.public_dict())
@@ -115,16 +147,17 @@ class IdentityRegistry:
         return agent_client
 
     async def unregister(self, agent_id: str) -> None:
-        rec = self._record(agent_id)
-        name = rec.passport.name
-        del self.agents[agent_id]
-        self._names.pop(name, None)
+        async with self._agent_update(agent_id) as rec:
+            name = rec.passport.name
+            await self.store.delete_agent(agent_id)
+            self.agents.pop(agent_id, None)
+            self._names.pop(name, None)
+            self._agent_locks.pop(agent_id, None)
         self._bindings.pop(agent_id, None)
         mailbox = self._mailboxes.pop(agent_id, None)
         if mailbox is not None:
             await mailbox.stop()
         self._unacked.pop(agent_id, None)
-        await self.store.delete_agent(agent_id)
         at = self.clock()
         await self._audit(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
         self._observe_agent(agent_id, "unregistered", name=name)
@@ -208,11 +241,14 @@ class IdentityRegistry:
         return sorted(a for a, rec in self.agents.items() if capability in rec.resume.capabilities())
 
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
-        rec = self._record(agent_id)
-        resume.version = rec.resume.version + 1
-        resume.last_updated = self.clock()
-        rec.resume = resume
-        await self._persist_agent(rec)
+        async with self._agent_update(agent_id) as rec:
+            version, updated = rec.resume.version + 1, self.clock()
+            candidate = Resume.from_dict(resume.to_dict())
+            candidate.version, candidate.last_updated = version, updated
+            new = dataclasses.replace(rec, resume=candidate)
+            await self._persist_agent(new)
+            self.agents[agent_id] = new
+            resume.version, resume.last_updated = version, updated
         await self._audit(
             AUDIT_KIND_RESUME_SET, source=RESUME_SOURCE_TENANT, agent_id=agent_id, version=resume.version
         )
@@ -222,27 +258,33 @@ class IdentityRegistry:
 
     async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
         """Replace (or with ``None`` remove) an agent's skill; audited like ``set_resume`` (SPEC §3.7)."""
-        rec = self._record(agent_id)
         if skill_md is not None and not isinstance(skill_md, str):
             raise ProtocolError("skill_md must be a string of markdown or None")
-        rec.skill_md = skill_md
-        rec.resume.version += 1
-        await self._persist_agent(rec)
+        async with self._agent_update(agent_id) as rec:
+            resume = Resume.from_dict(rec.resume.to_dict())
+            resume.version = rec.resume.version + 1
+            new = dataclasses.replace(rec, skill_md=skill_md, resume=resume)
+            await self._persist_agent(new)
+            self.agents[agent_id] = new
         await self._audit(
             AUDIT_KIND_SKILL_SET,
             source=RESUME_SOURCE_TENANT,
             agent_id=agent_id,
-            version=rec.resume.version,
+            version=resume.version,
             removed=skill_md is None,
         )
         self._observe_agent(agent_id, "skill_set", removed=skill_md is None)
         await self._fan_out("on_agent_event", agent_id, "skill_set", {"removed": skill_md is None})
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        rec = self._record(agent_id)
-        rule.version = rec.rule.version + 1
-        rec.rule = rule
-        await self._persist_agent(rec)
+        async with self._agent_update(agent_id) as rec:
+            version = rec.rule.version + 1
+            candidate = Rule.from_dict(rule.to_dict())
+            candidate.version = version
+            new = dataclasses.replace(rec, rule=candidate)
+            await self._persist_agent(new)
+            self.agents[agent_id] = new
+            rule.version = version
         await self._audit(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
         self._observe_agent(agent_id, "rule_set", version=rule.version)
         await self._fan_out("on_agent_event", agent_id, "rule_set", {"version": rule.version})
@@ -260,29 +302,34 @@ class IdentityRegistry:
         outcome = TaskState(outcome)
         if outcome not in TERMINAL_TASKS:
             return
-        if task_id is not None:
-            if (owner_id, task_id) in self._observed_outcomes:
+        if task_id is not None and (owner_id, task_id) in self._observed_outcomes:
+            return
+        async with self._agent_update(owner_id) as rec:
+            if task_id is not None and (owner_id, task_id) in self._observed_outcomes:
                 return
-            self._observed_outcomes.add((owner_id, task_id))
-        rec = self._record(owner_id)
-        stat = rec.resume.observed.setdefault(capability, ObservedStat())
-        stat.n += 1
-        if outcome == TaskState.COMPLETED:
-            stat.completed += 1
-        elif outcome == TaskState.FAILED:
-            stat.failed += 1
-        elif outcome == TaskState.EXPIRED:
-            stat.expired += 1
-        if latency_ms is not None:
-            stat.p50_latency_ms = latency_ms
-        rec.resume.version += 1
-        rec.resume.last_updated = self.clock()
-        await self._persist_agent(rec)
+            resume = Resume.from_dict(rec.resume.to_dict())
+            stat = resume.observed.setdefault(capability, ObservedStat())
+            stat.n += 1
+            if outcome == TaskState.COMPLETED:
+                stat.completed += 1
+            elif outcome == TaskState.FAILED:
+                stat.failed += 1
+            elif outcome == TaskState.EXPIRED:
+                stat.expired += 1
+            if latency_ms is not None:
+                stat.p50_latency_ms = latency_ms
+            resume.version = rec.resume.version + 1
+            resume.last_updated = self.clock()
+            new = dataclasses.replace(rec, resume=resume)
+            await self._persist_agent(new)
+            self.agents[owner_id] = new
+            if task_id is not None:
+                self._observed_outcomes.add((owner_id, task_id))
         await self._audit(
             AUDIT_KIND_RESUME_SET,
             source=RESUME_SOURCE_OBSERVED,
             agent_id=owner_id,
-            version=rec.resume.version,
+            version=resume.version,
             capability=capability,
             outcome=outcome.value,
         )

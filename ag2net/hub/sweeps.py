@@ -41,11 +41,12 @@ class Sweeps:
         now_seconds = parse_time(now_iso).timestamp()
         fired = 0
         for cid, md in list(self.channels.items()):
-            if md.is_terminal():
+            if md.is_terminal() or not md.manifest.expectations:
                 continue
-            ctx = ExpectationContext(
-                md, self._states.get(cid), await self.read_wal(cid), now_iso, now_seconds
-            )
+            # A prefix of the cached log: evaluators walk back from the end, so only the envelopes they
+            # reach are read (older ones come back from the store in blocks).
+            wal = (await self._ensure_wal(cid)).prefix()
+            ctx = ExpectationContext(md, self._states.get(cid), wal, now_iso, now_seconds)
             for index, exp in enumerate(md.manifest.expectations):
                 evaluator = self._evaluators.get(exp.name)
                 handler = self._violation_handlers.get(exp.on_violation)

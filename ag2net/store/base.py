@@ -225,4 +225,15 @@ def duplicate_envelope(envelope_id: str) -> StoreError:
     return StoreError(f"envelope id {envelope_id!r} is already in the WAL; every envelope needs a fresh id")
 
 
-__all__ = ["Store", "StoreError"]
+@runtime_checkable
+class BlockReader(Protocol):
+    """Optional: a store that can read a seq range synchronously. With it the hub keeps only each live
+    channel's newest envelopes in memory and reads older ones back here (``Hub(cache_mb=...)``);
+    without it the hub can only drop whole channels from its cache."""
+
+    def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
+        """The JSON of envelopes ``first_seq <= seq <= last_seq``, in seq order."""
+        ...
+
+
+__all__ = ["BlockReader", "Store", "StoreError"]

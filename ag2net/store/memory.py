@@ -102,6 +102,10 @@ class MemoryStore:
         last = min(last_seq, len(wal))
         return [(seq, wal[seq - 1]) for seq in range(first, last + 1)]
 
+    def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
+        """``read_wal_seq``'s JSON texts, synchronously (the hub's bounded WAL cache reads back here)."""
+        return self._wal.get(channel_id, [])[max(first_seq, 1) - 1 : max(last_seq, 0)]
+
     async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
         for channel_id in sorted(self._wal) if channel_ids is None else channel_ids:
             # Index by seq rather than iterating the list, so appends made while a consumer is

@@ -219,6 +219,7 @@ class SqliteStore:
         self._open_lock = asyncio.Lock()
         self._conn: sqlite3.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._block_reader: sqlite3.Connection | None = None  # read_wal_block's, opened on first use
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reset_writer_state()
@@ -380,6 +381,9 @@ class SqliteStore:
                 executor, self._executor = self._executor, None
                 if reader is not None:
                     await reader.close()
+                block_reader, self._block_reader = self._block_reader, None
+                if block_reader is not None:
+                    block_reader.close()
                 if executor is not None:
                     executor.shutdown(wait=True)
                 # The last connection to close checkpoints the WAL into the database file.
@@ -852,6 +856,33 @@ class SqliteStore:
             (channel_id, first_seq, last_seq),
         )
         return [(row[0], row[1]) for row in rows]
+
+    def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
+        """``read_wal_seq``'s JSON texts, read synchronously on the caller's thread.
+
+        For the hub's bounded WAL cache: a view that reaches envelopes the cache gave back reads one
+        block of them here, an indexed range scan of at most a few hundred rows.
+        """
+        if last_seq < first_seq:
+            return []
+        conn = self._block_reader
+        if conn is None:
+            if self._conn is None:
+                raise self._closed_error()
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
+                conn.execute("PRAGMA query_only = 1")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
+            self._block_reader = conn
+        try:
+            rows = conn.execute(
+                "SELECT envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+                (channel_id, first_seq, last_seq),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
+        return [row[0] for row in rows]
 
     async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
         size = self._iter_batch

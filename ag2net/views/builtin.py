@@ -13,7 +13,6 @@ with one forward pass, which is O(len(wal)).
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -58,10 +57,15 @@ def window(
             log = None
     if log is not None:
         idx = log.visible_index(participant_id, render, end)
-        hi = bisect_left(idx.positions, end)
+        hi = idx.count_before(end)
         lo = max(0, hi - recent_n)
+        positions = idx.positions_between(lo, hi)
+        if positions is None:  # the window reaches envelopes the index forgot when the log was trimmed
+            idx = log.rebuild_index(participant_id, render, end)
+            positions = idx.positions_between(lo, hi)
+            assert positions is not None
         kept: list[tuple[Envelope, str]] = []
-        for pos in idx.positions[lo:hi]:
+        for pos in positions:
             env = items[pos]
             text = render(env)
             if text is not None:

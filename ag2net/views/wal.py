@@ -7,6 +7,12 @@ the log grows. A windowed view projecting a ``WalSlice`` of the log then costs O
 speakers) plus the envelopes appended since that (participant, renderer) last projected; the first
 projection for a new pair pays one O(n) scan.
 
+Bounded memory. A log may hold only its newest envelopes in memory: ``trim(keep)`` drops the older ones
+(positions stay global: ``len(log)`` still counts every envelope) and a *cold reader* given to the log
+(``cold(start, stop) -> envelopes``, e.g. a read from the store) fetches them back in blocks when an index
+or a reader reaches below ``base``. The per-(participant, renderer) indexes keep their counts, so a windowed
+view whose window lies in the resident part still costs O(window).
+
 Contract: the log is append-only (no removal, no replacement of items), and a renderer used with it is
 pure: the same envelope always renders to ``None`` or always to a string. Renderers are memo keys and are
 compared with ``==`` (so ``adapter.render_envelope`` of one adapter instance is one key, while a fresh
@@ -16,6 +22,7 @@ lambda per call is a new key and gets no reuse). Only ``_MAX_INDEXES`` pairs are
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
@@ -23,66 +30,158 @@ from typing import Any, overload
 from ag2net.envelope import Envelope
 
 _MAX_INDEXES = 64
+_COLD_BLOCK = 512  # envelopes fetched per cold read
+_COLD_BLOCKS = 8  # cold blocks kept per log
+_KEEP_POSITIONS = 1024  # index positions kept below the resident part, for windows reaching back
+ENVELOPE_OVERHEAD = 560  # bytes an in-memory Envelope costs beyond its JSON text, roughly (measured)
+
+ColdReader = Callable[[int, int], list[Envelope]]
 
 
 class VisibleIndex:
     """Where the envelopes visible to one participant and rendered by one renderer sit in a log.
 
-    ``positions`` holds their log indices in order; ``first_seen`` maps each sender to the position (in
-    ``positions``) of its first such envelope, so "who spoke among the first k" is a dict walk.
+    ``positions`` holds their log indices in order, less the first ``dropped`` ones (forgotten when the
+    log trimmed them); ``first_seen`` maps each sender to the ordinal (among all such envelopes, dropped
+    ones included) of its first one, so "who spoke among the first k" is a dict walk.
     """
 
-    __slots__ = ("first_seen", "participant_id", "positions", "render", "scanned")
+    __slots__ = ("dropped", "first_seen", "participant_id", "positions", "render", "scanned")
 
     def __init__(self, participant_id: str, render: Callable[[Envelope], str | None]) -> None:
         self.participant_id = participant_id
         self.render = render
         self.scanned = 0
+        self.dropped = 0
         self.positions = array("I")
         self.first_seen: dict[str, int] = {}
 
-    def advance(self, items: list[Envelope], end: int) -> None:
-        """Index ``items[scanned:end]`` (each envelope is rendered once per index)."""
+    def __len__(self) -> int:
+        return self.dropped + len(self.positions)
+
+    def count_before(self, end: int) -> int:
+        """How many indexed envelopes sit at positions ``< end``."""
+        return self.dropped + bisect_left(self.positions, end)
+
+    def positions_between(self, lo: int, hi: int) -> Sequence[int] | None:
+        """The log positions of indexed envelopes number ``lo`` to ``hi - 1``; None when forgotten."""
+        if lo < self.dropped:
+            return None
+        return self.positions[lo - self.dropped : hi - self.dropped]
+
+    def advance(self, log: WalLog, end: int) -> None:
+        """Index ``log[scanned:end]`` (each envelope is rendered once per index)."""
         pid = self.participant_id
         render = self.render
         positions = self.positions
         first_seen = self.first_seen
         i = self.scanned
         try:
-            while i < end:
-                env = items[i]
+            for env in log.iter_range(i, end):
                 audience = env.audience
                 if (env.sender_id == pid or audience is None or pid in audience) and render(env) is not None:
                     if env.sender_id not in first_seen:
-                        first_seen[env.sender_id] = len(positions)
+                        first_seen[env.sender_id] = self.dropped + len(positions)
                     positions.append(i)
                 i += 1
         finally:
             self.scanned = i  # a renderer that raises leaves the index consistent up to that envelope
 
+    def forget_before(self, base: int) -> None:
+        """Drop positions below ``base``, keeping the last ``_KEEP_POSITIONS`` of them."""
+        positions = self.positions
+        cut = bisect_left(positions, base) - _KEEP_POSITIONS
+        if cut > 0:
+            del positions[:cut]
+            self.dropped += cut
+
 
 class WalLog(Sequence[Envelope]):
-    """One channel's WAL held in memory, appended to in admission order; hands out cheap prefixes."""
+    """One channel's WAL in admission order, appended to as envelopes are admitted; hands out cheap
+    prefixes. Positions are global: ``base`` envelopes before the resident ones may have been trimmed and
+    are read back through the log's cold reader."""
 
-    __slots__ = ("_index_by_id", "_indexes", "_items")
+    __slots__ = (
+        "_base",
+        "_cold",
+        "_cold_blocks",
+        "_index_by_id",
+        "_indexes",
+        "_items",
+        "_sizes",
+        "nbytes",
+    )
 
-    def __init__(self, envelopes: Iterable[Envelope] = ()) -> None:
+    def __init__(
+        self, envelopes: Iterable[Envelope] = (), *, base: int = 0, cold: ColdReader | None = None
+    ) -> None:
+        if base < 0:
+            raise ValueError(f"WalLog base must be >= 0, got {base}")
+        if base and cold is None:
+            raise ValueError("a WalLog that starts past position 0 needs a cold reader")
         self._items: list[Envelope] = []
+        self._sizes = array("I")
+        self._base = base
+        self._cold = cold
+        self._cold_blocks: OrderedDict[int, list[Envelope]] = OrderedDict()
         self._index_by_id: dict[str, int] = {}
         self._indexes: OrderedDict[tuple[str, Any], VisibleIndex] = OrderedDict()
+        self.nbytes = 0  # estimated memory held by the resident envelopes
         self.extend(envelopes)
 
-    def append(self, envelope: Envelope) -> None:
+    # --- appending and trimming ---
+
+    def append(self, envelope: Envelope, size: int | None = None) -> int:
+        """Add the next envelope; ``size`` is its JSON length when known. Returns its estimated cost."""
         if envelope.envelope_id:
-            self._index_by_id.setdefault(envelope.envelope_id, len(self._items))
+            self._index_by_id.setdefault(envelope.envelope_id, self._base + len(self._items))
         self._items.append(envelope)
+        cost = ENVELOPE_OVERHEAD + (size if size is not None else _approx_size(envelope))
+        self._sizes.append(min(cost, 0xFFFFFFFF))
+        self.nbytes += cost
+        return cost
 
     def extend(self, envelopes: Iterable[Envelope]) -> None:
         for env in envelopes:
             self.append(env)
 
-    def __len__(self) -> int:
+    @property
+    def base(self) -> int:
+        """How many of the oldest envelopes are not held in memory."""
+        return self._base
+
+    @property
+    def resident(self) -> int:
+        """How many envelopes are held in memory."""
         return len(self._items)
+
+    @property
+    def can_trim(self) -> bool:
+        return self._cold is not None
+
+    def trim(self, keep: int) -> int:
+        """Keep only the newest ``keep`` envelopes in memory; returns the bytes released (estimate)."""
+        if self._cold is None:
+            raise ValueError("this WalLog has no cold reader; it cannot give envelopes back")
+        drop = len(self._items) - max(0, keep)
+        if drop <= 0:
+            return 0
+        by_id = self._index_by_id
+        for env in self._items[:drop]:
+            by_id.pop(env.envelope_id, None)
+        freed = sum(self._sizes[:drop])
+        del self._items[:drop]
+        del self._sizes[:drop]
+        self._base += drop
+        self.nbytes -= freed
+        for idx in self._indexes.values():
+            idx.forget_before(self._base)
+        return freed
+
+    # --- reading ---
+
+    def __len__(self) -> int:
+        return self._base + len(self._items)
 
     @overload
     def __getitem__(self, index: int) -> Envelope: ...
@@ -91,17 +190,72 @@ class WalLog(Sequence[Envelope]):
     def __getitem__(self, index: slice) -> list[Envelope]: ...
 
     def __getitem__(self, index: int | slice) -> Envelope | list[Envelope]:
-        return self._items[index]
+        base = self._base
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if start >= base and step == 1:
+                return self._items[start - base : max(stop, start) - base]
+            if step == 1:
+                return list(self.iter_range(start, stop))
+            return [self[i] for i in range(start, stop, step)]
+        if index < 0:
+            index += len(self)
+        if index >= base:
+            return self._items[index - base]
+        if index < 0:
+            raise IndexError("WalLog index out of range")
+        return self._cold_get(index)
 
     def __iter__(self) -> Iterator[Envelope]:
-        return iter(self._items)
+        return self.iter_range(0, len(self))
+
+    def iter_range(self, start: int, stop: int) -> Iterator[Envelope]:
+        """Envelopes at positions ``start`` to ``stop - 1`` (clamped), cold ones read in blocks."""
+        stop = min(stop, len(self))
+        i = max(0, start)
+        while i < stop:
+            # Re-read base at every chunk: the log may be trimmed while a consumer is suspended.
+            base = self._base
+            if i < base:
+                block_no, offset = divmod(i, _COLD_BLOCK)
+                end = min(stop, base, (block_no + 1) * _COLD_BLOCK)
+                chunk = self._cold_block(block_no)[offset : offset + end - i]
+            else:
+                chunk = self._items[i - base : min(stop, i + _COLD_BLOCK) - base]
+            if not chunk:
+                return
+            i += len(chunk)
+            yield from chunk
+
+    def _cold_get(self, index: int) -> Envelope:
+        block_no, offset = divmod(index, _COLD_BLOCK)
+        return self._cold_block(block_no)[offset]
+
+    def _cold_block(self, block_no: int) -> list[Envelope]:
+        blocks = self._cold_blocks
+        block = blocks.get(block_no)
+        if block is not None:
+            blocks.move_to_end(block_no)
+            return block
+        start = block_no * _COLD_BLOCK
+        stop = min(start + _COLD_BLOCK, self._base)
+        assert self._cold is not None
+        block = self._cold(start, stop)
+        if len(block) != stop - start:
+            raise LookupError(
+                f"the WAL store returned {len(block)} envelopes for positions {start}..{stop - 1}"
+            )
+        blocks[block_no] = block
+        if len(blocks) > _COLD_BLOCKS:
+            blocks.popitem(last=False)
+        return block
 
     def __repr__(self) -> str:
-        return f"WalLog(<{len(self._items)} envelopes>)"
+        return f"WalLog(<{len(self)} envelopes, {len(self._items)} in memory>)"
 
     def prefix(self, end: int | None = None) -> WalSlice:
         """The first ``end`` envelopes (all when None) as a read-only slice; O(1), nothing is copied."""
-        n = len(self._items)
+        n = len(self)
         if end is None or end > n:
             end = n
         elif end < 0:
@@ -109,13 +263,13 @@ class WalLog(Sequence[Envelope]):
         return WalSlice(self, end)
 
     def index_of(self, envelope_id: str) -> int | None:
-        """Position of an envelope in the log, or None when it is not there."""
+        """Position of a resident envelope in the log, or None when it is not held in memory."""
         return self._index_by_id.get(envelope_id)
 
     def until(self, envelope_id: str) -> WalSlice:
-        """Everything strictly before ``envelope_id``; the whole log when the id is unknown."""
+        """Everything strictly before ``envelope_id``; the whole log when the id is not resident."""
         i = self._index_by_id.get(envelope_id)
-        return WalSlice(self, len(self._items) if i is None else i)
+        return WalSlice(self, len(self) if i is None else i)
 
     def visible_index(
         self, participant_id: str, render: Callable[[Envelope], str | None], end: int
@@ -131,8 +285,21 @@ class WalLog(Sequence[Envelope]):
         else:
             self._indexes.move_to_end(key)
         if idx.scanned < end:
-            idx.advance(self._items, end)
+            idx.advance(self, end)
         return idx
+
+    def rebuild_index(
+        self, participant_id: str, render: Callable[[Envelope], str | None], end: int
+    ) -> VisibleIndex:
+        """A fresh index for the pair, scanned from position 0 (when a window reaches forgotten ones)."""
+        self._indexes.pop((participant_id, render), None)
+        return self.visible_index(participant_id, render, end)
+
+
+def _approx_size(env: Envelope) -> int:
+    data = env.event_data
+    text = data.get("text") if isinstance(data, dict) else None
+    return 300 + (len(text) if isinstance(text, str) else 200)
 
 
 class WalSlice(Sequence[Envelope]):
@@ -168,22 +335,22 @@ class WalSlice(Sequence[Envelope]):
             start, stop, step = index.indices(self._end)
             if start == 0 and step == 1:
                 return WalSlice(self._log, max(stop, 0))
-            return self._log._items[: self._end][index]
+            if step == 1:
+                return list(self._log.iter_range(start, stop))
+            return [self._log[i] for i in range(start, stop, step)]
         if index < 0:
             index += self._end
         if not 0 <= index < self._end:
             raise IndexError("WalSlice index out of range")
-        return self._log._items[index]
+        return self._log[index]
 
     def __iter__(self) -> Iterator[Envelope]:
-        items = self._log._items
-        for i in range(self._end):
-            yield items[i]
+        return self._log.iter_range(0, self._end)
 
     def __reversed__(self) -> Iterator[Envelope]:
-        items = self._log._items
+        log = self._log
         for i in range(self._end - 1, -1, -1):
-            yield items[i]
+            yield log[i]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (WalSlice, list, tuple)):
@@ -199,13 +366,14 @@ class WalSlice(Sequence[Envelope]):
 def backing(wal: Iterable[Envelope]) -> tuple[Sequence[Envelope], int, WalLog | None]:
     """(indexable items, end, log-or-None) for any WAL argument a view may receive."""
     if isinstance(wal, WalSlice):
-        return wal.log._items, wal.end, wal.log
+        log = wal.log
+        return (log._items if log.base == 0 else log), wal.end, log
     if isinstance(wal, WalLog):
-        return wal._items, len(wal), wal
+        return (wal._items if wal.base == 0 else wal), len(wal), wal
     if isinstance(wal, Sequence):
         return wal, len(wal), None
     items = list(wal)
     return items, len(items), None
 
 
-__all__ = ["VisibleIndex", "WalLog", "WalSlice", "backing"]
+__all__ = ["ENVELOPE_OVERHEAD", "ColdReader", "VisibleIndex", "WalLog", "WalSlice", "backing"]

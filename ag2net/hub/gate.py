@@ -1,0 +1,69 @@
+"""Per-channel admission gates: one re-entrant lock per channel, never one for the whole hub.
+
+Everything that reads a channel's adapter state and changes it — validation, the durable append, the
+fold, dispatch, lifecycle transitions, loading the channel's WAL into the cache — runs inside the
+channel's gate, so adapter state, ``wal_count`` and the WAL always agree. The gate is re-entrant for
+the task holding it, because admitting one envelope may post another into the same channel (an ack
+that completes the handshake posts ``EV_CHANNEL_OPENED``; a fold that ends a conversation closes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+
+class ChannelGate:
+    """A re-entrant ``asyncio`` lock: the task holding it may enter again; others wait in FIFO order."""
+
+    __slots__ = ("_depth", "_lock", "_owner")
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[object] | None = None
+        self._depth = 0
+
+    @property
+    def busy(self) -> bool:
+        return self._owner is not None or self._lock.locked()
+
+    async def __aenter__(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and self._owner is task:
+            self._depth += 1
+            return
+        await self._lock.acquire()
+        self._owner = task
+        self._depth = 1
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+
+class ChannelGates:
+    """The gate of each channel, made on first use."""
+
+    __slots__ = ("_gates",)
+
+    def __init__(self) -> None:
+        self._gates: dict[str, ChannelGate] = {}
+
+    def __call__(self, channel_id: str) -> ChannelGate:
+        gate = self._gates.get(channel_id)
+        if gate is None:
+            gate = self._gates[channel_id] = ChannelGate()
+        return gate
+
+    def forget(self, channel_id: str) -> None:
+        """Drop an idle gate (a terminal channel's); a busy one stays until its holders are done."""
+        gate = self._gates.get(channel_id)
+        if gate is not None and not gate.busy:
+            del self._gates[channel_id]
+
+
+__all__ = ["ChannelGate", "ChannelGates"]
