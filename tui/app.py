@@ -402,7 +402,10 @@ class WorkbenchApp(App[None]):
 
     @work(exclusive=True, group="peers")
     async def _load_peers(self) -> None:
-        peers = await self.source.load_peers()
+        try:
+            peers = await self.source.load_peers()
+        except NetworkError:
+            return  # the link is down: the peers shown stay, and the reconnect loads them again
         if self._panes_alive():
             self.peers.set_peers(peers)
 
