@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,24 @@ class ParticipantClient:
 
     kind_label = "client"
 
+    #: Envelopes a channel's inbox keeps for a later ``wait_for_channel_event``; beyond it the oldest go
+    #: (counted in ``inbox_dropped``).
+    inbox_limit = 1000
+    #: Channel inboxes kept; beyond it the least recently used one that nobody is waiting on goes.
+    inbox_channels = 1000
+
     def __init__(self, *, passport: Passport, resume: Resume, rule: Rule, hub_client: HubClient) -> None:
         self._passport = passport
         self._resume = resume
         self._rule = rule
         self._hub_client = hub_client
         self._disconnected = False
-        self._inboxes: dict[str, asyncio.Queue[Envelope | None]] = {}
+        # Every received envelope is queued in its channel's inbox (created on demand, and by open() for
+        # the creator), so a waiter that starts late still sees what arrived before it.
+        self._inboxes: OrderedDict[str, asyncio.Queue[Envelope | None]] = OrderedDict()
+        self._waiting: dict[str, int] = {}
+        self._discarded: OrderedDict[str, None] = OrderedDict()
+        self.inbox_dropped = 0
 
     @property
     def passport(self) -> Passport:
@@ -114,26 +126,55 @@ class ParticipantClient:
             intent=intent,
             labels=labels,
         )
+        self.ensure_channel_inbox(md.channel_id)
         return Channel(metadata=md, client=self)
 
     def ensure_channel_inbox(self, channel_id: str) -> asyncio.Queue[Envelope | None]:
+        """The channel's inbox queue (created if missing; undoes an earlier ``discard_channel_inbox``)."""
+        self._discarded.pop(channel_id, None)
+        return self._inbox(channel_id)
+
+    def _inbox(self, channel_id: str) -> asyncio.Queue[Envelope | None]:
         queue = self._inboxes.get(channel_id)
-        if queue is None:
-            queue = self._inboxes[channel_id] = asyncio.Queue()
+        if queue is not None:
+            self._inboxes.move_to_end(channel_id)
+            return queue
+        queue = self._inboxes[channel_id] = asyncio.Queue()
+        excess = len(self._inboxes) - self.inbox_channels
+        for old in list(self._inboxes)[:-1]:
+            if excess <= 0:
+                break
+            if not self._waiting.get(old):
+                del self._inboxes[old]
+                excess -= 1
         return queue
 
     def discard_channel_inbox(self, channel_id: str) -> None:
+        """Drop the channel's inbox; envelopes arriving later are not queued until it is ensured again."""
         self._inboxes.pop(channel_id, None)
+        self._discarded[channel_id] = None
+        self._discarded.move_to_end(channel_id)
+        if len(self._discarded) > self.inbox_channels:
+            self._discarded.popitem(last=False)
 
     def _to_inbox(self, envelope: Envelope) -> None:
-        queue = self._inboxes.get(envelope.channel_id)
-        if queue is not None:
-            queue.put_nowait(envelope)
+        channel_id = envelope.channel_id
+        if channel_id in self._discarded:
+            return
+        queue = self._inbox(channel_id)
+        if queue.qsize() >= self.inbox_limit:
+            queue.get_nowait()
+            self.inbox_dropped += 1
+        queue.put_nowait(envelope)
 
     async def wait_for_channel_event(
         self, *, channel_id: str, predicate: Callable[[Envelope], bool], timeout: float = 300.0
     ) -> Envelope:
-        """The next envelope of ``channel_id`` matching ``predicate`` (others are consumed)."""
+        """The next envelope of ``channel_id`` matching ``predicate`` (others are consumed).
+
+        Envelopes that arrived before the call are in the inbox already, so a close or a fast reply
+        that came while the caller was busy is found.
+        """
         queue = self.ensure_channel_inbox(channel_id)
 
         async def wait() -> Envelope:
@@ -145,7 +186,15 @@ class ParticipantClient:
                 if predicate(env):
                     return env
 
-        return await asyncio.wait_for(wait(), timeout)
+        self._waiting[channel_id] = self._waiting.get(channel_id, 0) + 1
+        try:
+            return await asyncio.wait_for(wait(), timeout)
+        finally:
+            left = self._waiting[channel_id] - 1
+            if left:
+                self._waiting[channel_id] = left
+            else:
+                del self._waiting[channel_id]
 
     async def close_channel(self, channel_id: str, reason: str = "") -> Any:
         return await self._hub_client.close_channel(channel_id, reason=reason)

@@ -45,8 +45,20 @@ class HubClient:
     #: Whether default-handler turns of agents on this connection store a turn record (off: benchmarks).
     record_turns: bool = True
 
-    def __init__(self, link: Link, *, rpc_timeout: float = 30.0) -> None:
+    def __init__(self, link: Link | LocalLink, *, hub: Hub | None = None, rpc_timeout: float = 30.0) -> None:
+        """A client on ``link``: a ``LocalLink`` (shareable: this client takes its own connection from it
+        with ``link.client()``), a ``LocalLinkClient``, or a ``WsLink``. ``hub`` names the in-process hub
+        (ag2's signature); it must be the link's own hub when the link has one."""
+        if isinstance(link, LocalLink):
+            link = link.client()
+        link_hub = getattr(link, "hub", None)
+        if hub is not None and link_hub is not None and link_hub is not hub:
+            raise ValueError(
+                "HubClient(link, hub=...): hub is not the Hub this link connects to; pass the link's own hub "
+                "or leave hub out"
+            )
         self.link = link
+        self._hub = hub if hub is not None else link_hub
         self.rpc_timeout = rpc_timeout
         self._clients: dict[str, Any] = {}
         self._names: dict[str, str] = {}
@@ -86,8 +98,8 @@ class HubClient:
 
     @property
     def hub(self) -> Hub | None:
-        """The in-process ``Hub`` behind a local link (``None`` when remote)."""
-        return getattr(self.link, "hub", None)
+        """The in-process ``Hub`` (of a local link, or given as ``hub=``); ``None`` when remote."""
+        return self._hub
 
     @property
     def remote(self) -> bool:

@@ -2,6 +2,7 @@
 
 ``HubClient`` talks to the hub only through a link, by op name. The in-process link calls the hub
 directly (no serialisation, no queue hop); the WebSocket link carries the same ops as frames.
+``LocalLink(hub)`` is a factory: each ``HubClient`` built on it takes its own ``LocalLinkClient``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class Endpoint(Protocol):
     async def close(self) -> None: ...
 
 
-class LocalEndpoint:
-    """Hub-side end of an in-process link: notifications call the client's handler directly."""
+class LocalLinkEndpoint:
+    """Hub-side end of one in-process connection: notifications call that client's handler directly."""
 
     def __init__(self, on_notify: NotifyHandler) -> None:
         self.endpoint_id = make_id()
@@ -63,19 +64,33 @@ class LocalEndpoint:
         self.closed = True
 
 
-class LocalLink:
-    """An in-process link to a ``Hub`` object."""
+#: The name this class had before ``LocalLink`` became a factory (the hub's op table checks it).
+LocalEndpoint = LocalLinkEndpoint
+
+
+class LocalLinkClient:
+    """One in-process connection to a ``Hub``: its own endpoint, so its own deliveries and bindings.
+
+    Made by ``LocalLink.client()``; ``HubClient`` does that for you. One ``LocalLinkClient`` serves one
+    ``HubClient``: opening it for a second handler is refused, since the hub would deliver every
+    notification to the first one only.
+    """
 
     local = True
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self.endpoint: LocalEndpoint | None = None
+        self.endpoint: LocalLinkEndpoint | None = None
 
     async def open(self, on_notify: NotifyHandler) -> None:
         if self.endpoint is None:
-            self.endpoint = LocalEndpoint(on_notify)
+            self.endpoint = LocalLinkEndpoint(on_notify)
             self.hub.attach_endpoint(self.endpoint)
+        elif self.endpoint._on_notify != on_notify:
+            raise RuntimeError(
+                "this LocalLinkClient is already open for another HubClient; pass the LocalLink itself "
+                "(or a new link.client()) to each HubClient so each gets its own endpoint"
+            )
 
     @property
     def endpoint_id(self) -> str:
@@ -98,4 +113,33 @@ class LocalLink:
             await self.hub.detach_endpoint(endpoint)
 
 
-__all__ = ["Endpoint", "Link", "LocalEndpoint", "LocalLink", "NotifyHandler"]
+class LocalLink:
+    """An in-process link to a ``Hub``: a factory of connections, one per ``HubClient``.
+
+    ``link = LocalLink(hub)`` may be shared: every ``HubClient(link)`` calls ``link.client()`` and gets
+    its own ``LocalLinkClient`` (own endpoint, own deliveries; closing one leaves the others attached).
+    """
+
+    local = True
+
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+
+    @property
+    def hub(self) -> Hub:
+        return self._hub
+
+    def client(self) -> LocalLinkClient:
+        """A new connection to the hub (attached when its ``HubClient`` opens)."""
+        return LocalLinkClient(self._hub)
+
+
+__all__ = [
+    "Endpoint",
+    "Link",
+    "LocalEndpoint",
+    "LocalLink",
+    "LocalLinkClient",
+    "LocalLinkEndpoint",
+    "NotifyHandler",
+]
