@@ -1,20 +1,25 @@
 """SqliteStore: the durable Store on one SQLite file in WAL journal mode, with group-committed writes.
 
 Writes (every ``append``/``put_*``/``set_*``/``add_*``) go through one ordered writer on a plain
-``sqlite3`` connection; reads and background checkpoints go through ``aiosqlite``. Why the writes
-bypass aiosqlite: an append must be committed before it returns, so a one-at-a-time loop pays one
-commit per call, and an aiosqlite round trip (queue to its thread, wake the event loop back) costs
-more than the commit itself. The writer therefore runs its batch where it is cheapest:
+``sqlite3`` connection; reads and background checkpoints go through a second connection served by a
+reader thread (``_ReaderThread``). Why the writes bypass that thread: an append must be committed
+before it returns, so a one-at-a-time loop pays one commit per call, and a thread round trip (queue
+to the thread, wake the event loop back) costs more than the commit itself. The writer therefore runs its batch where it is cheapest:
 
 * ``writer="inline"`` (the default without ``fsync``): the first append of an event-loop iteration
   becomes the batch leader, yields once so every append issued in the same iteration joins, then runs
   one ``executemany`` + ``COMMIT`` on the loop thread and resolves the others' futures. With
   ``synchronous=NORMAL`` a commit is a ``write()`` into the OS page cache (microseconds, and enough to
   survive ``kill -9``); the slow part of WAL mode, checkpointing with its fsyncs, is switched off on
-  this connection and run in the background on the aiosqlite thread instead.
+  this connection and run in the background on the reader thread instead.
 * ``writer="thread"`` (the default with ``fsync=True``): a commit waits for an ``fsync``, which must not
   stall the event loop, so batches run on a dedicated writer thread. Appends issued while a batch is
   being committed queue up and form the next batch (group commit).
+
+Store threads never keep the process alive: the reader thread is a daemon (it only reads and runs
+checkpoints, which a crash interrupts safely), and the writer thread is an executor worker that exits
+at interpreter shutdown. A program that crashes before ``close()`` exits; acknowledged writes are
+committed already.
 
 Either way one writer orders all writes, so a channel's metadata row and its WAL rows land in call
 order, and each caller resumes only after the transaction holding its write has committed. Sequence
@@ -32,13 +37,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import aiosqlite
 
 from ag2net.ids import utc_now
 from ag2net.store.base import (
@@ -182,6 +187,95 @@ FROM heads WHERE channel_id IS NOT NULL
 
 _Op = tuple[int, tuple, asyncio.Future]
 
+
+def _settle(future: asyncio.Future, ok: bool, result: Any) -> None:
+    if future.cancelled():
+        return
+    if ok:
+        future.set_result(result)
+    else:
+        future.set_exception(result)
+
+
+class _ReaderThread:
+    """The store's read connection, served by one daemon thread (so it never blocks interpreter exit).
+
+    Calls are queued in order and answered on the caller's event loop. ``ValueError`` after close,
+    ``sqlite3.Error`` as raised by the query.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._jobs: queue.SimpleQueue[tuple[asyncio.Future, Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="ag2net-store-reader", daemon=True)
+
+    async def start(self) -> None:
+        self._thread.start()
+        try:
+            await self._call(self._connect)
+        except BaseException:
+            self._stop()
+            raise
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=5.0)
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            future, call = job
+            try:
+                ok, result = True, call()
+            except BaseException as exc:  # handed to the caller
+                ok, result = False, exc
+            try:
+                future.get_loop().call_soon_threadsafe(_settle, future, ok, result)
+            except RuntimeError:
+                pass  # the caller's loop is closed: nobody is waiting
+
+    async def _call(self, call: Callable[[], Any]) -> Any:
+        if self._closed:
+            raise ValueError("the store's reader is closed")
+        future = asyncio.get_running_loop().create_future()
+        self._jobs.put((future, call))
+        return await future
+
+    async def execute_fetchall(self, sql: str, params: tuple = ()) -> list:
+        return await self._call(lambda: self._require().execute(sql, params).fetchall())
+
+    def _require(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError("the store's reader is closed")
+        return self._conn
+
+    def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _stop(self) -> None:
+        self._closed = True
+        self._jobs.put(None)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            await self._call(self._close_conn)
+        finally:
+            self._stop()
+
+
 _WRITERS = ("auto", "inline", "thread")
 
 
@@ -218,7 +312,7 @@ class SqliteStore:
         self._checkpoint_bytes = checkpoint_bytes
         self._open_lock = asyncio.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._reader: _ReaderThread | None = None
         self._block_reader: sqlite3.Connection | None = None  # read_wal_block's, opened on first use
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -258,15 +352,10 @@ class SqliteStore:
                 return
             self._reset_writer_state()
             conn = await asyncio.to_thread(self._connect_writer)
+            reader = _ReaderThread(self.path)
             try:
-                reader = await aiosqlite.connect(self.path, isolation_level=None)
+                await reader.start()
             except sqlite3.Error as exc:
-                conn.close()
-                raise self._open_error(exc) from exc
-            try:
-                await reader.execute("PRAGMA busy_timeout = 5000")
-            except sqlite3.Error as exc:
-                await reader.close()
                 conn.close()
                 raise self._open_error(exc) from exc
             self._loop = asyncio.get_running_loop()
@@ -762,7 +851,7 @@ class SqliteStore:
                 elif self._pending and not self._kick_scheduled:
                     self._kick_thread()
 
-    # --- reads (aiosqlite) ---
+    # --- reads (the reader thread) ---
 
     async def _fetch(self, sql: str, params: tuple = ()) -> list:
         reader = self._reader
