@@ -386,3 +386,46 @@ async def test_observe_buffer_is_bounded_by_bytes(tmp_path):
                 break
     finally:
         await hub.close()
+
+
+# --- WalLog: a trimmed log reads back exactly what it gave up --------------------------------------
+
+participants = ["p0", "p1", "p2"]
+
+
+def _text(env):
+    return env.event_data["text"]
+
+
+envelope_specs = st.lists(
+    st.tuples(
+        st.sampled_from(participants),
+        st.one_of(st.none(), st.lists(st.sampled_from(participants), max_size=2)),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(specs=envelope_specs, keep=st.integers(0, 30), cut=st.integers(0, 130), recent_n=st.integers(1, 12))
+def test_trimmed_wal_log_projects_and_slices_like_the_whole_list(specs, keep, cut, recent_n):
+    from ag2net.views.builtin import window
+    from ag2net.views.wal import WalLog
+
+    envs = [
+        Envelope("c", sender, aud, EV_TEXT, {"text": f"t{i}"}, envelope_id=f"{i:032x}")
+        for i, (sender, aud) in enumerate(specs)
+    ]
+    log = WalLog(cold=lambda a, b: envs[a:b])
+    for i, env in enumerate(envs):
+        log.append(env)
+        if i % 17 == 16:
+            log.trim(keep)
+            window(log.prefix(), "p1", _text, recent_n)  # this index must survive the trims
+    log.trim(keep)
+    assert list(log) == envs and len(log) == len(envs)
+    end = min(cut, len(envs))
+    assert list(log.prefix(end)) == envs[:end]
+    assert log[cut % (len(envs) or 1) :] == envs[cut % (len(envs) or 1) :]
+    for pid in participants:
+        assert window(log.prefix(end), pid, _text, recent_n) == window(envs[:end], pid, _text, recent_n)
