@@ -226,7 +226,13 @@ def compare_params(
             continue
         mine = by_name.get(p["name"])
         if mine is None:
-            problems.append(f"{where}: parameter {p['name']!r} missing (ag2 {_fmt(theirs)})")
+            if p["kind"] != "POSITIONAL_ONLY" and any(q["kind"] == "VAR_KEYWORD" for q in ours):
+                # accepted at run time, but not part of the signature (help, IDEs, inspect see **kwargs)
+                problems.append(
+                    f"{where}: parameter {p['name']!r} only reaches **kwargs here (ag2 {_fmt(theirs)})"
+                )
+            else:
+                problems.append(f"{where}: parameter {p['name']!r} missing (ag2 {_fmt(theirs)})")
             continue
         if mine["kind"] not in ACCEPTS[p["kind"]]:
             problems.append(f"{where}: parameter {p['name']!r} is {mine['kind']}, ag2 {p['kind']}")
