@@ -249,10 +249,46 @@ def serve(
         bool, typer.Option(help="Allow the 'none' auth scheme on a non-loopback host (warns).")
     ] = False,
     fsync: Annotated[bool, typer.Option(help="fsync every commit (durable against power loss).")] = False,
+    public_directory: Annotated[
+        bool,
+        typer.Option(help="With --token: let connections that have not authenticated read the directory."),
+    ] = False,
+    legacy_identities: Annotated[
+        bool,
+        typer.Option(
+            help="With --token: admit ag2 1.2.1 clients, which cannot present an identity secret "
+            "(their identities are protected by the shared token only)."
+        ),
+    ] = False,
+    auth_timeout: Annotated[
+        float, typer.Option(help="With --token: seconds a connection has to authenticate.")
+    ] = 5.0,
+    send_timeout: Annotated[
+        float, typer.Option(help="Seconds a connection may take to accept one message before it is closed.")
+    ] = 10.0,
+    max_connections: Annotated[int, typer.Option(help="Connections the hub holds at most.")] = 2000,
+    max_connections_per_address: Annotated[
+        int, typer.Option(help="Connections one remote address may hold at most.")
+    ] = 256,
 ) -> None:
     """Serve a hub over WebSocket so agents in other processes (and the workbench) can attach."""
     if not 0 <= port <= 65535:
         fail(f"--port {port} is out of range; use 0-65535")
+    for option, value in (
+        ("--auth-timeout", auth_timeout),
+        ("--send-timeout", send_timeout),
+        ("--max-connections", max_connections),
+        ("--max-connections-per-address", max_connections_per_address),
+    ):
+        if not value > 0:
+            fail(f"{option} must be more than 0, got {value}")
+    if token is None:
+        for option, given in (
+            ("--public-directory", public_directory),
+            ("--legacy-identities", legacy_identities),
+        ):
+            if given:
+                fail(f"{option} applies to a server started with --token; add --token (or AG2NET_TOKEN)")
     try:
         path = check_paths(db, db is None)
         func = load_network(network) if network else None
@@ -277,6 +313,12 @@ def serve(
                         token=token,
                         operator_token=operator_token,
                         allow_unauthenticated=allow_unauthenticated,
+                        public_directory=public_directory,
+                        legacy_identities=legacy_identities,
+                        auth_timeout=auth_timeout,
+                        send_timeout=send_timeout,
+                        max_connections=max_connections,
+                        max_connections_per_address=max_connections_per_address,
                     )
                 except (OSError, ValueError) as exc:
                     raise UsageProblem(f"cannot serve on {host}:{port}: {exc}") from None

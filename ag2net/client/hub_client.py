@@ -81,17 +81,35 @@ class HubClient:
         operator_token: str | None = None,
         operator: bool | None = None,
         rpc_timeout: float = 30.0,
+        identity_secrets: Any = None,
         **link_kwargs: Any,
     ) -> HubClient:
-        """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use or ``open()``."""
+        """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use or ``open()``.
+
+        A server started with ``--token`` issues each identity registered through it a secret that later
+        attaches must present. ``identity_secrets`` says where they are kept, so re-attaching (another
+        run, the workbench) just works: ``None`` (default) the user's data folder
+        (``$XDG_DATA_HOME/ag2net/identity-secrets.json``, mode 0600), a path for another file, a
+        ``SecretFile``, or ``False`` for this process's memory only.
+        """
+        from ag2net.transport.secret_file import SecretFile
         from ag2net.transport.ws import WsLink
 
+        if identity_secrets is None:
+            secrets: SecretFile | None = SecretFile()
+        elif identity_secrets is False:
+            secrets = None
+        elif isinstance(identity_secrets, SecretFile):
+            secrets = identity_secrets
+        else:
+            secrets = SecretFile(identity_secrets)
         link = WsLink(
             url,
             token=token,
             operator_token=operator_token,
             operator=operator,
             rpc_timeout=rpc_timeout,
+            secrets=secrets,
             **link_kwargs,
         )
         return cls(link, rpc_timeout=rpc_timeout)

@@ -1,8 +1,11 @@
-"""Authentication schemes for identities: ``none`` and ``api_key`` (constant-time compare)."""
+"""Authentication schemes for identities (``none``, ``api_key``, constant-time compare), and the
+per-identity secrets a ``--token`` server issues so one token holder cannot take over another's name."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -75,4 +78,58 @@ class AuthRegistry:
         return scheme in self._adapters
 
 
-__all__ = ["ApiKeyAuth", "AuthAdapter", "AuthRegistry", "NoAuth"]
+SECRET_META_PREFIX = "identity_secret:"
+
+
+def secret_digest(secret: str) -> str:
+    """What is stored for a secret. One SHA-256 is enough: secrets are 256 random bits, not passwords,
+    so there is nothing to slow a guesser down for; the store never holds a usable credential."""
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class IdentitySecrets:
+    """Per-identity credentials, kept hashed in the store's meta table (``identity_secret:<agent_id>``).
+
+    ``issue`` makes a new secret for an identity and returns it: the only time it exists in clear.
+    ``digest`` is ``None`` for an identity that never got one (registered in-process, or before the
+    server asked for secrets). An unregistered identity's entry is emptied; ids are never reused.
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._digests: dict[str, str | None] = {}
+
+    async def digest(self, agent_id: str) -> str | None:
+        if agent_id not in self._digests:
+            value = await self.store.get_meta(SECRET_META_PREFIX + agent_id)
+            self._digests[agent_id] = value or None
+        return self._digests[agent_id]
+
+    async def issue(self, agent_id: str) -> str:
+        secret = secrets.token_urlsafe(32)
+        digest = secret_digest(secret)
+        await self.store.set_meta(SECRET_META_PREFIX + agent_id, digest)
+        self._digests[agent_id] = digest
+        return secret
+
+    async def matches(self, agent_id: str, presented: Any) -> bool:
+        digest = await self.digest(agent_id)
+        if digest is None or not isinstance(presented, str):
+            return False
+        return hmac.compare_digest(digest.encode(), secret_digest(presented).encode())
+
+    async def forget(self, agent_id: str) -> None:
+        if await self.digest(agent_id) is not None:
+            await self.store.set_meta(SECRET_META_PREFIX + agent_id, "")
+        self._digests.pop(agent_id, None)
+
+
+__all__ = [
+    "SECRET_META_PREFIX",
+    "ApiKeyAuth",
+    "AuthAdapter",
+    "AuthRegistry",
+    "IdentitySecrets",
+    "NoAuth",
+    "secret_digest",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -17,6 +18,10 @@ class HelloFrame:
     auth_claim: dict[str, Any] = field(default_factory=dict)
     since_envelope_id: str | None = None
     kind: ClassVar[str] = "hello"
+
+
+#: How deeply a frame may nest JSON objects and arrays (a request uses 4 levels before its data).
+MAX_JSON_DEPTH = 100
 
 
 @dataclass(slots=True)
@@ -51,6 +56,9 @@ class ResponseFrame:
     result: Any = None
     error_code: str = ""
     error_message: str = ""
+    #: Sent once, by a ``--token`` server, to the client that registered an identity and asked for it;
+    #: absent otherwise (ag2 1.2.1 clients never see the field).
+    identity_secret: str | None = None
     kind: ClassVar[str] = "response"
 
 
@@ -114,6 +122,8 @@ def encode_frame(frame: Any) -> dict[str, Any]:
         data: dict[str, Any] = {"envelope": frame.envelope.to_dict(), "recipient_id": frame.recipient_id}
     else:
         data = asdict(frame)
+        if isinstance(frame, ResponseFrame) and frame.identity_secret is None:
+            del data["identity_secret"]  # the ag2 1.2.1 shape, unless a secret is being handed over
     data["kind"] = frame.kind
     return data
 
@@ -172,6 +182,8 @@ def _check_fields(frame: Any) -> None:
     elif isinstance(frame, ResponseFrame):
         if not isinstance(frame.request_id, str) or not isinstance(frame.ok, bool):
             raise bad("request_id")
+        if frame.identity_secret is not None and not isinstance(frame.identity_secret, str):
+            raise bad("identity_secret")
     elif isinstance(frame, ErrorFrame):
         if not isinstance(frame.code, str) or not isinstance(frame.message, str):
             raise bad("code")
@@ -183,18 +195,97 @@ def frame_to_json(frame: Any) -> str:
     return json.dumps(encode_frame(frame), sort_keys=True)
 
 
-def frame_from_json(text: str | bytes) -> Any:
+_KEEP_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"} | {ord("{"): "[", ord("}"): "]"}
+_TOP_STRING_FIELD = re.compile(r'"(request_id|kind)"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*")')
+
+
+def nesting_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects deeper than ``limit``, found without parsing it
+    (a parser recurses once per level: a hostile message could exhaust the stack). Every step is a C-level
+    string operation; for text that is not JSON the answer does not matter (the parser refuses it)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the common case: too few brackets to be that deep
+    # Outside strings only: drop escape pairs, then every '"' delimits a string; keep the parts between.
+    structure = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
+    brackets = structure.translate(_KEEP_BRACKETS)  # depth does not depend on the bracket kind: all '[' ']'
+    deeper = "[" * (limit + 1)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        if deeper in brackets:
+            return True  # more than `limit` opened in a row
+        inner = brackets.replace("[]", "")  # each pass removes exactly the innermost level
+        if len(inner) == len(brackets):
+            return False  # unbalanced: not JSON, the parser says so
+        brackets = inner
+    return bool(brackets)
+
+
+class FrameTooDeep(ProtocolError):
+    """A frame nests deeper than ``MAX_JSON_DEPTH``: a ``protocol_error`` on the wire."""
+
+
+def nesting_error(limit: int = MAX_JSON_DEPTH) -> FrameTooDeep:
+    return FrameTooDeep(
+        f"frame nests JSON arrays/objects deeper than {limit} levels (the limit is {limit}); send flatter data"
+    )
+
+
+def top_level_fields(text: str) -> dict[str, str]:
+    """``kind`` and ``request_id`` of a frame that cannot be parsed whole (too deep): read from the
+    string fields at the top level of the outer object, so an error can still name its request."""
+    found: dict[str, str] = {}
+    for tried, match in enumerate(_TOP_STRING_FIELD.finditer(text)):
+        if tried >= 8:
+            break  # a frame puts these first; deep copies further in are not worth a scan each
+        name = match.group(1)
+        if name in found:
+            continue
+        parts = text[: match.start()].replace("\\\\", "").replace('\\"', "").split('"')
+        if len(parts) % 2 == 0:
+            continue  # the match starts inside a string
+        before = "".join(parts[::2])
+        if before.count("{") + before.count("[") - before.count("}") - before.count("]") != 1:
+            continue
+        try:
+            value = json.loads(match.group(2))
+        except ValueError:
+            continue
+        found[name] = value
+        if len(found) == 2:
+            break
+    return found
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON text to data; ``ProtocolError`` when it is not JSON or nests deeper than ``MAX_JSON_DEPTH``."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"frame is not valid JSON: not UTF-8 ({exc.reason})") from None
+    if not isinstance(text, str):
+        raise ProtocolError(f"frame is not valid JSON: a {type(text).__name__}")
+    if nesting_exceeds(text):
+        raise nesting_error()
     try:
-        data = json.loads(text)
+        return json.loads(text)
+    except RecursionError:
+        raise nesting_error() from None
     except (ValueError, TypeError) as exc:
         raise ProtocolError(f"frame is not valid JSON: {exc}") from None
-    return decode_frame(data)
+
+
+def frame_from_json(text: str | bytes) -> Any:
+    return decode_frame(parse_json(text))
 
 
 __all__ = [
     "FRAME_TYPES",
+    "MAX_JSON_DEPTH",
     "ErrorFrame",
     "Frame",
+    "FrameTooDeep",
     "HelloFrame",
     "NotifyFrame",
     "PingFrame",
@@ -207,4 +298,8 @@ __all__ = [
     "encode_frame",
     "frame_from_json",
     "frame_to_json",
+    "nesting_error",
+    "nesting_exceeds",
+    "parse_json",
+    "top_level_fields",
 ]

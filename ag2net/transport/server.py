@@ -16,7 +16,30 @@ Auth in one place (reference §7.3-7.4, plus ag2net's operator role):
   hello) and closes the connection with code 1008; frames read after it are not processed.
 * A malformed frame answers ``protocol_error`` (a ``ResponseFrame`` when it carried a usable
   ``request_id``, else an ``ErrorFrame``) and the connection stays open. A message larger than
-  ``max_message_bytes`` closes the connection with code 1009 (websockets' ``max_size``).
+  ``max_message_bytes`` closes the connection with code 1009 (websockets' ``max_size``); one nesting
+  arrays/objects deeper than ``MAX_JSON_DEPTH`` is a ``protocol_error`` that keeps its ``request_id``.
+
+On a server started with a ``token`` (SPEC decisions 21 and 23):
+
+* A connection authenticates by presenting the token: a ``hello`` with an empty name and
+  ``auth_claim={"token": ...}`` (what ``WsLink`` sends on connect), or any successful ``register``,
+  ``hello`` or ``bind`` of an identity, or the operator role. One that has not within ``auth_timeout``
+  seconds is closed (1008, ``auth_failed: ...``). Until then it may not read the directory
+  (``DIRECTORY_OPS``) unless the server was started with ``public_directory=True``.
+* Each identity registered over the wire gets its own secret, returned once in the response's
+  ``identity_secret`` field to a client that asked for it (``params.identity_secret: true``) and stored
+  hashed. A later ``hello``/``bind`` for that name must present it as ``auth_claim.secret``. A connection
+  that loses an identity this way is told (an ``access_denied`` error frame naming it) and, if it holds
+  nothing else, closed (1008, ``displaced: ...``). Without ``legacy_identities=True`` a registration that
+  does not ask for a secret (an ag2 1.2.1 client) is refused, and identities without a secret cannot be
+  attached over the wire; with it, they are admitted on the shared token alone.
+
+Every server bounds what one client can cost (decision 23): at most ``MAX_INFLIGHT_REQUESTS`` requests per
+connection are read and not yet answered, an answer counting until it is written; one message is written
+at a time, and a connection that does not take a message within ``send_timeout`` seconds is closed
+(1008); the keepalive ping's deadline covers writing it, so a peer that stops reading is timed out
+(1011); connections are limited in total and per remote address (HTTP 503 at the handshake); skill
+markdown and resumes are capped at ``MAX_SKILL_BYTES`` and ``MAX_RESUME_BYTES``.
 
 Requests of one connection run concurrently, each in its own task, so an invitee bound to the same
 connection as the channel's creator can ack while ``create_channel`` waits. ``observe``/``unobserve``
@@ -29,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import http
 import json
 import logging
 import os
@@ -41,15 +65,18 @@ from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
-from ag2net.hub.auth import ApiKeyAuth, AuthRegistry
+from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
 from ag2net.hub.ops import to_wire
 from ag2net.ids import make_id
 from ag2net.tasks import TASK_ID_RE
 from ag2net.transport.frames import (
+    MAX_JSON_DEPTH,
     ErrorFrame,
+    FrameTooDeep,
     HelloFrame,
     PingFrame,
     ReceiptFrame,
@@ -58,6 +85,9 @@ from ag2net.transport.frames import (
     WelcomeFrame,
     decode_frame,
     encode_frame,
+    nesting_error,
+    parse_json,
+    top_level_fields,
 )
 
 if TYPE_CHECKING:
@@ -69,7 +99,18 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 OPERATOR_SCHEME = "operator"
 OBSERVED_KIND = "observed"
 CLOSE_AUTH_FAILED = 1008
+CLOSE_POLICY = 1008
+CLOSE_INTERNAL = 1011
 MAX_INFLIGHT_REQUESTS = 256
+#: Limits on what one identity may store through the wire (SPEC decision 23).
+MAX_SKILL_BYTES = 1024 * 1024
+MAX_RESUME_BYTES = 256 * 1024
+DEFAULT_AUTH_TIMEOUT = 5.0
+DEFAULT_SEND_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 2000
+DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256
+CLOSE_GRACE = 1.0  # seconds a closing handshake may take before the socket is dropped
+FAIR_SHARE = 0.002  # seconds one connection's reader may keep the event loop before it yields
 
 # Per-op wire authorisation (reference §7.4). Every op of the hub's table must appear in exactly one
 # of these; a test keeps them in step. Ops missing here are refused to non-operators.
@@ -132,6 +173,21 @@ SPECIAL_OPS = frozenset(
     }
 )
 CONNECTION_OPS = frozenset({"observe", "unobserve"})
+# Open ops that read the directory: refused to unauthenticated connections on a token server unless the
+# operator opted in (public_directory). find_agent_id and adapter_types stay open: a client looks a name
+# up before it registers or attaches.
+DIRECTORY_OPS = frozenset(
+    {
+        "list_agents",
+        "get_agent",
+        "get_skill",
+        "get_skill_info",
+        "get_resume",
+        "get_rule",
+        "names_for",
+        "health",
+    }
+)
 MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
 
 
@@ -198,6 +254,57 @@ def _token_matches(claim: Any, expected: str) -> bool:
     return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
 
 
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_sizes(op: str, params: dict[str, Any]) -> None:
+    """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
+    if op in ("register", "set_skill"):
+        skill_md = params.get("skill_md")
+        if isinstance(skill_md, str) and _utf8_size(skill_md) > MAX_SKILL_BYTES:
+            raise ProtocolError(
+                f"params.skill_md is {_utf8_size(skill_md):,} bytes; the limit is {MAX_SKILL_BYTES:,} bytes "
+                "(1 MiB): shorten the skill card"
+            )
+    if op in ("register", "set_resume"):
+        resume = params.get("resume")
+        if resume is not None:
+            data = resume.to_dict() if hasattr(resume, "to_dict") else resume
+            try:
+                size = _utf8_size(json.dumps(data, ensure_ascii=False, default=str))
+            except (TypeError, ValueError, RecursionError):
+                raise ProtocolError("params.resume must be a JSON resume object") from None
+            if size > MAX_RESUME_BYTES:
+                raise ProtocolError(
+                    f"params.resume is {size:,} bytes as JSON; the limit is {MAX_RESUME_BYTES:,} bytes "
+                    "(256 KiB): shorten its summary, capabilities and examples"
+                )
+
+
+def _address_of(connection: Any) -> str:
+    remote = connection.remote_address
+    if isinstance(remote, tuple) and remote:
+        return str(remote[0])
+    return str(remote)
+
+
+def _agent_id_of(result: Any) -> Any:
+    if isinstance(result, dict):
+        return result.get("agent_id")
+    return getattr(result, "agent_id", None)
+
+
+def _as_text(message: str | bytes) -> str:
+    return message if isinstance(message, str) else bytes(message).decode("utf-8", "replace")
+
+
+def _close_reason(text: str) -> str:
+    """A close reason fits in 123 bytes of UTF-8."""
+    data = text.encode("utf-8")[:120]
+    return data.decode("utf-8", "ignore")
+
+
 class _ReplaySink:
     """What ``hub.replay`` writes to: sends straight to the socket while live deliveries are held."""
 
@@ -228,6 +335,13 @@ class WsEndpoint:
         self._held: dict[str, list[Envelope]] = {}
         self._replaying: dict[str, int] = {}
         self._inflight = asyncio.Semaphore(MAX_INFLIGHT_REQUESTS)
+        # One message is written at a time: what waits is an answer's Python objects, not its encoded
+        # copy, and the socket buffer holds at most one message beyond websockets' write limit.
+        self._output = asyncio.Lock()
+        self.opened_at = asyncio.get_running_loop().time()
+        self.authenticated = False
+        self.writing_since: float | None = None  # when the message being written started (watchdog)
+        self._shutting = False
 
     # ------------------------------------------------------------------ hub-facing endpoint
 
@@ -247,13 +361,19 @@ class WsEndpoint:
         for task in list(self._observers.values()):
             task.cancel()
         self._observers.clear()
-        with contextlib.suppress(Exception):
-            await self.ws.close()
+        await self.shut(1000, "")  # bounded: a peer that stopped reading does not hold the hub's shutdown
 
     async def authorize(self, hub: Hub, op: str, params: dict[str, Any]) -> None:
         """Refuse ``op`` unless this connection may run it (reference §7.4); may narrow ``params``."""
         _check_task_id(params.get("task_id"))
+        _check_sizes(op, params)
         if op in OPEN_OPS:
+            if op in DIRECTORY_OPS and not self._may_read_directory():
+                raise AccessDeniedError(
+                    f"{op!r} reads the directory, which this server shows only to authenticated connections; "
+                    "connect with the server's token (HubClient.connect(url, token=...)) or ask its operator "
+                    "for --public-directory"
+                )
             return
         if op in AGENT_OPS:
             name, operator_ok = AGENT_OPS[op]
@@ -274,6 +394,10 @@ class WsEndpoint:
             raise AccessDeniedError(f"op {op!r} is not available over this connection")
 
     # ------------------------------------------------------------------ rules
+
+    def _may_read_directory(self) -> bool:
+        server = self.server
+        return server.token is None or server.public_directory or self.authenticated or self.operator
 
     def _is_bound(self, agent_id: Any) -> bool:
         return isinstance(agent_id, str) and agent_id in self.bound
@@ -330,6 +454,16 @@ class WsEndpoint:
             raise AuthError(
                 "this server requires authentication; register with the 'api_key' scheme "
                 "(HubClient.connect(url, token=...))"
+            )
+        if (
+            self.server.secrets is not None
+            and not self.server.legacy_identities
+            and params.get("_identity_secret") is not True
+        ):
+            raise AuthError(
+                "this server gives every identity its own secret, and this client did not ask for one "
+                "(ag2 1.2.1 clients cannot); register with ag2net's HubClient.connect(url, token=...), or ask "
+                "the operator to start the server with --legacy-identities"
             )
 
     async def _authorize_bind(self, params: dict[str, Any]) -> None:
@@ -472,7 +606,17 @@ class WsEndpoint:
     # ------------------------------------------------------------------ socket side
 
     async def _send(self, data: dict[str, Any]) -> None:
-        await self.ws.send(dumps(data))
+        async with self._output:
+            await self._write(dumps(data))
+
+    async def _write(self, text: str) -> None:
+        """Write one message; the caller holds ``_output``. The watchdog closes the connection when a
+        write is not taken within the server's ``send_timeout``."""
+        self.writing_since = asyncio.get_running_loop().time()
+        try:
+            await self.ws.send(text)
+        finally:
+            self.writing_since = None
 
     async def _send_frame(self, frame: Any) -> None:
         await self._send(encode_frame(frame))
@@ -488,6 +632,8 @@ class WsEndpoint:
 
     async def run(self) -> None:
         """Read frames until the connection ends."""
+        clock = asyncio.get_running_loop().time
+        turn_began = clock()
         try:
             async for message in self.ws:
                 if self._refused:
@@ -499,26 +645,32 @@ class WsEndpoint:
                 except Exception as exc:  # one bad frame never ends the connection
                     log.exception("frame handling failed on connection %s", self.endpoint_id)
                     await self._send_frame(ErrorFrame("error", str(exc) or type(exc).__name__))
+                if clock() - turn_began > FAIR_SHARE:
+                    # Buffered messages are read without a pause: let other connections have the loop.
+                    await asyncio.sleep(0)
+                    turn_began = clock()
         except ConnectionClosed:
             pass
 
     async def _on_message(self, message: str | bytes) -> None:
         try:
-            data = json.loads(message)
-        except (ValueError, TypeError) as exc:
-            await self._protocol_error(f"frame is not valid JSON: {exc}")
+            data = parse_json(message)
+        except FrameTooDeep as exc:
+            await self._answer_malformed(top_level_fields(_as_text(message)), exc)
+            return
+        except ProtocolError as exc:
+            await self._protocol_error(str(exc))
             return
         try:
             frame = decode_frame(data)
+        except RecursionError:
+            await self._answer_malformed(data, nesting_error())
+            return
         except (ProtocolError, ValueError, TypeError) as exc:
-            request_id = data.get("request_id") if isinstance(data, dict) else None
-            if isinstance(data, dict) and data.get("kind") == "request" and isinstance(request_id, str):
-                await self._respond_error(request_id, "protocol_error", str(exc))
-            else:
-                await self._protocol_error(str(exc))
+            await self._answer_malformed(data, exc)
             return
         if isinstance(frame, RequestFrame):
-            await self._inflight.acquire()
+            await self._inflight.acquire()  # released once the answer is written (or cannot be)
             self._spawn(self._request(frame))
         elif isinstance(frame, ReceiptFrame):
             self.hub.handle_receipt(
@@ -530,6 +682,14 @@ class WsEndpoint:
             await self._send({"kind": "pong"})
         else:
             await self._protocol_error(f"a client does not send {frame.kind} frames")
+
+    async def _answer_malformed(self, data: Any, exc: Exception) -> None:
+        """A frame that could not be decoded: answered to its request when it names one."""
+        request_id = data.get("request_id") if isinstance(data, dict) else None
+        if isinstance(data, dict) and data.get("kind") == "request" and isinstance(request_id, str):
+            await self._respond_error(request_id, "protocol_error", str(exc))
+        else:
+            await self._protocol_error(str(exc))
 
     async def _protocol_error(self, message: str) -> None:
         with contextlib.suppress(ConnectionClosed):
@@ -545,8 +705,48 @@ class WsEndpoint:
             return
         self._refused = True
         log.warning("connection %s refused: %s", self.endpoint_id, message)
-        with contextlib.suppress(Exception):
-            await self.ws.close(CLOSE_AUTH_FAILED, f"auth_failed: {message}"[:120])
+        await self.shut(CLOSE_AUTH_FAILED, f"auth_failed: {message}")
+
+    async def shut(self, code: int, reason: str) -> None:
+        """Close with ``code`` and ``reason``; a peer that does not take the close frame within
+        ``CLOSE_GRACE`` seconds (it stopped reading) has its socket dropped, buffered output with it."""
+        if self._shutting:
+            return
+        self._shutting = True
+        try:
+            async with asyncio.timeout(CLOSE_GRACE):
+                await self.ws.close(code, _close_reason(reason))
+        except TimeoutError:
+            log.warning("connection %s did not take its close frame; dropped", self.endpoint_id)
+        except Exception:
+            pass
+        finally:
+            transport = self.ws.transport
+            if transport is not None and self.ws.state is not State.CLOSED:
+                transport.abort()
+
+    def kill(self, code: int, reason: str) -> None:
+        """Close from outside the connection's own tasks (watchdog, keepalive, displacement)."""
+        if not self._shutting:
+            log.warning("closing connection %s: %s", self.endpoint_id, reason)
+            self._spawn(self.shut(code, reason))
+
+    async def keepalive(self, interval: float, timeout: float) -> None:
+        """Ping every ``interval`` seconds; the deadline covers writing the ping as well as the pong, so a
+        peer that stopped reading (its buffer full of our replies) is timed out like a silent one."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                async with asyncio.timeout(timeout):
+                    pong = await self.ws.ping()
+                    await pong
+            except TimeoutError:
+                self.kill(CLOSE_INTERNAL, f"keepalive ping timeout: no pong within {timeout:g} s")
+                return
+            except (ConnectionClosed, asyncio.CancelledError):
+                return
+            except Exception:
+                return
 
     async def _hello(self, frame: HelloFrame) -> None:
         try:
@@ -557,6 +757,16 @@ class WsEndpoint:
                     await self._send_frame(ErrorFrame("access_denied", str(exc)))
                     return
                 self.operator = True
+                self.authenticated = True
+                await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+                return
+            if frame.name == "" and self.server.token is not None:
+                # The connection proves it holds the server's token, binding nothing (WsLink on connect).
+                if not _token_matches(frame.auth_claim, self.server.token):
+                    raise AuthError(
+                        "token mismatch: this server's token is not the one given (token=..., --token)"
+                    )
+                self.authenticated = True
                 await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
                 return
             agent_id = self.hub.find_agent_id(frame.name)
@@ -583,10 +793,29 @@ class WsEndpoint:
             # Nothing is awaited between the bind above and this line: no live delivery can slip in.
             self._held.setdefault(agent_id, [])
             self._replaying[agent_id] = self._replaying.get(agent_id, 0) + 1
+        self.authenticated = True
         self.server.claimed(self, agent_id)
         await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
         if frame.since_envelope_id is not None:
             self._spawn(self._replay(agent_id, frame.since_envelope_id))
+
+    def displaced(self, agent_id: str) -> None:
+        """Another connection attached ``agent_id`` with its credentials: say so, and close this one when
+        it holds nothing else."""
+        name = self.hub.name_for(agent_id)
+        message = (
+            f"identity '{name}' ({agent_id}) was attached by another connection presenting its credentials; "
+            "this connection no longer receives its deliveries"
+        )
+        alone = not self.bound and not self.operator
+
+        async def tell() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                await self._send_frame(ErrorFrame("access_denied", message))
+            if alone and not self.bound:
+                await self.shut(CLOSE_POLICY, f"displaced: '{name}' was attached by another connection")
+
+        self._spawn(tell())
 
     async def _replay(self, agent_id: str, since: str) -> None:
         sink = _ReplaySink(self)
@@ -621,70 +850,112 @@ class WsEndpoint:
 
     async def _request(self, frame: RequestFrame) -> None:
         try:
-            result = await self._run_request(frame)
-        except AuthError as exc:
-            await self._respond_error(frame.request_id, exc.code, str(exc))
-            await self._refuse(str(exc))
-            return
-        except NetworkError as exc:
-            await self._respond_error(frame.request_id, exc.code, str(exc))
-            return
-        except KeyError as exc:
-            await self._respond_error(
-                frame.request_id, "protocol_error", f"{frame.op} failed: missing {exc.args[0]!r}"
-            )
-            return
-        except (TypeError, ValueError) as exc:
-            await self._respond_error(frame.request_id, "protocol_error", f"{frame.op}: bad params: {exc}")
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.exception("op %s failed", frame.op)
-            await self._respond_error(frame.request_id, "error", str(exc) or type(exc).__name__)
-            return
-        finally:
-            self._inflight.release()
-        try:
-            text = dumps(
-                {
-                    "kind": "response",
-                    "request_id": frame.request_id,
-                    "ok": True,
-                    "result": result,
-                    "error_code": "",
-                    "error_message": "",
-                }
-            )
-        except (TypeError, ValueError) as exc:
-            log.exception("result of op %s is not JSON", frame.op)
-            await self._respond_error(
-                frame.request_id, "error", f"{frame.op} result is not JSON-serialisable: {exc}"
-            )
-            return
-        try:
+            try:
+                result, secret = await self._run_request(frame)
+            except AuthError as exc:
+                await self._respond_error(frame.request_id, exc.code, str(exc))
+                await self._refuse(str(exc))
+                return
+            except NetworkError as exc:
+                await self._respond_error(frame.request_id, exc.code, str(exc))
+                return
+            except KeyError as exc:
+                await self._respond_error(
+                    frame.request_id, "protocol_error", f"{frame.op} failed: missing {exc.args[0]!r}"
+                )
+                return
+            except RecursionError:
+                await self._respond_error(frame.request_id, "protocol_error", str(nesting_error()))
+                return
+            except (TypeError, ValueError) as exc:
+                await self._respond_error(
+                    frame.request_id, "protocol_error", f"{frame.op}: bad params: {exc}"
+                )
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("op %s failed", frame.op)
+                await self._respond_error(frame.request_id, "error", str(exc) or type(exc).__name__)
+                return
             with contextlib.suppress(ConnectionClosed):
-                await self.ws.send(text)
+                await self._respond(frame, result, secret)
         finally:
+            # The slot is held until the answer is written: answers a peer does not read count against
+            # its in-flight limit, so its reader stops and its requests wait in its own socket.
+            self._inflight.release()
             gate = self._gates.pop(frame.request_id, None)
             if gate is not None:
                 gate.set()
 
-    async def _run_request(self, frame: RequestFrame) -> Any:
-        if frame.op in CONNECTION_OPS:
-            return await self._connection_op(frame.request_id, frame.op, frame.params)
-        result = await self.hub.handle_op(self, frame.op, frame.params)
-        result = encode_result(self.narrow(frame.op, frame.params, result))
-        self._after(frame.op, frame.params, result)
-        return result
+    async def _respond(self, frame: RequestFrame, result: Any, secret: str | None) -> None:
+        async with self._output:
+            if self.ws.state is not State.OPEN:
+                return  # nobody to answer: skip the encoding
+            data: dict[str, Any] = {
+                "kind": "response",
+                "request_id": frame.request_id,
+                "ok": True,
+                "result": None,
+                "error_code": "",
+                "error_message": "",
+            }
+            if secret is not None:
+                data["identity_secret"] = secret
+            try:
+                # Encoded only now, holding the writer: queued answers stay references to hub objects.
+                data["result"] = encode_result(result)
+                text = dumps(data)
+            except (TypeError, ValueError, RecursionError) as exc:
+                log.exception("result of op %s is not JSON", frame.op)
+                text = dumps(
+                    encode_frame(
+                        ResponseFrame(
+                            frame.request_id,
+                            False,
+                            None,
+                            "error",
+                            f"{frame.op} result is not JSON-serialisable: {exc}",
+                        )
+                    )
+                )
+            await self._write(text)
 
-    def _after(self, op: str, params: dict[str, Any], result: Any) -> None:
-        if op in ("register", "bind") and isinstance(result, dict):
-            agent_id = result.get("agent_id")
+    async def _run_request(self, frame: RequestFrame) -> tuple[Any, str | None]:
+        if frame.op in CONNECTION_OPS:
+            return await self._connection_op(frame.request_id, frame.op, frame.params), None
+        params = frame.params
+        if frame.op == "register":
+            params["_identity_secret"] = params.pop("identity_secret", None) is True
+        result = await self.hub.handle_op(self, frame.op, params)
+        result = self.narrow(frame.op, params, result)
+        secret = await self._after(frame.op, params, result)
+        return result, secret
+
+    async def _after(self, op: str, params: dict[str, Any], result: Any) -> str | None:
+        """Bookkeeping once an op succeeded; returns the identity secret a registration was issued."""
+        if op in ("register", "bind"):
+            self.authenticated = True
+            agent_id = _agent_id_of(result)
+            secrets = self.server.secrets
+            secret = None
+            if (
+                op == "register"
+                and isinstance(agent_id, str)
+                and secrets is not None
+                and params.get("_identity_secret") is True
+                and getattr(result, "kind", None) != "remote_agent"
+            ):
+                secret = await secrets.issue(agent_id)
             if isinstance(agent_id, str) and agent_id in self.bound:
                 self.server.claimed(self, agent_id)
-        elif op in ("unregister", "unbind"):
+            return secret
+        if op in ("unregister", "unbind"):
             self.bound.discard(params.get("agent_id"))
+            agent_id = params.get("agent_id")
+            if op == "unregister" and self.server.secrets is not None and isinstance(agent_id, str):
+                await self.server.secrets.forget(agent_id)
+        return None
 
     # ------------------------------------------------------------------ observe
 
@@ -748,16 +1019,37 @@ class WsServer:
         operator_token: str | None,
         open_mode: bool,
         tls: bool = False,
+        public_directory: bool = False,
+        legacy_identities: bool = False,
+        auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
     ) -> None:
         self.hub = hub
         self.token = token
         self.operator_token = operator_token
         self.open_mode = open_mode
         self.tls = tls
+        self.public_directory = public_directory
+        self.legacy_identities = legacy_identities
+        self.auth_timeout = auth_timeout
+        self.send_timeout = send_timeout
+        self.max_connections = max_connections
+        self.max_connections_per_address = max_connections_per_address
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        # Identity secrets exist on token servers only: without a token every local client is trusted.
+        self.secrets = IdentitySecrets(hub.store) if token is not None else None
         self.endpoints: dict[str, WsEndpoint] = {}
         self.incarnation = _incarnation_of(hub.observe_log)
         self.server: Server | None = None
         self._replay_locks: dict[str, asyncio.Lock] = {}
+        self._connections = 0
+        self._per_address: dict[str, int] = {}
+        self.refused_connections = 0
 
     @property
     def sockets(self) -> Any:
@@ -811,16 +1103,101 @@ class WsServer:
                 )
             return
         if registered == "none":
-            if self.open_mode or (self.token is not None and _token_matches(claim, self.token)):
+            if not (self.open_mode or (self.token is not None and _token_matches(claim, self.token))):
+                raise AuthError(
+                    f"'{passport.name}' has no credential on this hub and this server requires one"
+                )
+        else:
+            await self.hub.auth.get(registered).validate(passport, claim)
+        if self.secrets is not None:
+            await self._check_secret(passport, claim)
+
+    async def _check_secret(self, passport: Any, claim: dict[str, Any]) -> None:
+        """On a token server the shared token is not enough to take a name: its own secret is."""
+        secrets = self.secrets
+        assert secrets is not None
+        if await secrets.digest(passport.agent_id) is None:
+            if self.legacy_identities:
                 return
-            raise AuthError(f"'{passport.name}' has no credential on this hub and this server requires one")
-        await self.hub.auth.get(registered).validate(passport, claim)
+            raise AccessDeniedError(
+                f"'{passport.name}' has no identity secret on this server (it was registered in-process, or "
+                "before the server issued secrets), so it cannot be attached over the wire; register another "
+                "name, or ask the operator to start the server with --legacy-identities"
+            )
+        if "secret" not in claim:
+            raise AuthError(
+                f"'{passport.name}' is protected by its identity secret on this server; present it as "
+                "auth_claim.secret (HubClient.connect keeps it in the user's data folder)"
+            )
+        if not await secrets.matches(passport.agent_id, claim.get("secret")):
+            raise AuthError(f"identity secret mismatch for '{passport.name}'")
 
     def claimed(self, endpoint: WsEndpoint, agent_id: str) -> None:
-        """``agent_id`` moved to ``endpoint``: other connections lose their rights over it."""
+        """``agent_id`` moved to ``endpoint``: other connections lose their rights over it (and, on a
+        token server, are told why)."""
         for other in self.endpoints.values():
-            if other is not endpoint:
+            if other is not endpoint and agent_id in other.bound:
                 other.bound.discard(agent_id)
+                if self.secrets is not None:
+                    other.displaced(agent_id)
+
+    # ------------------------------------------------------------------ limits
+
+    def admit(self, connection: ServerConnection, request: Any) -> Any:
+        """websockets' ``process_request``: refuse the handshake (HTTP 503) over the connection limits."""
+        address = _address_of(connection)
+        if self._connections >= self.max_connections:
+            self.refused_connections += 1
+            return connection.respond(
+                http.HTTPStatus.SERVICE_UNAVAILABLE,
+                f"this hub holds its limit of {self.max_connections} connections; try again later "
+                "(the operator can raise --max-connections)\n",
+            )
+        if self._per_address.get(address, 0) >= self.max_connections_per_address:
+            self.refused_connections += 1
+            return connection.respond(
+                http.HTTPStatus.SERVICE_UNAVAILABLE,
+                f"{address} already holds {self.max_connections_per_address} connections to this hub, its "
+                "limit per address; close some (the operator can raise --max-connections-per-address)\n",
+            )
+        self._connections += 1
+        self._per_address[address] = self._per_address.get(address, 0) + 1
+        connection.connection_lost_waiter.add_done_callback(lambda _: self._release(address))
+        return None
+
+    def _release(self, address: str) -> None:
+        self._connections -= 1
+        left = self._per_address.get(address, 0) - 1
+        if left > 0:
+            self._per_address[address] = left
+        else:
+            self._per_address.pop(address, None)
+
+    async def watchdog(self) -> None:
+        """Close connections that do not take their messages within ``send_timeout`` seconds and, on a
+        token server, connections still unauthenticated after ``auth_timeout`` seconds."""
+        tick = max(0.05, min(0.5, self.send_timeout / 4, self.auth_timeout / 4))
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            for endpoint in list(self.endpoints.values()):
+                since = endpoint.writing_since
+                if since is not None and now - since > self.send_timeout:
+                    endpoint.kill(
+                        CLOSE_POLICY,
+                        f"send timeout: a message was not taken within {self.send_timeout:g} s; read your replies",
+                    )
+                elif (
+                    self.token is not None
+                    and not endpoint.authenticated
+                    and now - endpoint.opened_at > self.auth_timeout
+                ):
+                    endpoint.kill(
+                        CLOSE_AUTH_FAILED,
+                        f"auth_failed: not authenticated within {self.auth_timeout:g} s; "
+                        "send a hello with the server's token first",
+                    )
 
     @asynccontextmanager
     async def replay_lock(self, endpoint: WsEndpoint) -> AsyncIterator[None]:
@@ -832,9 +1209,14 @@ class WsServer:
         endpoint = WsEndpoint(self, ws)
         self.endpoints[endpoint.endpoint_id] = endpoint
         self.hub.attach_endpoint(endpoint)
+        keepalive = None
+        if self.ping_interval is not None and self.ping_timeout is not None:
+            keepalive = endpoint._spawn(endpoint.keepalive(self.ping_interval, self.ping_timeout))
         try:
             await endpoint.run()
         finally:
+            if keepalive is not None:
+                keepalive.cancel()
             self.endpoints.pop(endpoint.endpoint_id, None)
             self._replay_locks.pop(endpoint.endpoint_id, None)
             for task in list(endpoint._observers.values()):
@@ -860,14 +1242,38 @@ async def serve_ws(
     token: str | None = None,
     max_message_bytes: int = 2 * 1024 * 1024,
     compression: str | None = None,
+    public_directory: bool = False,
+    legacy_identities: bool = False,
+    auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
+    send_timeout: float = DEFAULT_SEND_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
 ) -> AsyncIterator[WsServer]:
     """Serve ``hub`` on ``ws://host:port`` (port 0 picks one: read ``server.port``) until the block exits.
 
     ``token`` is a shared ``api_key`` that every identity registering or attaching over this server must
-    present (``HubClient.connect(url, token=...)``); ``operator_token`` grants the operator role.
+    present (``HubClient.connect(url, token=...)``); on such a server each identity also gets its own
+    secret (``legacy_identities=True`` admits ag2 1.2.1 clients, which cannot present one), connections
+    must authenticate within ``auth_timeout`` seconds, and only authenticated ones read the directory
+    unless ``public_directory=True``. ``operator_token`` grants the operator role.
+    ``send_timeout``: seconds a connection may take to accept one message before it is closed.
+    ``max_connections`` / ``max_connections_per_address``: handshakes beyond them get HTTP 503.
     ``compression="deflate"`` enables permessage-deflate (off by default: on loopback and LANs it costs
     more CPU than the bytes it saves).
     """
+    for name, value in (
+        ("auth_timeout", auth_timeout),
+        ("send_timeout", send_timeout),
+        ("max_connections", max_connections),
+        ("max_connections_per_address", max_connections_per_address),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"serve_ws {name} must be a positive number, got {value!r}")
+    if token is None and (legacy_identities or public_directory):
+        raise ValueError(
+            "serve_ws legacy_identities and public_directory apply to a server with a token; "
+            "without one every identity and the directory are already open to local clients"
+        )
     original_auth = hub.auth
     if token is not None:
         if not token:
@@ -899,7 +1305,19 @@ async def serve_ws(
             "serve_ws on %r accepts the 'none' auth scheme from any host (allow_unauthenticated=True)", host
         )
     state = WsServer(
-        hub, token=token, operator_token=operator_token, open_mode=open_mode, tls=ssl_context is not None
+        hub,
+        token=token,
+        operator_token=operator_token,
+        open_mode=open_mode,
+        tls=ssl_context is not None,
+        public_directory=public_directory,
+        legacy_identities=legacy_identities,
+        auth_timeout=auth_timeout,
+        send_timeout=send_timeout,
+        max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address,
+        ping_interval=ping_interval,
+        ping_timeout=ping_timeout,
     )
     try:
         async with serve(
@@ -907,16 +1325,22 @@ async def serve_ws(
             host,
             port,
             ssl=ssl_context,
-            ping_interval=ping_interval,
-            ping_timeout=ping_timeout,
+            process_request=state.admit,
+            ping_interval=None,  # our keepalive: its deadline covers writing the ping (see WsEndpoint)
             max_size=max_message_bytes,
             max_queue=64,
             compression=compression,
         ) as server:
             state.server = server
+            watchdog = asyncio.get_running_loop().create_task(state.watchdog())
             try:
                 yield state
             finally:
+                watchdog.cancel()
+                # Stop listening first: a client that reconnects at once must not reach this server again.
+                listener = getattr(server, "server", None)
+                if listener is not None:
+                    listener.close()
                 await state.shutdown()
                 server.close()
                 await server.wait_closed()
@@ -934,8 +1358,12 @@ async def serve_cli(
     allow_unauthenticated: bool = False,
     ssl_context: Any = None,
     echo: Any = print,
+    **limits: Any,
 ) -> None:
-    """Serve ``hub`` until cancelled, after printing the address and how to attach (tokens never echoed)."""
+    """Serve ``hub`` until cancelled, after printing the address and how to attach (tokens never echoed).
+
+    ``limits`` are ``serve_ws``'s keyword options (``public_directory``, ``legacy_identities``,
+    ``auth_timeout``, ``send_timeout``, ``max_connections``, ``max_connections_per_address``)."""
     async with serve_ws(
         hub,
         host,
@@ -944,6 +1372,7 @@ async def serve_cli(
         operator_token=operator_token,
         allow_unauthenticated=allow_unauthenticated,
         ssl_context=ssl_context,
+        **limits,
     ) as server:
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else None)
         url = server.url(shown)
@@ -962,7 +1391,11 @@ async def serve_cli(
 
 
 __all__ = [
+    "DIRECTORY_OPS",
     "LOOPBACK_HOSTS",
+    "MAX_JSON_DEPTH",
+    "MAX_RESUME_BYTES",
+    "MAX_SKILL_BYTES",
     "OBSERVED_KIND",
     "OPERATOR_SCHEME",
     "WsEndpoint",

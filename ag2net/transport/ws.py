@@ -6,6 +6,10 @@ never stalls the reader. When the connection drops the link reconnects with back
 identity it bound with a ``hello`` (``since_envelope_id=""``: the hub replays from its per-channel
 delivery cursors, which advance on ``ack`` receipts) and drops any envelope it already delivered, so
 each identity sees what it missed, in order, once. Observe subscriptions resume where they stopped.
+
+With a ``token`` the link authenticates the connection on connect (a ``hello`` with an empty name), asks
+for an identity secret when it registers, and presents it when it attaches or re-attaches; secrets are
+kept in a ``SecretFile`` when one is given (``HubClient.connect`` gives the user's data folder).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import contextlib
 import json
 import logging
 import random
+import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,7 +27,7 @@ from enum import Enum
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from ag2net.envelope import Envelope
 from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_code
@@ -40,11 +45,15 @@ from ag2net.transport.frames import (
     encode_frame,
 )
 from ag2net.transport.link import NotifyHandler
+from ag2net.transport.secret_file import SecretFile
 
 log = logging.getLogger(__name__)
 
 OPERATOR_SCHEME = "operator"
 _END = object()
+_DISPLACED = re.compile(
+    r"^identity '(?P<name>.*)' \((?P<agent_id>[^)]+)\) was attached by another connection"
+)
 
 
 class ConnectionLostError(NetworkError, ConnectionError):
@@ -112,9 +121,15 @@ class WsLink:
         max_message_bytes: int | None = 256 * 1024 * 1024,
         dedupe_window: int = 50_000,
         compression: str | None = None,
+        secrets: SecretFile | None = None,
     ) -> None:
         self.url = url
         self.token = token
+        self.secrets = secrets
+        #: identities another connection took over (agent id -> what the hub said); not re-attached
+        self.displaced: dict[str, str] = {}
+        self._issued: dict[str, str] = {}
+        self._known_secrets: dict[str, str] = {}
         self.operator_token = operator_token
         self.operator = operator if operator is not None else (True if operator_token is not None else None)
         self.is_operator = False
@@ -201,7 +216,8 @@ class WsLink:
                 result = await asyncio.wait_for(future, self.rpc_timeout)
         finally:
             self._pending.pop(request_id, None)
-        self._remember(op, wire, result)
+            secret = self._issued.pop(request_id, None)
+        self._remember(op, wire, result, secret)
         return result
 
     async def receipt(
@@ -268,6 +284,10 @@ class WsLink:
             raise ValueError(
                 f"{self.url!r} is not a WebSocket URL; use ws://HOST:PORT or wss://HOST:PORT"
             ) from exc
+        except InvalidStatus as exc:
+            body = (exc.response.body or b"").decode("utf-8", "replace").strip()
+            detail = f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+            raise ConnectionLostError(f"cannot connect to {self.url}: {detail}") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             raise ConnectionLostError(f"cannot connect to {self.url}: {exc}") from None
         self._ws = ws
@@ -286,6 +306,15 @@ class WsLink:
                 await reader
 
     async def _handshake(self, *, rebind: bool) -> None:
+        if self.token is not None:
+            # Prove the connection holds the token before anything else (a token server closes one that
+            # does not within seconds). Servers without a token, and ag2 hubs, answer not_found: fine.
+            try:
+                await self._hello(HelloFrame("", "api_key", {"token": self.token}))
+            except AuthError:
+                raise
+            except NetworkError:
+                pass
         if self.operator is not False:
             claim = {"token": self.operator_token} if self.operator_token is not None else {}
             try:
@@ -420,23 +449,61 @@ class WsLink:
                 if auth.get("scheme", "none") == "none" and not auth.get("claim"):
                     auth["scheme"] = "api_key"
                     auth["claim"] = {"token": self.token}
+                wire["identity_secret"] = True  # a token server hands it over once, in the response
         elif op == "bind" and self.token is not None and "auth_claim" not in wire:
-            wire["auth_claim"] = {"token": self.token}
+            claim = {"token": self.token}
+            secret = self.secret_for(str(wire.get("name")))
+            if secret is not None:
+                claim["secret"] = secret
+            wire["auth_claim"] = claim
         return wire
 
-    def _remember(self, op: str, wire: dict[str, Any], result: Any) -> None:
-        if op == "register" and isinstance(result, dict) and wire.get("bind", True):
+    def secret_for(self, name: str) -> str | None:
+        """The identity secret this link holds for ``name`` on its hub (memory, then the secret file)."""
+        secret = self._known_secrets.get(name)
+        if secret is None and self.secrets is not None:
+            secret = self.secrets.get(self.url, name)
+        return secret
+
+    def _keep_secret(self, name: str, secret: str) -> None:
+        self._known_secrets[name] = secret
+        if self.secrets is not None:
+            try:
+                self.secrets.put(self.url, name, secret)
+            except OSError as exc:
+                log.error(
+                    "cannot keep the identity secret of %r in %s (%s): this process can re-attach it, a new "
+                    "one cannot",
+                    name,
+                    self.secrets.path,
+                    exc,
+                )
+
+    def _remember(self, op: str, wire: dict[str, Any], result: Any, secret: str | None = None) -> None:
+        if op == "register" and isinstance(result, dict):
             auth = (wire.get("passport") or {}).get("auth") or {}
-            self._identities[result["agent_id"]] = _Identity(
-                result["name"], auth.get("scheme", "none"), dict(auth.get("claim") or {})
-            )
+            claim = dict(auth.get("claim") or {})
+            if secret is not None:
+                self._keep_secret(result["name"], secret)
+                claim["secret"] = secret
+            if wire.get("bind", True):
+                self._identities[result["agent_id"]] = _Identity(
+                    result["name"], auth.get("scheme", "none"), claim
+                )
+                self.displaced.pop(result["agent_id"], None)
         elif op == "bind" and isinstance(result, dict):
             scheme = (result.get("auth") or {}).get("scheme", "none")
             self._identities[result["agent_id"]] = _Identity(
                 result["name"], scheme, dict(wire.get("auth_claim") or {})
             )
+            self.displaced.pop(result["agent_id"], None)
         elif op in ("unregister", "unbind"):
-            self._identities.pop(wire.get("agent_id"), None)
+            ident = self._identities.pop(wire.get("agent_id"), None)
+            if op == "unregister" and ident is not None:
+                self._known_secrets.pop(ident.name, None)
+                if self.secrets is not None and "secret" in ident.claim:
+                    with contextlib.suppress(OSError):
+                        self.secrets.forget(self.url, ident.name)
 
     # ------------------------------------------------------------------ reading
 
@@ -445,8 +512,8 @@ class WsLink:
             async for message in ws:
                 try:
                     data = json.loads(message)
-                except (ValueError, TypeError):
-                    log.warning("hub sent a message that is not JSON; skipped")
+                except (ValueError, TypeError, RecursionError):
+                    log.warning("hub sent a message that is not JSON (or nests too deep); skipped")
                     continue
                 if not isinstance(data, dict):
                     continue
@@ -477,6 +544,8 @@ class WsLink:
             if sub is not None and frame.ok and isinstance(frame.result, dict):
                 # Before the next frame is read: the events right behind this answer are filtered by it.
                 self._observe_started(sub, frame.result)
+            if frame.identity_secret is not None:
+                self._issued[frame.request_id] = frame.identity_secret
             if frame.ok:
                 entry[0].set_result(frame.result)
             else:
@@ -484,7 +553,14 @@ class WsLink:
         elif isinstance(frame, WelcomeFrame):
             self._resolve_hello(frame, None)
         elif isinstance(frame, ErrorFrame):
-            if not self._resolve_hello(None, error_from_code(frame.code, frame.message)):
+            displaced = _DISPLACED.match(frame.message) if frame.code == "access_denied" else None
+            if displaced is not None:
+                # Someone holding this identity's credentials attached it elsewhere: do not fight back.
+                agent_id = displaced.group("agent_id")
+                self._identities.pop(agent_id, None)
+                self.displaced[agent_id] = frame.message
+                log.warning("hub: %s", frame.message)
+            elif not self._resolve_hello(None, error_from_code(frame.code, frame.message)):
                 log.warning("hub reported %s: %s", frame.code, frame.message)
         elif isinstance(frame, PingFrame):
             ws = self._ws
