@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import sys
 import tempfile
@@ -119,6 +120,7 @@ class Server:
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     @property
     def pid(self) -> int:
