@@ -136,7 +136,15 @@ from ag2net.identity import (
 from ag2net.skills import ParsedSkill, parse_skill_frontmatter, render_fallback_skill, skill_summary
 from ag2net.store import MemoryStore, SqliteStore, Store, StoreError, open_store
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState, task_summary
-from ag2net.transport import ConnectionLostError, WsLink, serve_cli, serve_ws
+from ag2net.transport import (
+    ConnectionLostError,
+    LocalLink,
+    LocalLinkClient,
+    LocalLinkEndpoint,
+    WsLink,
+    serve_cli,
+    serve_ws,
+)
 from ag2net.views import (
     EnvelopeRenderer,
     FullTranscript,

@@ -7,6 +7,7 @@ The workbench package is imported by name at run time so the library stays headl
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import importlib
 import inspect
@@ -102,7 +103,7 @@ def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -
     return path
 
 
-async def open_hub(path: Path | None, *, fsync: bool = False) -> Any:
+async def open_hub(path: Path | None, *, fsync: bool = False, cache_mb: float | None = None) -> Any:
     from ag2net.hub import Hub
     from ag2net.store import SqliteStore
     from ag2net.store.base import StoreError
@@ -116,7 +117,8 @@ async def open_hub(path: Path | None, *, fsync: bool = False) -> Any:
 
     try:
         store = None if path is None else SqliteStore(path, fsync=fsync)
-        return await Hub.open(store, progress=progress)
+        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        return await Hub.open(store, progress=progress, **extra)
     except StoreError as exc:
         raise UsageProblem(str(exc)) from None
 
@@ -160,6 +162,13 @@ def tui(
             help="Operator token for --connect (or AG2NET_OPERATOR_TOKEN).", envvar="AG2NET_OPERATOR_TOKEN"
         ),
     ] = None,
+    cache_mb: Annotated[
+        float,
+        typer.Option(
+            help="MiB of envelopes the hub keeps in memory (recent WAL of live channels and the observe "
+            "buffer); older ones are read back from the database."
+        ),
+    ] = 128.0,
 ) -> None:
     """Open the workbench: channels, live WAL tail, what each agent sees, peer cards, chat and envelope composer."""
     try:
@@ -169,6 +178,8 @@ def tui(
         except settings_mod.SettingsError as exc:
             raise UsageProblem(str(exc)) from None
         name = check_name(as_name or default_human_name())
+        if not cache_mb > 0:
+            raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
         if connect is not None:
             if not re.match(r"^wss?://[^\s/]+", connect):
                 raise UsageProblem(f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765")
@@ -191,7 +202,7 @@ def tui(
                 connect=connect,
                 token=token,
                 operator_token=operator_token,
-                open_hub=open_hub,
+                open_hub=functools.partial(open_hub, cache_mb=cache_mb),
                 run_network=run_network,
             )
         )
@@ -270,6 +281,13 @@ def serve(
     max_connections_per_address: Annotated[
         int, typer.Option(help="Connections one remote address may hold at most.")
     ] = 256,
+    cache_mb: Annotated[
+        float,
+        typer.Option(
+            help="MiB of envelopes the hub keeps in memory (recent WAL of live channels and the observe "
+            "buffer); older ones are read back from the database."
+        ),
+    ] = 128.0,
 ) -> None:
     """Serve a hub over WebSocket so agents in other processes (and the workbench) can attach."""
     if not 0 <= port <= 65535:
@@ -279,6 +297,7 @@ def serve(
         ("--send-timeout", send_timeout),
         ("--max-connections", max_connections),
         ("--max-connections-per-address", max_connections_per_address),
+        ("--cache-mb", cache_mb),
     ):
         if not value > 0:
             fail(f"{option} must be more than 0, got {value}")
@@ -294,7 +313,7 @@ def serve(
         func = load_network(network) if network else None
 
         async def main() -> None:
-            hub = await open_hub(path, fsync=fsync)
+            hub = await open_hub(path, fsync=fsync, cache_mb=cache_mb)
             try:
                 if func is not None:
                     await run_network(func, hub)

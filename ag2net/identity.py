@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import re
 import types
 import typing
@@ -268,6 +269,36 @@ def looks_like_id(name: str) -> bool:
 
 
 _LINE_BREAKING = {"Cc", "Zl", "Zp"}
+
+
+MAX_SKILL_BYTES = 1024 * 1024  # a skill card's markdown, UTF-8
+MAX_RESUME_BYTES = 256 * 1024  # a resume as JSON, UTF-8
+
+
+def check_skill_size(skill_md: Any, field: str = "skill_md") -> None:
+    """Skill markdown is kept and served to every reader: at most ``MAX_SKILL_BYTES``."""
+    if isinstance(skill_md, str) and len(skill_md) * 4 > MAX_SKILL_BYTES:
+        size = len(skill_md.encode("utf-8", "surrogatepass"))
+        if size > MAX_SKILL_BYTES:
+            raise ProtocolError(
+                f"{field} is {size:,} bytes; the limit is {MAX_SKILL_BYTES:,} bytes (1 MiB): shorten the skill card"
+            )
+
+
+def check_resume_size(resume: Any, field: str = "resume") -> None:
+    """A resume is kept and served to every reader: at most ``MAX_RESUME_BYTES`` as JSON."""
+    if resume is None:
+        return
+    data = resume.to_dict() if hasattr(resume, "to_dict") else resume
+    try:
+        size = len(json.dumps(data, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):
+        raise ProtocolError(f"{field} must be a JSON resume object") from None
+    if size > MAX_RESUME_BYTES:
+        raise ProtocolError(
+            f"{field} is {size:,} bytes as JSON; the limit is {MAX_RESUME_BYTES:,} bytes (256 KiB): "
+            "shorten its summary, capabilities and examples"
+        )
 
 
 def check_agent_name(name: Any) -> None:

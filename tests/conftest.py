@@ -38,3 +38,14 @@ async def hc(hub):
     client = HubClient.local(hub)
     yield client
     await client.close()
+
+
+@pytest.fixture(autouse=True)
+def private_user_dirs(tmp_path_factory, monkeypatch):
+    """Point the per-user data, config and state folders at a temp dir: no test writes the real ones.
+
+    HOME stays as it is (the interop tests keep their ag2 virtualenv under ``~/.cache``).
+    """
+    base = tmp_path_factory.mktemp("xdg")
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(var, str(base / var.lower()))

@@ -126,7 +126,6 @@ KNOWN_MISSING: set[str] = {
     "LinkClient",
     "LinkEndpoint",
     "LinkFactory",
-    "LocalLink",  # exists in ag2net.transport.link, not yet exported from ag2net
     "LocalLinkClient",
     "LocalLinkEndpoint",
     "WsLinkClient",

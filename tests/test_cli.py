@@ -34,6 +34,8 @@ def one_sentence(output: str) -> str:
         (["wal", "--db", "/nonexistent/x.db"], "does not exist"),
         (["wal", "--db", "{db}", "--limit", "0"], "--limit must be 1 or more"),
         (["serve", "--port", "70000"], "out of range"),
+        (["serve", "--cache-mb", "0"], "--cache-mb must be more than 0"),
+        (["tui", "--memory", "--cache-mb", "-1"], "--cache-mb must be more than 0"),
         (["demo", "--model", "gpt-4"], "must look like openai:MODEL_NAME"),
     ],
 )

@@ -429,3 +429,22 @@ def test_trimmed_wal_log_projects_and_slices_like_the_whole_list(specs, keep, cu
     assert log[cut % (len(envs) or 1) :] == envs[cut % (len(envs) or 1) :]
     for pid in participants:
         assert window(log.prefix(end), pid, _text, recent_n) == window(envs[:end], pid, _text, recent_n)
+
+
+# --- 7. size caps hold in-process too --------------------------------------------------------------
+
+
+async def test_skill_and_resume_caps_apply_to_in_process_callers(hub):
+    from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES
+
+    hc = HubClient.local(hub)
+    with pytest.raises(ProtocolError, match=r"skill_md is .* bytes; the limit is"):
+        await hub.register_identity(Passport(name="big", kind="human"), skill_md="x" * (MAX_SKILL_BYTES + 1))
+    assert hub.find_agent_id("big") is None
+    alice = await hc.register_human(Passport(name="alice", kind="human"))
+    with pytest.raises(ProtocolError, match=r"resume is .* bytes as JSON"):
+        await hub.set_resume(alice.agent_id, Resume(summary="y" * MAX_RESUME_BYTES))
+    with pytest.raises(ProtocolError, match="the limit is"):
+        await hub.set_skill(alice.agent_id, "é" * (MAX_SKILL_BYTES // 2 + 1))
+    await hub.set_skill(alice.agent_id, "# fits\n")
+    assert hub.get_skill_info(alice.agent_id)["skill_md"] == "# fits\n"

@@ -622,8 +622,12 @@ class HubClient:
     async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
         return await self.call("search_knowledge", agent_id=agent_id, query=query, limit=limit)
 
-    async def record_turn(self, record: TurnRecord) -> None:
-        await self.call("record_turn", record=record.to_dict())
+    async def record_turn(self, record: TurnRecord) -> str:
+        """Store one turn record; the hub assigns its id, which is written back into ``record``."""
+        turn_id = await self.call("record_turn", record=record.to_dict())
+        if isinstance(turn_id, str) and turn_id:
+            record.turn_id = turn_id
+        return record.turn_id
 
     async def list_turns(
         self,

@@ -29,6 +29,8 @@ from ag2net.identity import (
     Resume,
     Rule,
     check_agent_name,
+    check_resume_size,
+    check_skill_size,
     looks_like_id,
 )
 from ag2net.ids import make_id
@@ -98,6 +100,8 @@ class IdentityRegistry:
             )
         if skill_md is not None and not isinstance(skill_md, str):
             raise ProtocolError("skill_md must be a string of markdown or None")
+        check_skill_size(skill_md)
+        check_resume_size(resume)
         if name in self._reserved_names:
             raise ProtocolError(
                 f"name {name!r} is being registered by another client; pick another name or retry."
@@ -241,6 +245,7 @@ class IdentityRegistry:
         return sorted(a for a, rec in self.agents.items() if capability in rec.resume.capabilities())
 
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
+        check_resume_size(resume)
         async with self._agent_update(agent_id) as rec:
             version, updated = rec.resume.version + 1, self.clock()
             candidate = Resume.from_dict(resume.to_dict())
@@ -260,6 +265,7 @@ class IdentityRegistry:
         """Replace (or with ``None`` remove) an agent's skill; audited like ``set_resume`` (SPEC §3.7)."""
         if skill_md is not None and not isinstance(skill_md, str):
             raise ProtocolError("skill_md must be a string of markdown or None")
+        check_skill_size(skill_md)
         async with self._agent_update(agent_id) as rec:
             resume = Resume.from_dict(rec.resume.to_dict())
             resume.version = rec.resume.version + 1

@@ -17,7 +17,15 @@ from ag2net.transport.frames import (
     frame_from_json,
     frame_to_json,
 )
-from ag2net.transport.link import Endpoint, Link, LocalEndpoint, LocalLink, NotifyHandler
+from ag2net.transport.link import (
+    Endpoint,
+    Link,
+    LocalEndpoint,
+    LocalLink,
+    LocalLinkClient,
+    LocalLinkEndpoint,
+    NotifyHandler,
+)
 
 _LAZY = {
     "WsEndpoint": "ag2net.transport.server",
@@ -49,6 +57,8 @@ __all__ = [
     "Link",
     "LocalEndpoint",
     "LocalLink",
+    "LocalLinkClient",
+    "LocalLinkEndpoint",
     "NotifyFrame",
     "NotifyHandler",
     "PingFrame",

@@ -71,6 +71,7 @@ from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Env
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
 from ag2net.hub.ops import to_wire
+from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES, check_resume_size, check_skill_size
 from ag2net.ids import make_id
 from ag2net.tasks import TASK_ID_RE
 from ag2net.transport.frames import (
@@ -103,8 +104,6 @@ CLOSE_POLICY = 1008
 CLOSE_INTERNAL = 1011
 MAX_INFLIGHT_REQUESTS = 256
 #: Limits on what one identity may store through the wire (SPEC decision 23).
-MAX_SKILL_BYTES = 1024 * 1024
-MAX_RESUME_BYTES = 256 * 1024
 DEFAULT_AUTH_TIMEOUT = 5.0
 DEFAULT_SEND_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 2000
@@ -254,32 +253,12 @@ def _token_matches(claim: Any, expected: str) -> bool:
     return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
 
 
-def _utf8_size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def _check_sizes(op: str, params: dict[str, Any]) -> None:
     """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
     if op in ("register", "set_skill"):
-        skill_md = params.get("skill_md")
-        if isinstance(skill_md, str) and _utf8_size(skill_md) > MAX_SKILL_BYTES:
-            raise ProtocolError(
-                f"params.skill_md is {_utf8_size(skill_md):,} bytes; the limit is {MAX_SKILL_BYTES:,} bytes "
-                "(1 MiB): shorten the skill card"
-            )
+        check_skill_size(params.get("skill_md"), "params.skill_md")
     if op in ("register", "set_resume"):
-        resume = params.get("resume")
-        if resume is not None:
-            data = resume.to_dict() if hasattr(resume, "to_dict") else resume
-            try:
-                size = _utf8_size(json.dumps(data, ensure_ascii=False, default=str))
-            except (TypeError, ValueError, RecursionError):
-                raise ProtocolError("params.resume must be a JSON resume object") from None
-            if size > MAX_RESUME_BYTES:
-                raise ProtocolError(
-                    f"params.resume is {size:,} bytes as JSON; the limit is {MAX_RESUME_BYTES:,} bytes "
-                    "(256 KiB): shorten its summary, capabilities and examples"
-                )
+        check_resume_size(params.get("resume"), "params.resume")
 
 
 def _address_of(connection: Any) -> str:

@@ -636,7 +636,13 @@ class WsLink:
         sub = _Subscription(make_id(), since)
         self._subs[sub.sid] = sub
         try:
-            await self._subscribe(sub)
+            try:
+                await self._subscribe(sub)
+            except ConnectionLostError:
+                if not self.reconnect or self._closed or self._failure is not None:
+                    raise
+                # Lost before the hub answered: the subscription stays registered, and the reconnect's
+                # rebind subscribes it again from ``since``, like any subscription a drop interrupted.
             while True:
                 item = await sub.queue.get()
                 if item is _END:
