@@ -78,6 +78,7 @@ from ag2net.client import (
     run_turn,
     stamp_dependencies,
 )
+from ag2net.client.checkpoint import HubBackedCheckpointStore, TaskMirror
 from ag2net.client.tools import make_plugin_tools
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,

@@ -614,6 +614,14 @@ class HubClient:
     async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
         await self.call("fire_task_event", task_id=task_id, kind=kind, payload=payload)
 
+    async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:
+        """Store ``state`` as the checkpoint of ``task_id`` in the hub (the last write wins, no history)."""
+        await self.call("checkpoint_task", task_id=task_id, state=state)
+
+    async def read_task_checkpoint(self, task_id: str) -> dict[str, object] | None:
+        """The checkpoint last stored for ``task_id``, or None if there is none."""
+        return await self.call("read_task_checkpoint", task_id=task_id)
+
     # ------------------------------------------------------------------ knowledge, turns, audit
 
     async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
+from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.tasks import TaskMetadata, TaskState
 from ag2net.transport.link import LocalEndpoint
@@ -420,6 +421,18 @@ async def _record_observation(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Non
 @op("fire_task_event")
 async def _fire_task_event(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
     await hub.fire_task_event(_str(p, "task_id"), _str(p, "kind"), dict(p.get("payload") or {}))
+
+
+@op("checkpoint_task")
+async def _checkpoint_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
+    if not isinstance(p.get("state"), dict):
+        raise ProtocolError("params.state must be a JSON object: the checkpoint to store")
+    await write_checkpoint(hub, _str(p, "task_id"), p["state"])
+
+
+@op("read_task_checkpoint")
+async def _read_task_checkpoint(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, Any] | None:
+    return await read_checkpoint(hub, _str(p, "task_id"))
 
 
 @op("add_knowledge")

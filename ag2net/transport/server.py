@@ -70,6 +70,7 @@ from websockets.protocol import State
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
+from ag2net.hub.checkpoints import authorize_checkpoint
 from ag2net.hub.ops import to_wire
 from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES, check_resume_size, check_skill_size
 from ag2net.ids import make_id
@@ -169,6 +170,8 @@ SPECIAL_OPS = frozenset(
         "observe_task",
         "update_task",
         "fire_task_event",
+        "checkpoint_task",
+        "read_task_checkpoint",
     }
 )
 CONNECTION_OPS = frozenset({"observe", "unobserve"})
@@ -565,6 +568,14 @@ class WsEndpoint:
         if not isinstance(payload, dict) or not set(payload) <= MIRROR_FAILED_KEYS:
             raise ProtocolError(f"fire_task_event payload keys must be among {sorted(MIRROR_FAILED_KEYS)}")
         params["payload"] = {k: (v[:500] if isinstance(v, str) else v) for k, v in payload.items()}
+
+    async def _authorize_checkpoint_task(self, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        await authorize_checkpoint(self.hub, task_id, bound=self.bound, operator=self.operator, write=True)
+
+    async def _authorize_read_task_checkpoint(self, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        await authorize_checkpoint(self.hub, task_id, bound=self.bound, operator=self.operator, write=False)
 
     def narrow(self, op: str, params: dict[str, Any], result: Any) -> Any:
         """Cut a listing down to what a non-operator connection may see."""
