@@ -509,10 +509,15 @@ class WorkbenchApp(App[None]):
 
     @on(EnvelopeTail.FollowChanged)
     def _follow_changed(self, event: EnvelopeTail.FollowChanged) -> None:
+        if not self._panes_alive():
+            return
         self.status.following = event.following
         self.status.pending = self.tail.pending_count
 
     def on_envelope_tail_state_changed(self, event: EnvelopeTail.StateChanged) -> None:
+        # Posted by the tail; it can be handled once more after the panes went away at shutdown.
+        if not self._panes_alive():
+            return
         tail = self.tail
         parts = []
         if not tail.filter_spec.empty:
