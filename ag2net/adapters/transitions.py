@@ -3,10 +3,16 @@ values a handoff tool returns.
 
 A graph is evaluated after every substantive envelope: the first transition (by ascending ``priority``,
 stable) whose condition holds picks the next speaker; otherwise the graph's default target does.
+
+A target or condition is any class with a ``name`` class attribute and ``resolve(state, envelope)`` /
+``evaluate(state, envelope)`` (the ``TransitionTarget`` / ``TransitionCondition`` protocols); subclassing
+``Target`` / ``Condition`` is optional. Its JSON form is ``{"name", "args"}``: ``args`` comes from
+``args()`` when the class has one, else from its dataclass fields, and ``cls(**args)`` rebuilds it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from abc import ABC, abstractmethod
@@ -50,6 +56,36 @@ class RoutingState(Protocol):
     context_vars: dict[str, Any]
 
 
+class TransitionTarget(Protocol):
+    """Where the next turn goes: a pure function of the state after a turn and the envelope that made it."""
+
+    name: ClassVar[str]
+
+    def resolve(self, state: Any, envelope: Envelope) -> TransitionDecision: ...
+
+
+class TransitionCondition(Protocol):
+    """When a transition fires: a pure predicate over the state after a turn and the envelope."""
+
+    name: ClassVar[str]
+
+    def evaluate(self, state: Any, envelope: Envelope) -> bool: ...
+
+
+def _args_of(obj: Any) -> dict[str, Any]:
+    """The ``args`` of a target or condition: its ``args()``, else its dataclass fields, else none."""
+    args = getattr(obj, "args", None)
+    if callable(args):
+        return dict(args())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    return {}
+
+
+def _to_dict(obj: Any) -> dict[str, Any]:
+    return {"name": obj.name, "args": _args_of(obj)}
+
+
 # targets ------------------------------------------------------------------------------------------
 class Target(ABC):
     """Decides the next speaker. Subclasses set ``name`` and implement ``resolve`` and ``args``."""
@@ -61,10 +97,11 @@ class Target(ABC):
         """The next speaker (and close reason) after ``envelope``."""
 
     def args(self) -> dict[str, Any]:
-        return {}
+        """The constructor arguments that rebuild this object (by default, its dataclass fields)."""
+        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args()}
+        return _to_dict(self)
 
 
 @dataclass(slots=True)
@@ -132,10 +169,11 @@ class Condition(ABC):
         """Whether this condition holds for ``envelope`` and the state after it."""
 
     def args(self) -> dict[str, Any]:
-        return {}
+        """The constructor arguments that rebuild this object (by default, its dataclass fields)."""
+        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args()}
+        return _to_dict(self)
 
 
 @dataclass(slots=True)
@@ -187,82 +225,113 @@ class ContextEquals(Condition):
 
 
 # registry -----------------------------------------------------------------------------------------
+_BUILTIN_TARGETS: tuple[type[Target], ...] = (
+    AgentTarget,
+    RoundRobinTarget,
+    StayTarget,
+    RevertToInitiatorTarget,
+    TerminateTarget,
+)
+_BUILTIN_CONDITIONS: tuple[type[Condition], ...] = (Always, FromSpeaker, ToolCalled, ContextEquals)
+
+
+def _check_named(kind: str, cls: Any, method: str) -> str:
+    name = getattr(cls, "name", None)
+    if not isinstance(cls, type) or not isinstance(name, str) or not name:
+        shown = getattr(cls, "__name__", repr(cls))
+        raise WorkflowGraphError(
+            f"{kind} {shown} needs a non-empty string class attribute `name` (the key in a graph's JSON)"
+        )
+    if not callable(getattr(cls, method, None)):
+        raise WorkflowGraphError(f"{kind} {cls.__name__} needs a `{method}(state, envelope)` method")
+    return name
+
+
 class TransitionRegistry:
-    """Target and condition classes by name, used to load graphs from their JSON form."""
+    """Target and condition classes by name, used to load graphs from their JSON form.
+
+    A new registry knows the built-ins; ``default()`` is the one shared registry that the module-level
+    ``register_target`` / ``register_condition`` add to and that ``TransitionGraph.loads`` (and so
+    every workflow channel) reads unless given another.
+    """
+
+    _DEFAULT: ClassVar[TransitionRegistry | None] = None
 
     def __init__(self) -> None:
-        self.targets: dict[str, type[Target]] = {}
-        self.conditions: dict[str, type[Condition]] = {}
+        self.targets: dict[str, type[Any]] = {cls.name: cls for cls in _BUILTIN_TARGETS}
+        self.conditions: dict[str, type[Any]] = {cls.name: cls for cls in _BUILTIN_CONDITIONS}
 
     @classmethod
     def default(cls) -> TransitionRegistry:
-        reg = cls()
-        for target in (AgentTarget, RoundRobinTarget, StayTarget, RevertToInitiatorTarget, TerminateTarget):
-            reg.register_target(target)
-        for condition in (Always, FromSpeaker, ToolCalled, ContextEquals):
-            reg.register_condition(condition)
-        return reg
+        """The process-wide registry (created on first use); build a ``TransitionRegistry()`` to isolate."""
+        if TransitionRegistry._DEFAULT is None:
+            TransitionRegistry._DEFAULT = TransitionRegistry()
+        return TransitionRegistry._DEFAULT
 
-    def register_target(self, target_cls: type[Target]) -> type[Target]:
-        if not getattr(target_cls, "name", ""):
-            raise WorkflowGraphError(f"target class {target_cls.__name__} needs a non-empty `name`")
-        self.targets[target_cls.name] = target_cls
+    def register_target(self, target_cls: type[Any]) -> type[Any]:
+        """Add (or replace, by ``name``) a target class; returns it, so it works as a class decorator."""
+        self.targets[_check_named("target class", target_cls, "resolve")] = target_cls
         return target_cls
 
-    def register_condition(self, condition_cls: type[Condition]) -> type[Condition]:
-        if not getattr(condition_cls, "name", ""):
-            raise WorkflowGraphError(f"condition class {condition_cls.__name__} needs a non-empty `name`")
-        self.conditions[condition_cls.name] = condition_cls
+    def register_condition(self, condition_cls: type[Any]) -> type[Any]:
+        """Add (or replace, by ``name``) a condition class; returns it, so it works as a class decorator."""
+        self.conditions[_check_named("condition class", condition_cls, "evaluate")] = condition_cls
         return condition_cls
 
     def _build(self, kind: str, table: dict[str, type], data: Any) -> Any:
         if not isinstance(data, dict):
-            raise WorkflowGraphError(f"{kind} must be an object {{'name', 'args'}}, got {data!r}")
+            raise WorkflowGraphError(
+                f"a transition {kind} must be an object {{'name', 'args'}}, got {data!r}"
+            )
         name = data.get("name")
         cls = table.get(name) if isinstance(name, str) else None
         if cls is None:
-            raise WorkflowGraphError(f"unknown {kind} {name!r}; choose from {sorted(table)}")
+            helper = "register_target" if kind == "target" else "register_condition"
+            raise WorkflowGraphError(
+                f"no transition {kind} registered for {name!r}; choose from {sorted(table)} "
+                f"or add the class with {helper}()"
+            )
         args = data.get("args") or {}
         if not isinstance(args, dict):
-            raise WorkflowGraphError(f"{kind} {name!r} args must be an object, got {args!r}")
+            raise WorkflowGraphError(f"transition {kind} {name!r} args must be an object, got {args!r}")
         try:
             return cls(**args)
         except TypeError as exc:
-            raise WorkflowGraphError(f"{kind} {name!r} has bad args {args!r}: {exc}") from None
+            raise WorkflowGraphError(f"transition {kind} {name!r} has bad args {args!r}: {exc}") from None
 
-    def target_from_dict(self, data: Any) -> Target:
+    def target_from_dict(self, data: Any) -> Any:
+        """Build a target from ``{"name", "args"}``; ``None`` is the default ``TerminateTarget()``."""
+        if data is None:
+            return TerminateTarget()
         return self._build("target", self.targets, data)
 
-    def condition_from_dict(self, data: Any) -> Condition:
+    def condition_from_dict(self, data: Any) -> Any:
         return self._build("condition", self.conditions, data)
 
 
-_DEFAULT_REGISTRY = TransitionRegistry.default()
-
-
-def register_target(target_cls: type[Target]) -> type[Target]:
+def register_target(target_cls: type[Any]) -> type[Any]:
     """Add a target class to the default registry (usable as a class decorator)."""
-    return _DEFAULT_REGISTRY.register_target(target_cls)
+    return TransitionRegistry.default().register_target(target_cls)
 
 
-def register_condition(condition_cls: type[Condition]) -> type[Condition]:
+def register_condition(condition_cls: type[Any]) -> type[Any]:
     """Add a condition class to the default registry (usable as a class decorator)."""
-    return _DEFAULT_REGISTRY.register_condition(condition_cls)
+    return TransitionRegistry.default().register_condition(condition_cls)
 
 
 def default_registry() -> TransitionRegistry:
-    return _DEFAULT_REGISTRY
+    return TransitionRegistry.default()
 
 
 # graph --------------------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Transition:
-    when: Condition
-    then: Target
+    when: TransitionCondition
+    then: TransitionTarget
     priority: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"when": self.when.to_dict(), "then": self.then.to_dict(), "priority": self.priority}
+        return {"when": _to_dict(self.when), "then": _to_dict(self.then), "priority": self.priority}
 
 
 @dataclass(slots=True)
@@ -271,14 +340,14 @@ class TransitionGraph:
 
     initial_speaker: str
     transitions: list[Transition] = field(default_factory=list)
-    default_target: Target = field(default_factory=TerminateTarget)
+    default_target: TransitionTarget = field(default_factory=TerminateTarget)
     max_turns: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "initial_speaker": self.initial_speaker,
             "transitions": [t.to_dict() for t in self.transitions],
-            "default_target": self.default_target.to_dict(),
+            "default_target": _to_dict(self.default_target),
             "max_turns": self.max_turns,
         }
 
@@ -288,7 +357,7 @@ class TransitionGraph:
     @classmethod
     def loads(cls, data: str | dict[str, Any], registry: TransitionRegistry | None = None) -> TransitionGraph:
         """Rebuild a graph from ``dumps()`` text or ``to_dict()`` output (raises ``WorkflowGraphError``)."""
-        reg = registry or _DEFAULT_REGISTRY
+        reg = registry if registry is not None else TransitionRegistry.default()
         if isinstance(data, str):
             try:
                 data = json.loads(data)
@@ -320,8 +389,7 @@ class TransitionGraph:
                     priority,
                 )
             )
-        default_raw = data.get("default_target")
-        default = TerminateTarget() if default_raw is None else reg.target_from_dict(default_raw)
+        default = reg.target_from_dict(data.get("default_target"))
         max_turns = data.get("max_turns")
         if max_turns is not None and (
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
@@ -375,9 +443,11 @@ __all__ = [
     "TerminateTarget",
     "ToolCalled",
     "Transition",
+    "TransitionCondition",
     "TransitionDecision",
     "TransitionGraph",
     "TransitionRegistry",
+    "TransitionTarget",
     "default_registry",
     "register_condition",
     "register_target",

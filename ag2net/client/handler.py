@@ -196,7 +196,10 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if record is not None:
             record.error = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(Exception):
-            await hub_client.report_turn_failure(
+            # in-process, listeners get the exception itself (as in ag2); a remote hub gets its text
+            local_hub = getattr(hub_client, "hub", None)
+            reporter = local_hub if local_hub is not None else hub_client
+            await reporter.report_turn_failure(
                 channel_id=cid, agent_id=me, envelope_id=envelope.envelope_id, exc=exc
             )
         return None

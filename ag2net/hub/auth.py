@@ -43,8 +43,11 @@ class ApiKeyAuth:
 
     async def validate(self, passport: Any, claim: dict[str, Any]) -> None:
         token = claim.get("token") if isinstance(claim, dict) else None
-        if not isinstance(token, str):
-            raise AuthError("api_key claim missing required string field 'token'")
+        if not isinstance(token, str) or not token:
+            # an empty token is no token: it must never match a key configured as ""
+            raise AuthError(
+                "api_key claim missing required string field 'token'; send {'token': '<your api key>'}"
+            )
         name = passport.name
         expected = self._keys.get(name)
         if expected is None and self._resolver is not None:

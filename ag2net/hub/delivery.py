@@ -14,6 +14,7 @@ from ag2net.envelope import (
     Envelope,
     is_protocol_event,
 )
+from ag2net.errors import NotFoundError
 from ag2net.hub import rules
 from ag2net.hub.dispatch import Mailbox
 from ag2net.hub.records import (
@@ -41,8 +42,18 @@ class Delivery:
         with contextlib.suppress(Exception):
             await endpoint.close()
 
-    def bind_endpoint(self, endpoint: Any, agent_id: str) -> None:
-        """Bind ``agent_id`` to ``endpoint`` (a re-bind moves the agent to the new endpoint)."""
+    def bind_endpoint(self, endpoint_id: Any, agent_id: str) -> None:
+        """Bind ``agent_id`` to an endpoint, given by the id of an attached one (as in ag2) or by the
+        endpoint itself; a re-bind moves the agent to the new endpoint. Raises ``NotFoundError`` for an
+        id that is not attached or an agent that is not registered."""
+        if isinstance(endpoint_id, str):
+            endpoint = self._endpoints.get(endpoint_id)
+            if endpoint is None:
+                raise NotFoundError(
+                    f"endpoint not attached: {endpoint_id!r}; attach it with hub.attach_endpoint(endpoint) first"
+                )
+        else:
+            endpoint = endpoint_id
         self._record(agent_id)
         self._bindings[agent_id] = endpoint
         bound = getattr(endpoint, "bound", None)

@@ -121,6 +121,7 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         self._sweepers: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._owned_clients: list[Any] = []
+        self._audit_log_bytes = 0  # bytes of audit records written by this process (``health()``)
         self.observe_log = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
         self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
         self._closed = False
@@ -279,7 +280,9 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
 
     async def _audit(self, kind: str, **fields: Any) -> None:
         record = audit_record(kind, fields.pop("at", None) or self.clock(), **fields)
-        record = json.loads(json.dumps(record, default=str))
+        text = json.dumps(record, default=str)
+        record = json.loads(text)
+        self._audit_log_bytes += len(text.encode("utf-8")) + 1
         position = await self.store.append_audit(record)
         self.observe_log.append(
             "audit", channel_id=record.get("channel_id"), payload={"id": position, **record}
@@ -296,7 +299,11 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
     # ------------------------------------------------------------------ hydrate
 
     async def hydrate(self) -> None:
-        """Rebuild every in-memory cache from the store (idempotent)."""
+        """Rebuild every in-memory cache from the store (idempotent); opens the store if it is not open,
+        so ``Hub(store)`` then ``await hub.hydrate()`` works as in ag2."""
+        if self._closed:
+            raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
+        await self.store.open()
         self.agents.clear()
         self._names.clear()
         self.channels.clear()
@@ -602,8 +609,14 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
         exc: BaseException | str,
         exc_type: str | None = None,
     ) -> None:
+        """Audit a failed turn and give every listener's ``on_turn_failed`` the exception.
+
+        In-process callers pass the exception itself; a remote client's report arrives as text and
+        ``exc_type``, and listeners get ``RuntimeError(text)`` (as in ag2, the type is not rebuilt)."""
         if exc_type is None:
             exc_type = type(exc).__name__ if isinstance(exc, BaseException) else "Error"
+        if not isinstance(exc, BaseException):
+            exc = RuntimeError(str(exc))
         await self._audit(
             AUDIT_KIND_TURN_FAILED,
             channel_id=channel_id,
@@ -678,7 +691,17 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
     # ------------------------------------------------------------------ health
 
     def health(self) -> dict[str, Any]:
+        """An in-memory snapshot: ag2's keys (``active_channels`` … ``telemetry_log_bytes``) and ours.
+
+        ``audit_log_bytes`` counts the audit records this process wrote (one JSON line each; it starts at
+        0 on every open, like ag2's); ``telemetry_log_bytes`` sums ``bytes_written`` of listeners that
+        are telemetry listeners (they have ``channel_span_context``), 0 when there are none."""
         pending = [len(v) for v in self._unacked.values()]
+        telemetry = 0
+        for listener in self._listeners:
+            written = getattr(listener, "bytes_written", None)
+            if hasattr(listener, "channel_span_context") and isinstance(written, int):
+                telemetry += written
         return {
             "active_channels": sum(1 for md in self.channels.values() if not md.is_terminal()),
             "channels": len(self.channels),
@@ -687,6 +710,8 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sw
             "max_pending_inbox_depth": max(pending) if pending else None,
             "registered_listeners": len(self._listeners),
             "adapters_loaded": len(self._adapters),
+            "audit_log_bytes": self._audit_log_bytes,
+            "telemetry_log_bytes": telemetry,
             "envelopes": sum(self._wal_counts.values()),
             "observe_position": self.observe_log.position,
             "wal_cache": self._wal_cache.stats(),
