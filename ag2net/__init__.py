@@ -20,6 +20,13 @@ from ag2net.adapters import (
     default_adapters,
     make_say_tool,
 )
+from ag2net.adapters.transitions import (
+    TransitionCondition,
+    TransitionDecision,
+    TransitionTarget,
+    register_condition,
+    register_target,
+)
 from ag2net.agent import (
     Agent,
     AgentReply,

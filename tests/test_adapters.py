@@ -379,7 +379,9 @@ def test_workflow_create_errors():
         a.validate_create(make_md(a, ids=IDS))
     with pytest.raises(ProtocolError, match=msg):
         a.validate_create(make_md(a, ids=IDS, knobs={"graph": TransitionGraph("alice")}))
-    with pytest.raises(ProtocolError, match=r"^invalid workflow graph: unknown target 'warp'"):
+    with pytest.raises(
+        ProtocolError, match=r"^invalid workflow graph: no transition target registered for 'warp'"
+    ):
         a.validate_create(
             make_md(
                 a, ids=IDS, knobs={"graph": {"initial_speaker": "alice", "default_target": {"name": "warp"}}}
@@ -636,7 +638,7 @@ def test_transition_graph_round_trips():
                 "initial_speaker": "a",
                 "transitions": [{"when": {"name": "sometimes"}, "then": {"name": "stay"}}],
             },
-            "unknown condition 'sometimes'; choose from",
+            "no transition condition registered for 'sometimes'; choose from",
         ),
         (
             {
@@ -673,11 +675,11 @@ def test_custom_targets_in_a_registry():
         def __eq__(self, other):
             return isinstance(other, Oldest)
 
-    reg = TransitionRegistry.default()
+    reg = TransitionRegistry()  # isolated: default() is the one shared registry
     reg.register_target(Oldest)
     data = TransitionGraph("a", [Transition(Always(), Oldest())]).to_dict()
     assert TransitionGraph.loads(data, registry=reg).transitions[0].then == Oldest()
-    with pytest.raises(WorkflowGraphError, match=r"unknown target 'oldest'"):
+    with pytest.raises(WorkflowGraphError, match=r"no transition target registered for 'oldest'"):
         TransitionGraph.loads(data)
     state = WorkflowState(participant_order=["a", "b"], creator_id="a")
     assert TransitionGraph.loads(data, registry=reg).decide(state, env("a")) == TransitionDecision("b")

@@ -73,9 +73,6 @@ KNOWN_MISSING: set[str] = {
     "WorkflowAdapter",
     "WorkflowState",
     "Rendered",
-    "TransitionCondition",
-    "TransitionDecision",
-    "TransitionTarget",
     "default_build_packet_envelope",
     "default_build_round_envelope",
     "default_build_text_envelope",
@@ -83,8 +80,6 @@ KNOWN_MISSING: set[str] = {
     "default_extract_turn_input",
     "default_render_envelope",
     "default_tools_for",
-    "register_condition",
-    "register_target",
     # arbiter
     "Allow",
     "Deny",

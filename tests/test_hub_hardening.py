@@ -11,7 +11,7 @@ import asyncio
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ag2net import EV_TEXT, HubClient, Passport, Resume, TransitionGraph
@@ -408,6 +408,7 @@ envelope_specs = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(specs=envelope_specs, keep=st.integers(0, 30), cut=st.integers(0, 130), recent_n=st.integers(1, 12))
+@example(specs=[("p0", None)] * 18, keep=0, cut=0, recent_n=1)  # a cold block read before a later trim
 def test_trimmed_wal_log_projects_and_slices_like_the_whole_list(specs, keep, cut, recent_n):
     from ag2net.views.builtin import window
     from ag2net.views.wal import WalLog

@@ -439,7 +439,7 @@ async def test_tasks_cancel_posts_request_to_owner(hub, hc):
     loose = bob.agent.task("no channel")
     await loose.start()
     assert await call(alice, "tasks", action="cancel", task_id=loose.task_id) == (
-        f"Error: task '{loose.task_id}' has no channel to post the cancel request into"
+        f"Error: task '{loose.task_id}' has no associated channel to post the cancel request into"
     )
 
 

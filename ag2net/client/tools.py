@@ -471,7 +471,7 @@ def make_tasks_tool(client: Any) -> Tool:
             if md.is_terminal():
                 return f"task {task_id!r} is already {TaskState(md.state).value}"
             if not md.channel_id:
-                return f"Error: task {task_id!r} has no channel to post the cancel request into"
+                return f"Error: task {task_id!r} has no associated channel to post the cancel request into"
             try:
                 await me.send_envelope(
                     Envelope(

@@ -32,6 +32,7 @@ from ag2net.hub.audit import (
     audit_record,
 )
 from ag2net.hub.auth import AuthRegistry
+from ag2net.hub.checkpoints import TaskCheckpoints
 from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Mailbox
 from ag2net.hub.expectations import default_evaluators
@@ -63,7 +64,7 @@ from ag2net.views.wal import WalLog, WalSlice
 log = logging.getLogger(__name__)
 
 
-class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Sweeps):
+class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, TaskCheckpoints, Sweeps):
     """The network's centre. Open with ``await Hub.open(path_or_store)`` or ``async with``."""
 
     def __init__(

@@ -234,11 +234,12 @@ class WalLog(Sequence[Envelope]):
     def _cold_block(self, block_no: int) -> list[Envelope]:
         blocks = self._cold_blocks
         block = blocks.get(block_no)
-        if block is not None:
-            blocks.move_to_end(block_no)
-            return block
         start = block_no * _COLD_BLOCK
         stop = min(start + _COLD_BLOCK, self._base)
+        if block is not None and len(block) == stop - start:
+            blocks.move_to_end(block_no)
+            return block
+        # Not read yet, or read while the block was still partly resident (a later trim moved base).
         assert self._cold is not None
         block = self._cold(start, stop)
         if len(block) != stop - start:
