@@ -135,7 +135,7 @@ KNOWN_MISSING: set[str] = {
     # --- importable, but the signature or calling mode differs (the failure message says how)
     "Hub",  # getters sync here, async in ag2 (defect 3); tracer_provider; bind_endpoint(endpoint_id, ...);
     # checkpoint_task / read_task_checkpoint: ag2net.hub.checkpoints.TaskCheckpoints, not yet a base of Hub
-    "HubClient",  # adapter_for sync in ag2; attach() keywords (defect 6)
+    "HubClient",  # adapter_for sync in ag2; default_view_policy(channel_id, ...); record_observation keywords
     "AgentClient",  # disconnect() is a coroutine in ag2 (defect 3)
     "HumanClient",  # constructor keywords (hub=); disconnect() coroutine; receive_chunk(delta, ...)
     "ChannelAdapter",  # validate_send/on_accepted name their last parameter `state`

@@ -39,6 +39,11 @@ def _as_envelope(value: Any) -> Envelope:
     return value if isinstance(value, Envelope) else Envelope.from_dict(value)
 
 
+class _NotRegisteredError(NotFoundError, ValueError):
+    """``attach()`` of a name that is not registered, without the passport and resume to register it: a
+    ``ValueError`` as in ag2, and a ``NotFoundError`` as ag2net raised before."""
+
+
 class HubClient:
     """A connection to a hub. ``HubClient.local(hub)`` for in-process use."""
 
@@ -236,6 +241,20 @@ class HubClient:
         rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
         return passport, resume, rule
 
+    def _new_agent_client(
+        self, agent: Any, passport: Passport, resume: Resume, rule: Rule, attach_default_handler: bool
+    ) -> AgentClient:
+        from ag2net.client.agent_client import AgentClient
+
+        return AgentClient(
+            agent=agent,
+            passport=passport,
+            resume=resume,
+            rule=rule,
+            hub_client=self,
+            attach_default_handler=attach_default_handler,
+        )
+
     def _seat_agent(
         self,
         agent: Any,
@@ -245,16 +264,7 @@ class HubClient:
         attach_plugin: bool,
         attach_default_handler: bool,
     ) -> AgentClient:
-        from ag2net.client.agent_client import AgentClient
-
-        client = AgentClient(
-            agent=agent,
-            passport=passport,
-            resume=resume,
-            rule=rule,
-            hub_client=self,
-            attach_default_handler=attach_default_handler,
-        )
+        client = self._new_agent_client(agent, passport, resume, rule, attach_default_handler)
         self._clients[passport.agent_id] = client
         if attach_plugin:
             from ag2net.client.plugin import NetworkPlugin
@@ -278,12 +288,96 @@ class HubClient:
         agent: Any,
         name: str,
         *,
+        passport: Passport | None = None,
+        resume: Resume | None = None,
+        rule: Rule | None = None,
+        skill_md: str | None = None,
         attach_plugin: bool = True,
+        since_envelope_id: str | None = "",
         attach_default_handler: bool = True,
     ) -> AgentClient:
-        """Re-bind an agent identity that already exists on the hub (e.g. after a restart)."""
-        passport, resume, rule = await self._bound_identity(name)
-        return self._seat_agent(agent, passport, resume, rule, attach_plugin, attach_default_handler)
+        """Bind ``agent`` to the identity ``name`` that already exists on the hub (e.g. after a restart).
+
+        When ``name`` is not registered it falls back to ``register(agent, passport, resume, skill_md=,
+        rule=)``, so ``passport`` and ``resume`` are required then. Over a remote link ``passport.auth``
+        (when it carries a scheme or claim) is the credential presented for the existing identity, and
+        ``since_envelope_id`` asks the hub to resend what this identity has not acknowledged: ``""``
+        (default) everything past its delivery cursors, an envelope id only what comes after it, ``None``
+        nothing. In-process it is ignored: nothing is lost between a local hub and its clients.
+        """
+        if self._closed:
+            raise RuntimeError("HubClient is closed")
+        if since_envelope_id is not None and not isinstance(since_envelope_id, str):
+            raise TypeError(
+                f"attach({name!r}): since_envelope_id must be an envelope id string, '' (resend everything "
+                f"unacknowledged) or None (resend nothing); got {type(since_envelope_id).__name__}"
+            )
+        agent_id = await self.call("find_agent_id", name=name)
+        if agent_id is None:
+            if passport is None or resume is None:
+                raise _NotRegisteredError(
+                    f"attach({name!r}): name is not registered; passport and resume are required to fall "
+                    f"back to register() (pass passport=Passport(name={name!r}) and resume=Resume())"
+                )
+            return await self.register(
+                agent,
+                passport,
+                resume,
+                skill_md=skill_md,
+                rule=rule,
+                attach_plugin=attach_plugin,
+                attach_default_handler=attach_default_handler,
+            )
+        # Seat the client before binding, so a delivery that arrives right after the bind (or a replayed
+        # one) finds it.
+        existing = _as(Passport, await self.call("get_agent", name_or_id=agent_id))
+        existing_resume = _as(Resume, await self.call("get_resume", agent_id=agent_id))
+        existing_rule = _as(Rule, await self.call("get_rule", agent_id=agent_id))
+        client = self._new_agent_client(
+            agent, existing, existing_resume, existing_rule, attach_default_handler
+        )
+        self._clients[agent_id] = client
+        try:
+            bound = _as(
+                Passport, await self.call("bind", name=name, **self._bind_credentials(name, passport))
+            )
+            self._remember(bound)
+            if self.remote and since_envelope_id is not None:
+                await self._resend_unacked(agent_id, since_envelope_id)
+        except BaseException:
+            if self._clients.get(agent_id) is client:
+                del self._clients[agent_id]
+            raise
+        if attach_plugin:
+            from ag2net.client.plugin import NetworkPlugin
+
+            NetworkPlugin(client).apply(agent)
+        return client
+
+    def _bind_credentials(self, name: str, passport: Passport | None) -> dict[str, Any]:
+        """The ``bind`` params that present ``passport.auth`` for ``name``; none when it carries nothing
+        (the link then presents what it holds: the server's token and the identity's secret)."""
+        auth = passport.auth if passport is not None else None
+        if auth is None or (auth.scheme in (None, "", "none") and not auth.claim):
+            return {}
+        claim = dict(auth.claim)
+        secret_for = getattr(self.link, "secret_for", None)
+        if "secret" not in claim and secret_for is not None:
+            secret = secret_for(name)
+            if secret is not None:
+                claim["secret"] = secret
+        return {"auth_scheme": auth.scheme, "auth_claim": claim}
+
+    async def _resend_unacked(self, agent_id: str, since_envelope_id: str) -> None:
+        """Ask a remote hub to resend what ``agent_id`` has not acknowledged past ``since_envelope_id``: a
+        ``hello`` for the identity the link just bound (what the link itself sends after a reconnect)."""
+        hello = getattr(self.link, "_hello", None)
+        identity = (getattr(self.link, "_identities", None) or {}).get(agent_id)
+        if hello is None or identity is None:
+            return  # a link without the hello handshake has nothing to resend through
+        from ag2net.transport.frames import HelloFrame
+
+        await hello(HelloFrame(identity.name, identity.scheme, dict(identity.claim), since_envelope_id))
 
     async def register_human(
         self,
