@@ -206,3 +206,16 @@ async def test_remote_attach_falls_back_to_register(hub):
         with pytest.raises(ValueError, match="passport and resume are required to fall back to register"):
             await hc.attach(Agent("nobody", ScriptedModel()), "nobody")
         await hc.close()
+
+
+async def test_hub_register_runs_the_agent_on_the_given_link():
+    from ag2net import Agent, Hub, LocalLink, ScriptedModel
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    try:
+        link = LocalLink(hub)
+        bot = await hub.register(Agent("bot", ScriptedModel("hi")), Passport(name="bot"), link=link)
+        assert bot.agent_id == hub.find_agent_id("bot")
+        assert bot.hub_client.link is not None
+    finally:
+        await hub.close()

@@ -140,7 +140,8 @@ class IdentityRegistry:
         """Register ``agent`` on a dedicated in-process ``HubClient``; returns its ``AgentClient``."""
         from ag2net.client.hub_client import HubClient
 
-        client = HubClient.local(self)
+        link = kw.pop("link", None)
+        client = HubClient(link, hub=self) if link is not None else HubClient.local(self)
         try:
             agent_client = await client.register(agent, passport, resume, **kw)
         except BaseException:
