@@ -378,7 +378,7 @@ def encode_envelope(env: Envelope) -> str:
     if len(text) > MAX_EVENT_DATA_BYTES:
         check_event_data(env.event_data)
     # ASCII-escaped JSON spells every surrogate code point (and every character beyond U+FFFF, as a
-    # pair) "\\udXXX": text without one has nothing to look for.
+    # pair) as an escape from "\\ud800" to "\\udfff": text without "\\ud" has nothing to look for.
     if "\\ud" in text:
         for name, value in d.items():
             check_text_tree(value, name)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data.make_ag2_api import mode_of, params_of  # the same description the data file was made with
 
 import ag2net
 
@@ -155,36 +156,6 @@ ACCEPTS = {
 }
 
 
-def _default_repr(value: Any) -> str:
-    if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
-        kind = "class" if inspect.isclass(value) else "function"
-        return f"<{kind} {value.__name__}>"
-    return repr(value)
-
-
-def _params(obj: Any) -> list[dict[str, Any]] | None:
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return None
-    out = []
-    for p in sig.parameters.values():
-        entry: dict[str, Any] = {"name": p.name, "kind": p.kind.name}
-        if p.default is not inspect.Parameter.empty:
-            entry["default"] = _default_repr(p.default)
-        out.append(entry)
-    return out
-
-
-def _mode(fn: Any) -> str:
-    fn = inspect.unwrap(fn)
-    if inspect.isasyncgenfunction(fn):
-        return "asyncgen"
-    if inspect.iscoroutinefunction(fn):
-        return "async"
-    return "sync"
-
-
 def _fmt(params: list[dict[str, Any]] | None) -> str:
     if params is None:
         return "(?)"
@@ -270,9 +241,9 @@ def compare_name(name: str) -> list[str]:
     elif kind == "function":
         if not callable(obj) or inspect.isclass(obj):
             return [*problems, f"{name}: not a function here ({type(obj).__name__})"]
-        if _mode(obj) != spec["mode"]:
-            problems.append(f"{name}: is {_mode(obj)}, ag2 {spec['mode']}")
-        problems += compare_params(name, spec["params"], _params(obj))
+        if mode_of(obj) != spec["mode"]:
+            problems.append(f"{name}: is {mode_of(obj)}, ag2 {spec['mode']}")
+        problems += compare_params(name, spec["params"], params_of(obj))
     elif kind == "class":
         if not inspect.isclass(obj):
             return [*problems, f"{name}: not a class here ({type(obj).__name__})"]
@@ -292,7 +263,7 @@ def _compare_class(name: str, spec: dict[str, Any], cls: type) -> list[str]:
     if spec.get("exception") and not issubclass(cls, BaseException):
         problems.append(f"{name}: not an exception class here")
     if not spec.get("protocol"):
-        problems += compare_params(f"{name}()", spec["params"], _params(cls))
+        problems += compare_params(f"{name}()", spec["params"], params_of(cls))
     for method, m in spec["methods"].items():
         where = f"{name}.{method}"
         if not hasattr(cls, method):
@@ -303,13 +274,13 @@ def _compare_class(name: str, spec: dict[str, Any], cls: type) -> list[str]:
         if not callable(fn):
             problems.append(f"{where}: not a method here ({type(static).__name__})")
             continue
-        mode = _mode(fn)
+        mode = mode_of(fn)
         # an async generator may be served by a plain method returning an async iterator
         if mode != m["mode"] and not (m["mode"] == "asyncgen" and mode == "sync"):
             problems.append(f"{where}: is {mode}, ag2 {m['mode']}")
-        problems += compare_params(where, m["params"], _params(getattr(cls, method)))
+        problems += compare_params(where, m["params"], params_of(getattr(cls, method)))
     # a property of ag2's may be a plain attribute here, set from the constructor parameter of that name
-    init_names = {p["name"] for p in (_params(cls) or [])}
+    init_names = {p["name"] for p in (params_of(cls) or [])}
     for prop in spec["properties"]:
         if not hasattr(cls, prop) and prop not in init_names:
             problems.append(f"{name}.{prop}: property missing")
@@ -342,7 +313,7 @@ def test_comparison_catches_differences() -> None:
     """The comparator itself: each kind of incompatibility is reported."""
 
     def sig(fn: Any) -> list[dict[str, Any]] | None:
-        return _params(fn)
+        return params_of(fn)
 
     def ag2(a, b=1, *, c=None): ...
     def same(a, b=1, *, c=None, extra=0): ...

@@ -449,3 +449,24 @@ async def test_skill_and_resume_caps_apply_to_in_process_callers(hub):
         await hub.set_skill(alice.agent_id, "é" * (MAX_SKILL_BYTES // 2 + 1))
     await hub.set_skill(alice.agent_id, "# fits\n")
     assert hub.get_skill_info(alice.agent_id)["skill_md"] == "# fits\n"
+
+
+async def test_find_envelope_by_causation_on_a_channel_longer_than_the_cache_window(tmp_path):
+    hub = await Hub.open(SqliteStore(tmp_path / "c.db"), wal_window=8, **quiet())
+    try:
+        _hc, (ana, ben) = await people(hub, "ana", "ben")
+        ch = await ana.open(type="conversation", target="ben")
+        cause = await ana.send(ch.channel_id, "question")
+        answer = await ben.send(ch.channel_id, "answer", causation_id=cause)
+        for i in range(40):  # pushes both out of the cached window
+            await (ana if i % 2 == 0 else ben).send(ch.channel_id, f"later {i}")
+        found = await hub.find_envelope_by_causation(
+            ch.channel_id, sender_id=ben.agent_id, causation_id=cause
+        )
+        assert found is not None and found.envelope_id == answer
+        assert (
+            await hub.find_envelope_by_causation(ch.channel_id, sender_id=ana.agent_id, causation_id=cause)
+            is None
+        )
+    finally:
+        await hub.close()

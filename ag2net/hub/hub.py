@@ -56,7 +56,7 @@ from ag2net.identity import (
     Resume,
     Rule,
 )
-from ag2net.ids import MonotonicIds, utc_now
+from ag2net.ids import MonotonicIds, is_id, utc_now
 from ag2net.store import Store, open_store
 from ag2net.tasks import TaskMetadata
 from ag2net.views.wal import WalLog, WalSlice
@@ -550,7 +550,13 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
         md = self.channels.get(channel_id)
         if md is None or md.is_terminal():
             return None
-        for env in reversed(await self.read_wal(channel_id)):
+        # Walk back from the newest envelope only as far as the cause: ids grow in admission order, so
+        # an answer to ``causation_id`` sits after it (older envelopes come back from the store only if
+        # the walk reaches them).
+        bounded = is_id(causation_id)
+        for env in reversed((await self._ensure_wal(channel_id)).prefix()):
+            if bounded and env.envelope_id <= causation_id:
+                break
             if env.causation_id == causation_id and env.sender_id == sender_id:
                 return env
         return None
