@@ -39,10 +39,11 @@ async def hub():
 
 
 def test_attach_takes_ag2s_parameters():
-    from test_ag2_api_surface import _params, compare_params
+    from data.make_ag2_api import params_of
+    from test_ag2_api_surface import compare_params
 
     theirs = API["names"]["HubClient"]["methods"]["attach"]["params"]
-    assert compare_params("HubClient.attach", theirs, _params(HubClient.attach)) == []
+    assert compare_params("HubClient.attach", theirs, params_of(HubClient.attach)) == []
 
 
 async def test_attach_rebinds_an_existing_identity_in_process(hub):
