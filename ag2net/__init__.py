@@ -171,6 +171,12 @@ from ag2net.views import (
     view_spec,
 )
 
+# --- ag2.network names, one block per area (issue 14)
+# [exports: arbiter]
+# [exports: listeners-audit-expectations]
+# [exports: transport]
+# [exports: adapters-runtime-identity]
+
 __version__ = "0.1.0"
 
 __all__ = [name for name in dir() if not name.startswith("_")]
