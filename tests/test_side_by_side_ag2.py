@@ -1,0 +1,117 @@
+"""Side by side: one ag2-style program, run on ``ag2`` 1.2.1 and on ``ag2net`` with only the import changed.
+
+``tests/side_by_side/program.py`` is written the way an ``ag2.network`` user writes it (three agents on
+one ``LocalLink``, consulting channels, a workflow with a custom transition target and condition, an
+arbiter refusing a custom event type, a checkpointed task, the async getters). It takes the network
+module's name as its argument and prints a JSON transcript with ids replaced by labels.
+
+The ag2 run uses the interop virtualenv of ``test_ws_interop.py`` (skipped, saying why, only when that
+environment cannot be built). The two transcripts must be equal, except that an error message may say
+more on ag2net as long as it keeps ag2's words (the same exception class, ag2's message inside ours).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from test_ws_interop import ag2_python  # noqa: F401  (a fixture)
+
+PROGRAM = Path(__file__).parent / "side_by_side" / "program.py"
+RUN_TIMEOUT = 300
+
+
+def run_program(python: Path | str, network: str, cwd: Path) -> dict[str, Any]:
+    """Runs the program under ``python`` with ``network`` as the module; returns its transcript."""
+    done = subprocess.run(
+        [str(python), str(PROGRAM), network],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        cwd=cwd,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines, (
+        f"the program printed no transcript under {network} (exit {done.returncode}); stderr ends:\n"
+        + "\n".join(done.stderr.strip().splitlines()[-25:])
+    )
+    result = json.loads(lines[-1])
+    result["exit_code"] = done.returncode
+    result["stderr_tail"] = done.stderr.strip().splitlines()[-25:]
+    return result
+
+
+def is_error(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) in ({"class", "message"}, {"class"})
+
+
+def differences(theirs: Any, ours: Any, where: str = "") -> list[str]:
+    """Every place where ag2net's transcript differs from ag2's (errors: same class, ag2's words kept)."""
+    if is_error(theirs) and is_error(ours):
+        found = []
+        if theirs["class"] != ours["class"]:
+            found.append(f"{where}: error class {ours['class']} (ag2: {theirs['class']})")
+        if "message" in theirs and theirs["message"] not in ours.get("message", ""):
+            found.append(
+                f"{where}: error message {ours.get('message')!r} does not contain ag2's {theirs['message']!r}"
+            )
+        return found
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        found = []
+        for key in list(theirs) + [k for k in ours if k not in theirs]:
+            if key not in ours:
+                found.append(f"{where}.{key}: missing (ag2: {json.dumps(theirs[key])})")
+            elif key not in theirs:
+                found.append(f"{where}.{key}: extra {json.dumps(ours[key])} (not in ag2's)")
+            else:
+                found += differences(theirs[key], ours[key], f"{where}.{key}")
+        return found
+    if isinstance(theirs, list) and isinstance(ours, list) and len(theirs) == len(ours):
+        found = []
+        for index, (a, b) in enumerate(zip(theirs, ours, strict=True)):
+            found += differences(a, b, f"{where}[{index}]")
+        return found
+    if theirs != ours:
+        return [f"{where}: {json.dumps(ours)} (ag2: {json.dumps(theirs)})"]
+    return []
+
+
+def transcript_differences(theirs: list[dict], ours: list[dict]) -> list[str]:
+    mine = {record["step"]: record for record in ours}
+    found = []
+    for record in theirs:
+        step = record["step"]
+        if step not in mine:
+            found.append(f"[{step}]: missing from ag2net's transcript")
+            continue
+        found += differences(record, mine.pop(step), f"[{step}]")
+    found += [f"[{step}]: only in ag2net's transcript: {json.dumps(r)}" for step, r in mine.items()]
+    return found
+
+
+def test_differences_compares_errors_by_class_and_ag2s_words():
+    ag2_error = {"class": "ProtocolError", "message": "channel 'c' is closed"}
+    ours = {"class": "ProtocolError", "message": "channel 'c' is closed; open a new channel."}
+    assert differences(ag2_error, ours) == []
+    assert differences(ag2_error, {"class": "NetworkError", "message": ag2_error["message"]})
+    assert differences(ag2_error, {"class": "ProtocolError", "message": "the channel is closed"})
+    assert differences({"a": [1, 2]}, {"a": [1, 3]}) == [".a[1]: 3 (ag2: 2)"]
+    assert differences({"a": 1}, {"a": 1, "b": 2}) == [".b: extra 2 (not in ag2's)"]
+    assert transcript_differences([{"step": "x", "v": 1}], []) == ["[x]: missing from ag2net's transcript"]
+
+
+def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python, tmp_path):  # noqa: F811
+    theirs = run_program(ag2_python, "ag2.network", tmp_path)
+    # ag2's run is the ground truth: it must have gone through every section without a crash.
+    crashed = [r for r in theirs["transcript"] if "crash" in r]
+    assert theirs["exit_code"] == 0 and not crashed, (crashed, theirs["stderr_tail"])
+    assert theirs["transcript"][-1] == {"step": "closed", "ok": True}
+
+    ours = run_program(sys.executable, "ag2net", tmp_path)
+    found = transcript_differences(theirs["transcript"], ours["transcript"])
+    if ours["exit_code"] != 0:
+        found.append(f"ag2net's run exited {ours['exit_code']}: " + " | ".join(ours["stderr_tail"]))
+    assert not found, "ag2net differs from ag2 1.2.1 on the same program:\n" + "\n".join(found)
