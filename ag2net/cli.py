@@ -373,7 +373,7 @@ def wal(
         try:
             if channel is None:
                 stats = hub.channel_stats()
-                for md in hub.list_channels(include_terminal=True, limit=None):
+                for md in hub.query_channels(limit=None):
                     names = ", ".join(hub.name_for(p) for p in md.participant_ids())
                     count = stats[md.channel_id]["wal_count"]
                     typer.echo(

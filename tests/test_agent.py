@@ -683,17 +683,17 @@ async def test_task_mirrors_into_a_real_hub_through_the_agent_client(hub):
     assert agent.task_sink is client
     async with agent.task("job", capability="summary") as task:
         await agent.ask("go")
-        running = hub.get_task(task.task_id)
+        running = hub.lookup_task(task.task_id)
         assert (running.state, running.progress, running.owner_id) == (
             TaskState.RUNNING,
             {"percent": 40},
             client.agent_id,
         )
-    assert hub.get_task(task.task_id).state is TaskState.COMPLETED
+    assert hub.lookup_task(task.task_id).state is TaskState.COMPLETED
     with pytest.raises(RuntimeError):
         async with agent.task("doomed") as doomed:
             raise RuntimeError("gave up")
-    assert (hub.get_task(doomed.task_id).state, hub.get_task(doomed.task_id).error) == (
+    assert (hub.lookup_task(doomed.task_id).state, hub.lookup_task(doomed.task_id).error) == (
         TaskState.FAILED,
         "gave up",
     )

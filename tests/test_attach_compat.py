@@ -52,7 +52,7 @@ async def test_attach_rebinds_an_existing_identity_in_process(hub):
     bot = await first.register(
         Agent("bot", ScriptedModel("first life")), resume=Resume(summary="answers"), rule=rule
     )
-    skill = hub.get_skill(bot.agent_id)
+    skill = await hub.get_skill(bot.agent_id)
     await first.close()
 
     second = HubClient(LocalLink(hub), hub=hub)
@@ -69,7 +69,7 @@ async def test_attach_rebinds_an_existing_identity_in_process(hub):
     assert again.agent_id == bot.agent_id
     assert again.resume.summary == "answers"
     assert again.rule.access.inbound_from == ["ana"]
-    assert hub.get_skill(bot.agent_id) == skill
+    assert (await hub.get_skill(bot.agent_id)) == skill
 
     ana = await HubClient(LocalLink(hub), hub=hub).register_human(Passport(name="ana", kind="human"))
     ch = await ana.open(type="consulting", target="bot")
@@ -91,10 +91,10 @@ async def test_attach_of_an_unknown_name_with_passport_registers_it(hub):
         attach_plugin=False,
     )
     assert hub.find_agent_id("fresh") == client.agent_id
-    assert hub.get_agent("fresh").model == "scripted"
-    assert hub.get_resume(client.agent_id).summary == "new here"
-    assert hub.get_rule(client.agent_id).access.inbound_from == ["ana"]
-    assert hub.get_skill(client.agent_id) == "# fresh\nsays hello"
+    assert hub.lookup_agent("fresh").model == "scripted"
+    assert hub.lookup_resume(client.agent_id).summary == "new here"
+    assert (await hub.get_rule(client.agent_id)).access.inbound_from == ["ana"]
+    assert (await hub.get_skill(client.agent_id)) == "# fresh\nsays hello"
     await hc.close()
 
 
@@ -203,7 +203,7 @@ async def test_remote_attach_falls_back_to_register(hub):
             attach_plugin=False,
         )
         assert hub.find_agent_id("fresh") == client.agent_id
-        assert hub.get_resume(client.agent_id).summary == "remote and new"
+        assert hub.lookup_resume(client.agent_id).summary == "remote and new"
         with pytest.raises(ValueError, match="passport and resume are required to fall back to register"):
             await hc.attach(Agent("nobody", ScriptedModel()), "nobody")
         await hc.close()

@@ -181,8 +181,8 @@ async def test_every_client_string_is_checked_naming_its_path(sqlite_hub):
         with pytest.raises(ProtocolError, match=pattern):
             await call
     assert hub.wal_count(ch.channel_id) == count
-    assert hub.get_resume(ana.agent_id).summary == ""
-    assert hub.get_channel(ch.channel_id).state.value == "active"
+    assert hub.lookup_resume(ana.agent_id).summary == ""
+    assert hub.lookup_channel(ch.channel_id).state.value == "active"
     await hc.close()
 
 

@@ -77,7 +77,7 @@ async def test_inboxes_are_bounded_and_discard_is_final(hub, hc):
     bob.discard_channel_inbox(channel.channel_id)
     await channel.send("late")
     await channel.close()
-    await until(lambda: hub.get_channel(channel.channel_id).is_terminal())
+    await until(lambda: hub.lookup_channel(channel.channel_id).is_terminal())
     await until(lambda: bob._buffered >= 1)
     assert channel.channel_id not in bob._inboxes
 

@@ -64,7 +64,7 @@ async def test_demo_exercises_the_whole_surface(tmp_path):
         demo = await start_demo(hc)
         await asyncio.wait_for(demo.run(), timeout=15)
         await demo.close()
-        channels = hub.list_channels(include_terminal=True, limit=None)
+        channels = hub.query_channels(include_terminal=True, limit=None)
         reasons = sorted((md.manifest.type, md.close_reason) for md in channels)
         assert reasons == [
             ("consulting", "consulting_complete"),
@@ -108,7 +108,7 @@ async def test_demo_exercises_the_whole_surface(tmp_path):
         pairing = [t for t in turns if by_type[t.channel_id] == "conversation"]
         assert any(t.history and isinstance(t.history[0], CompactionSummary) for t in pairing)
         # the coder's estimate ran as a task with progress, on the consulting channel it answered
-        [task] = hub.list_tasks()
+        [task] = hub.query_tasks()
         assert task.owner_id == hub.find_agent_id("coder")
         assert task.state == TaskState.COMPLETED
         assert task.progress == {"stage": "sizing components", "pct": 80}
@@ -133,7 +133,7 @@ async def test_demo_exercises_the_whole_surface(tmp_path):
         demo = await start_demo(hub)
         await asyncio.wait_for(demo.run(), timeout=15)
         await demo.close()
-        assert len(hub.list_channels(include_terminal=True, limit=None)) == 12
+        assert len(hub.query_channels(include_terminal=True, limit=None)) == 12
         assert len(hub.agents) == len(ROLES)
     finally:
         await hub.close()
@@ -150,7 +150,7 @@ async def test_demo_asks_the_human_and_thanks_them():
             predicate=lambda e: e.event_type == EV_TEXT and e.sender_id == hub.find_agent_id("planner"),
             timeout=3,
         )
-        md = hub.get_channel(question.channel_id)
+        md = hub.lookup_channel(question.channel_id)
         assert md.manifest.type == "consulting" and md.creator_id == hub.find_agent_id("planner")
         assert question.event_data["text"].startswith("Hi ana, ")
         await ana.send(question.channel_id, "Offline sync first, please.")
@@ -159,7 +159,7 @@ async def test_demo_asks_the_human_and_thanks_them():
             predicate=lambda e: e.event_type == EV_TEXT and e.channel_id != question.channel_id, timeout=3
         )
         assert thanks.event_data["text"].startswith("Thanks, ana! Noted: Offline sync first, please.")
-        thanks_md = hub.get_channel(thanks.channel_id)
+        thanks_md = hub.lookup_channel(thanks.channel_id)
         assert (thanks_md.manifest.type, thanks_md.close_reason) == ("conversation", "max_turns")
         await demo.close()
     finally:
@@ -293,7 +293,7 @@ async def test_demo_over_websocket():
             finally:
                 await client.close()
         reasons = sorted(
-            (md.manifest.type, md.close_reason) for md in hub.list_channels(include_terminal=True)
+            (md.manifest.type, md.close_reason) for md in hub.query_channels(include_terminal=True)
         )
         assert reasons[-3:] == [
             ("conversation", "max_turns"),

@@ -96,9 +96,9 @@ async def test_list_agents_by_kind(hub):
         Agent("typed", ScriptedModel()), Passport(name="typed", kind="agent"), attach_plugin=False
     )
     await hc.register_human(Passport(name="person", kind="human"))
-    agents = {p.name for p in hub.list_agents(kind="agent")}
+    agents = {p.name for p in hub.query_agents(kind="agent")}
     assert agents == {"plain", "typed"}
-    assert {p.name for p in hub.list_agents(kind="human")} == {"person"}
+    assert {p.name for p in hub.query_agents(kind="human")} == {"person"}
 
 
 async def consulting_pair(hub, reply="ans"):
@@ -114,7 +114,7 @@ async def test_consulting_round_wal_and_close(hub):
     _hc, alice, bob = await consulting_pair(hub)
     ch = await alice.open(type="consulting", target="bob")
     prompt_id = await alice.send(ch.channel_id, "question?")
-    await wait_for(lambda: hub.get_channel(ch.channel_id).is_terminal())
+    await wait_for(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
     wal = await hub.read_wal(ch.channel_id)
     assert [e.event_type for e in wal] == [
         "ag2.channel.invite",
@@ -127,7 +127,7 @@ async def test_consulting_round_wal_and_close(hub):
     reply = wal[4]
     assert reply.sender_id == bob.agent_id and reply.event_data == {"text": "ans"}
     assert reply.causation_id == prompt_id
-    md = hub.get_channel(ch.channel_id)
+    md = hub.lookup_channel(ch.channel_id)
     assert md.state == ChannelState.CLOSED and md.close_reason == "consulting_complete"
     assert [e.seq for e in []] == []
     # a third send hits the terminal check and fires on_envelope_rejected
@@ -148,7 +148,7 @@ async def test_invite_timeout(store_factory):
         await hc.register_human(Passport(name="mute", kind="human"), auto_ack_invites=False)
         with pytest.raises(ProtocolError, match=r"ack timeout"):
             await alice.open(type="consulting", target="mute")
-        (md,) = hub.list_channels(include_terminal=True)
+        (md,) = hub.query_channels(include_terminal=True)
         assert md.state == ChannelState.CLOSED and md.close_reason == "invite_timeout"
         assert [e.event_type for e in await hub.read_wal(md.channel_id)] == [
             "ag2.channel.invite",
@@ -178,7 +178,7 @@ async def test_invite_reject(hub):
     carol.on_envelope(reject)
     with pytest.raises(ProtocolError, match="closed during handshake: invite_rejected"):
         await alice.open(type="consulting", target="carol")
-    (md,) = hub.list_channels(include_terminal=True)
+    (md,) = hub.query_channels(include_terminal=True)
     assert md.rejected_by == [carol.agent_id]
 
 
@@ -320,7 +320,7 @@ async def test_ttl_expiry(store_factory):
         assert await hub.expire_due() == 0
         clock.advance(61)
         assert await hub.expire_due() == 1
-        md = hub.get_channel(ch.channel_id)
+        md = hub.lookup_channel(ch.channel_id)
         assert md.state == ChannelState.EXPIRED and md.close_reason == "ttl_expired"
         wal = await hub.read_wal(ch.channel_id)
         assert wal[-1].event_type == "ag2.channel.expired"

@@ -26,7 +26,7 @@ async def test_reply_within_auto_closes_consulting(store_factory):
         assert await hub.tick_expectations() == 0
         clock.advance(2)
         assert await hub.tick_expectations() == 1
-        md = hub.get_channel(ch.channel_id)
+        md = hub.lookup_channel(ch.channel_id)
         assert md.state == ChannelState.CLOSED and md.close_reason == "expectation_violated:reply_within"
         audit = [rec for _, rec in await hub.store.read_audit()]
         (violation,) = [r for r in audit if r["kind"] == "expectation_violated"]
@@ -65,7 +65,7 @@ async def test_notify_channel_posts_violation_not_to_creator(store_factory):
         assert wal[-1].event_data["expectation"] == "max_silence"
         got = await ben.next_envelope(predicate=lambda e: e.event_type == EV_EXPECTATION_VIOLATED, timeout=2)
         assert got.sender_id == ana.agent_id
-        assert hub.get_channel(ch.channel_id).state == ChannelState.ACTIVE
+        assert hub.lookup_channel(ch.channel_id).state == ChannelState.ACTIVE
     finally:
         await hub.close()
 
@@ -102,7 +102,7 @@ async def test_unregister_keeps_channels_and_frees_the_name(hub):
     await ana.send(ch.channel_id, "before")
     await ana.unregister()
     try:
-        hub.get_agent("ana")
+        hub.lookup_agent("ana")
         raise AssertionError("ana should be gone")
     except NotFoundError:
         pass

@@ -67,7 +67,7 @@ async def test_clean_reopen_then_concurrent_senders_keep_wal_store_and_count_equ
     try:
         hc = HubClient.local(hub)
         senders = [await hc.attach_human(n) for n in ("ana", "ben", "cy")]
-        members = [s for s in senders if s.agent_id in hub.get_channel(cid).participant_ids()]
+        members = [s for s in senders if s.agent_id in hub.lookup_channel(cid).participant_ids()]
         results = await asyncio.gather(
             *(members[i % len(members)].send(cid, f"m{i}") for i in range(50)), return_exceptions=True
         )
@@ -152,7 +152,7 @@ class FaultyAppends(MemoryStore):
 
 
 async def fresh_fold(hub, cid):
-    md = hub.get_channel(cid)
+    md = hub.lookup_channel(cid)
     adapter = hub.adapter_for(cid)
     state = adapter.initial_state(md)
     for text in await hub.store.read_wal(cid):
@@ -203,7 +203,7 @@ def test_interleaved_posts_failures_and_closes_keep_state_a_fold_of_the_wal(scri
                     if json.loads(t)["event_type"] == EV_TEXT
                 ]
                 assert len(texts) <= 3
-                md = hub.get_channel(cid)
+                md = hub.lookup_channel(cid)
                 if len(texts) == 3:
                     assert md.state == ChannelState.CLOSED
                 if md.state == ChannelState.CLOSED and md.close_reason == "max_turns":
@@ -229,7 +229,7 @@ async def test_max_turns_conversation_under_bursts_closes_with_exactly_max_turns
                 return_exceptions=True,
             )
             texts = [e for e in await hub.read_wal(cid) if e.event_type == EV_TEXT]
-            md = hub.get_channel(cid)
+            md = hub.lookup_channel(cid)
             assert len(texts) == 3 and md.state == ChannelState.CLOSED, (len(texts), md.state)
             assert hub.wal_count(cid) == len(await hub.store.read_wal(cid))
         finally:
@@ -278,9 +278,9 @@ async def test_failed_updates_leave_resume_skill_and_rule_unchanged(tmp_path):
         alice = await hc.register_human(Passport(name="alice", kind="human"))
         aid = alice.agent_id
         resume, skill, rule = (
-            hub.get_resume(aid).to_dict(),
+            hub.lookup_resume(aid).to_dict(),
             hub.get_skill_info(aid),
-            hub.get_rule(aid).to_dict(),
+            (await hub.get_rule(aid)).to_dict(),
         )
         store.broken = True
         with pytest.raises(StoreError):
@@ -289,13 +289,13 @@ async def test_failed_updates_leave_resume_skill_and_rule_unchanged(tmp_path):
             await hub.set_skill(aid, "---\ntitle: x\n---\n")
         with pytest.raises(StoreError):
             await hub.set_rule(aid, Rule())
-        assert hub.get_resume(aid).to_dict() == resume
+        assert hub.lookup_resume(aid).to_dict() == resume
         assert hub.get_skill_info(aid) == skill
-        assert hub.get_rule(aid).to_dict() == rule
+        assert (await hub.get_rule(aid)).to_dict() == rule
         store.broken = False
         await hub.close()
         hub = await Hub.open(FailingAgentWrites(tmp_path / "ghost.db"), **quiet())
-        assert hub.get_resume(aid).to_dict() == resume  # memory and store agree
+        assert hub.lookup_resume(aid).to_dict() == resume  # memory and store agree
     finally:
         await hub.close()
 

@@ -50,7 +50,7 @@ async def test_restart_restores_four_channel_types(tmp_path):
     ids = [c.channel_id for c in (consulting, conversation, discussion, workflow)]
     before = {cid: [e.to_dict() for e in await hub.read_wal(cid)] for cid in ids}
     states = {cid: state_to_dict(hub.adapter_state(cid)) for cid in ids}
-    metas = {cid: hub.get_channel(cid).to_dict() for cid in ids}
+    metas = {cid: hub.lookup_channel(cid).to_dict() for cid in ids}
     await hub.close()
 
     hub = await Hub.open(SqliteStore(path), **quiet())
@@ -58,7 +58,7 @@ async def test_restart_restores_four_channel_types(tmp_path):
         for cid in ids:
             assert [e.to_dict() for e in await hub.read_wal(cid)] == before[cid]
             assert state_to_dict(hub.adapter_state(cid)) == states[cid]
-            assert hub.get_channel(cid).to_dict() == metas[cid]
+            assert hub.lookup_channel(cid).to_dict() == metas[cid]
         disc_state = hub.adapter_state(discussion.channel_id)
         assert disc_state.expected_next_speaker == hub.find_agent_id("cy")
         assert disc_state.turn_count == 2
@@ -68,7 +68,7 @@ async def test_restart_restores_four_channel_types(tmp_path):
         cy = await hc.attach_human("cy")
         # each channel accepts its next turn after the restart
         await ben.send(consulting.channel_id, "answer")
-        assert hub.get_channel(consulting.channel_id).close_reason == "consulting_complete"
+        assert hub.lookup_channel(consulting.channel_id).close_reason == "consulting_complete"
         await ben.send(conversation.channel_id, "c3")
         await cy.send(discussion.channel_id, "d2")
         await ben.send(workflow.channel_id, "w1")
@@ -94,7 +94,7 @@ async def test_attach_human_after_reopen_is_not_a_duplicate(tmp_path):
         hc = HubClient.local(hub)
         again = await hc.register_or_attach_human("me")
         assert again.agent_id == first.agent_id
-        assert len(hub.list_agents(kind="human")) == 1
+        assert len(hub.query_agents(kind="human")) == 1
     finally:
         await hub.close()
 
@@ -218,7 +218,7 @@ async def test_human_push_pull_stream(hub):
     assert pushed.count(EV_TEXT) == 1
     with pytest.raises(TimeoutError):
         await analyst.next_envelope(timeout=0.05)
-    analyst.disconnect()
+    await analyst.disconnect()
     with pytest.raises(RuntimeError, match="disconnected"):
         await analyst.next_envelope(timeout=0.05)
 
@@ -294,10 +294,10 @@ async def test_conversation_max_turns_stops_two_agents(hub):
     ch = await a.open(type="conversation", target="b", knobs={"max_turns": 6})
     await ch.send("start")
     for _ in range(300):
-        if hub.get_channel(ch.channel_id).is_terminal():
+        if hub.lookup_channel(ch.channel_id).is_terminal():
             break
         await asyncio.sleep(0.01)
-    md = hub.get_channel(ch.channel_id)
+    md = hub.lookup_channel(ch.channel_id)
     assert md.state == ChannelState.CLOSED and md.close_reason == "max_turns"
     texts = [e for e in await hub.read_wal(ch.channel_id) if e.event_type == EV_TEXT]
     assert len(texts) == 6

@@ -1042,7 +1042,7 @@ class HubModel(RuleBasedStateMachine):
         store = hub.store
         # identities: memory and store, no ghosts
         want = {i.name: i.agent_id for i in self.idents.values()}
-        got = {p.name: p.agent_id for p in hub.list_agents(limit=None)}
+        got = {p.name: p.agent_id for p in hub.query_agents(limit=None)}
         assert got == want, f"hub identities {sorted(got)} differ from the model's {sorted(want)}"
         stored_agents = {r["passport"]["name"]: r for r in await store.load_agents()}
         assert {n: r["agent_id"] for n, r in stored_agents.items()} == want, (
@@ -1050,7 +1050,7 @@ class HubModel(RuleBasedStateMachine):
         )
         for ident in self.idents.values():
             assert hub.find_agent_id(ident.name) == ident.agent_id
-            assert hub.get_resume(ident.agent_id).summary == ident.summary, f"{ident.name}'s resume"
+            assert hub.lookup_resume(ident.agent_id).summary == ident.summary, f"{ident.name}'s resume"
             assert (stored_agents[ident.name].get("resume") or {}).get("summary", "") == ident.summary
             info = hub.get_skill_info(ident.agent_id)
             assert info["generated"] is (ident.skill is None), f"{ident.name}'s skill: {info}"
@@ -1058,7 +1058,7 @@ class HubModel(RuleBasedStateMachine):
                 assert info["skill_md"] == ident.skill
             assert stored_agents[ident.name].get("skill_md") == ident.skill
         # channels: metadata in memory and in the store
-        listed = {md.channel_id for md in hub.list_channels(include_terminal=True, limit=None)}
+        listed = {md.channel_id for md in hub.query_channels(include_terminal=True, limit=None)}
         assert listed == set(self.channels), (
             f"the hub lists channels {sorted(listed - set(self.channels))} the model does not have, and "
             f"misses {sorted(set(self.channels) - listed)}"
@@ -1068,7 +1068,7 @@ class HubModel(RuleBasedStateMachine):
         stats = hub.channel_stats()
         walls: dict[str, list[dict[str, Any]]] = {}
         for cid, ch in self.channels.items():
-            md = hub.get_channel(cid)
+            md = hub.lookup_channel(cid)
             where = f"channel {cid} ({ch.kind})"
             assert md.state.value == ch.state, f"{where}: state {md.state.value}, model {ch.state}"
             assert stored_channels[cid]["state"] == ch.state, f"{where}: stored state differs"

@@ -54,7 +54,7 @@ async def test_a_human_who_reads_later_gets_urgent_then_normal_then_background(h
 
 async def test_the_envelopes_stream_keeps_the_same_order_and_ends_after_disconnect(hub):
     hc, _ana, ben = await deliver_while_ben_is_not_reading(hub)
-    ben.disconnect()  # what is buffered is still served, then the stream ends
+    await ben.disconnect()  # what is buffered is still served, then the stream ends
     got = [env.event_data["n"] async for env in ben.envelopes() if is_probe(env)]
     assert got == BY_PRIORITY
     await hc.close()

@@ -199,8 +199,10 @@ async def test_reference_item_19_fallback_skill(hub, hc):
     passport = Passport(name="bob")
     resume = Resume(claimed_capabilities=["math"], summary="Counts things.")
     bob = await hc.register(Agent("bob", ScriptedModel()), passport, resume)
-    fallback = render_fallback_skill(hub.get_agent("bob"), hub.get_resume(bob.agent_id))
-    assert hub.get_skill(bob.agent_id) == fallback  # ag2 1.2.1 returns None here; we generate (SPEC §3.5)
+    fallback = render_fallback_skill(hub.lookup_agent("bob"), hub.lookup_resume(bob.agent_id))
+    assert (
+        await hub.get_skill(bob.agent_id)
+    ) == fallback  # ag2 1.2.1 returns None here; we generate (SPEC §3.5)
     assert await hc.get_skill_info(bob.agent_id) == {"skill_md": fallback, "generated": True}
     assert (await call(alice, "peers", action="describe", name="bob"))["skill_md"] == fallback
     await hc.set_skill(bob.agent_id, "---\ntitle: B\n---\nbody\n")
@@ -211,7 +213,7 @@ async def test_reference_item_19_fallback_skill(hub, hc):
     audit = [rec for _, rec in await hc.list_audit() if rec["kind"] == "skill_set"]
     assert audit[-1]["removed"] is True and audit[-1]["agent_id"] == bob.agent_id
     assert (await call(alice, "peers", action="describe", name="bob"))["skill_md"] == render_fallback_skill(
-        hub.get_agent("bob"), hub.get_resume(bob.agent_id)
+        hub.lookup_agent("bob"), hub.lookup_resume(bob.agent_id)
     )
 
 
@@ -270,7 +272,7 @@ async def test_channels_seed_failure_closes_with_seed_failed(hub, hc):
     )
     assert result.startswith("Error: seed send failed: workflow ")
     assert "expects" in result
-    [md] = hub.list_channels(agent_id=alice.agent_id, include_terminal=True)
+    [md] = hub.query_channels(agent_id=alice.agent_id, include_terminal=True)
     assert md.close_reason == "seed_failed"
 
 
@@ -338,14 +340,14 @@ async def test_tasks_progress_complete_need_an_active_task(hub, hc):
         assert await call(alice, "tasks", in_task=task, action="progress", payload={"step": 1}) == (
             f"progress emitted on {task.task_id}"
         )
-        assert hub.get_task(task.task_id).progress == {"step": 1}
+        assert hub.lookup_task(task.task_id).progress == {"step": 1}
         assert (
             await call(alice, "tasks", in_task=task, action="complete", result="42")
             == f"completed {task.task_id}"
         )
         again = await call(alice, "tasks", in_task=task, action="progress", payload={"step": 2})
         assert again.startswith("Error: progress failed: task ") and "already completed" in again
-    md = hub.get_task(task.task_id)
+    md = hub.lookup_task(task.task_id)
     assert (md.state, md.result, md.owner_id) == (TaskState.COMPLETED, "42", alice.agent_id)
 
 
@@ -356,7 +358,7 @@ async def test_tasks_progress_via_model_inside_agent_task(hub, hc):
     async with alice.agent.task("write report") as task:
         reply = await alice.agent.ask("go", dependencies={AGENT_CLIENT_DEP: alice})
         assert reply.tool_results[0].result == f"progress emitted on {task.task_id}"
-    assert hub.get_task(task.task_id).progress == {"pct": 50}
+    assert hub.lookup_task(task.task_id).progress == {"pct": 50}
 
 
 async def test_tasks_list_status_wait(hub, hc):
@@ -547,7 +549,7 @@ async def test_delegate_direct_call(hub, hc):
         alice, "delegate", target="bob", prompt="What's the right way to model X?", capability="modeling"
     )
     assert reply == "Model X as a graph."
-    [md] = hub.list_channels(agent_id=alice.agent_id, include_terminal=True)
+    [md] = hub.query_channels(agent_id=alice.agent_id, include_terminal=True)
     assert (md.manifest.type, md.close_reason, md.knobs) == (
         "consulting",
         "consulting_complete",
@@ -625,7 +627,7 @@ async def test_delegate_from_inside_a_turn(hub, connections):
         answer, (bob, carol, ch) = await _consult_through_bob(hub, first, second)
         assert answer.event_data == {"text": "carol says: 42"}
         assert answer.sender_id == bob.agent_id
-        sub = [md for md in hub.list_channels(agent_id=carol.agent_id, include_terminal=True)]
+        sub = [md for md in hub.query_channels(agent_id=carol.agent_id, include_terminal=True)]
         assert [md.close_reason for md in sub] == ["consulting_complete"]
         prompt = next(e for e in await hub.read_wal(sub[0].channel_id) if e.event_type == EV_TEXT)
         assert prompt.depth == 1  # handled depth 0 + 1
@@ -660,7 +662,7 @@ async def test_delegation_depth_limit(hub, hc):
     refusal = "Error: prompt send failed: sender 'carol' exceeded delegation_depth (2 > 1)"
     assert answer.event_data["text"] == "relayed: relayed: " + refusal
     assert dave.agent.model.calls == []
-    [to_dave] = hub.list_channels(agent_id=dave.agent_id, include_terminal=True)
+    [to_dave] = hub.query_channels(agent_id=dave.agent_id, include_terminal=True)
     assert to_dave.close_reason == "prompt_send_failed"
     # the same rule, straight at the hub
     with pytest.raises(AccessDeniedError, match=r"exceeded delegation_depth \(2 > 1\)"):
@@ -731,7 +733,7 @@ async def test_delegate_from_inside_a_turn_over_websocket(hub, connections):
         try:
             answer, (bob, carol, ch) = await _consult_through_bob(hub, first, second)
             assert answer.event_data == {"text": "carol says: 42"}
-            [sub] = hub.list_channels(agent_id=carol.agent_id, include_terminal=True)
+            [sub] = hub.query_channels(agent_id=carol.agent_id, include_terminal=True)
             assert sub.close_reason == "consulting_complete"
         finally:
             await first.close()

@@ -81,7 +81,7 @@ async def test_selective_handler(hub, hc):
     hub.invite_ack_timeout = 0.2
     with pytest.raises(ProtocolError, match=r"ack timeout"):
         await stranger.open(type="consulting", target="careful")
-    [dropped] = hub.list_channels(agent_id=stranger.agent_id, include_terminal=True)
+    [dropped] = hub.query_channels(agent_id=stranger.agent_id, include_terminal=True)
     assert dropped.close_reason == "invite_timeout"
     hub.invite_ack_timeout = 3
     ch = await friend.open(type="consulting", target="careful")

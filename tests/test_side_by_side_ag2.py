@@ -109,6 +109,8 @@ def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python
     crashed = [r for r in theirs["transcript"] if "crash" in r]
     assert theirs["exit_code"] == 0 and not crashed, (crashed, theirs["stderr_tail"])
     assert theirs["transcript"][-1] == {"step": "closed", "ok": True}
+    steps = [record["step"] for record in theirs["transcript"]]
+    assert len(steps) == len(set(steps)), f"step names must be unique: {steps}"
 
     ours = run_program(sys.executable, "ag2net", tmp_path)
     found = transcript_differences(theirs["transcript"], ours["transcript"])

@@ -111,15 +111,15 @@ async def test_task_mirror_forwards_an_agents_task_and_records_its_capability(hu
     ids = mirror.attach(bot)
     assert bot.task_sink is mirror
     async with bot.task("summarise", capability="summaries") as task:
-        seen = hub.get_task(task.task_id)
+        seen = hub.lookup_task(task.task_id)
         assert seen.owner_id == client.agent_id
         assert seen.channel_id == ch.channel_id
         assert seen.state == TaskState.RUNNING
         await task.progress({"done": 1})
-    done = hub.get_task(task.task_id)
+    done = hub.lookup_task(task.task_id)
     assert done.state == TaskState.COMPLETED
     assert done.progress == {"done": 1}
-    assert hub.get_resume(client.agent_id).observed["summaries"].completed == 1
+    assert hub.lookup_resume(client.agent_id).observed["summaries"].completed == 1
     mirror.detach(bot, ids)
     assert bot.task_sink is previous
 

@@ -130,7 +130,7 @@ async def test_say_reaches_the_model_only_where_offered(hc):
     assert bob.agent.model.calls[0].tool_names == [*PLUGIN, "say"]
     assert carl.agent.model.calls[0].tool_names == [*PLUGIN, "say"]
     assert wes.agent.model.calls[0].tool_names == PLUGIN
-    await until(lambda: hc.hub.get_channel(flow.channel_id).is_terminal())
+    await until(lambda: hc.hub.lookup_channel(flow.channel_id).is_terminal())
     packet = [e for e in await hc.read_wal(flow.channel_id) if e.event_type == EV_PACKET]
     assert [p.event_data["body"] for p in packet] == ["worked"]
 
@@ -232,7 +232,7 @@ async def test_seed_delegate_example(hub, hc):
     assert reply.event_data["text"] == "bob thinks: As a state machine."
     sub = [
         md
-        for md in hub.list_channels(agent_id=alice.agent_id, include_terminal=True)
+        for md in hub.query_channels(agent_id=alice.agent_id, include_terminal=True)
         if md.channel_id != ch.channel_id
     ]
     assert [(md.knobs, md.close_reason) for md in sub] == [
@@ -303,7 +303,7 @@ async def test_two_agent_consulting_round(hub, hc):
     ben = await hc.register(Agent("ben", ScriptedModel("the reply")))
     ch = await ann.open(type="consulting", target="ben")
     prompt_id = await ch.send("the question")
-    await until(lambda: hub.get_channel(ch.channel_id).is_terminal())
+    await until(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
     await ben.idle()
     await ann.idle()
     wal = await hub.read_wal(ch.channel_id)
@@ -401,10 +401,10 @@ async def test_conversation_records_round_trip_sqlite(tmp_path):
         )
         ch = await ann.open(type="conversation", target="ben", knobs={"max_turns": 14})
         await ch.send("Let us plan.")
-        await until(lambda: hub.get_channel(ch.channel_id).is_terminal())
+        await until(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
         await ann.idle()
         await ben.idle()
-        assert hub.get_channel(ch.channel_id).close_reason == "max_turns"
+        assert hub.lookup_channel(ch.channel_id).close_reason == "max_turns"
         texts = [e for e in await hub.read_wal(ch.channel_id) if e.event_type == EV_TEXT]
         assert len(texts) == 14
         # alternating speakers, each reply caused by the previous text
@@ -477,7 +477,7 @@ async def test_workflow_handoff_turns(hub, hc):
     graph_dict = graph.to_dict()
     ch = await user.open(type="workflow", target=["drafter", "reviewer"], knobs={"graph": graph_dict})
     await user.send(ch.channel_id, "Write the intro.")
-    await until(lambda: hub.get_channel(ch.channel_id).is_terminal())
+    await until(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
     await drafter.idle()
     await reviewer.idle()
     packets = [e for e in await hub.read_wal(ch.channel_id) if e.event_type == EV_PACKET]
@@ -487,7 +487,7 @@ async def test_workflow_handoff_turns(hub, hc):
     ]
     assert packets[0].event_data["routing"]["target"] == reviewer.agent_id
     assert (
-        hub.get_channel(ch.channel_id).close_reason == "after_work"
+        hub.lookup_channel(ch.channel_id).close_reason == "after_work"
     )  # no rule after the reviewer: terminate
     [call] = reviewer.agent.model.calls
     assert call.inputs == [TextInput("[drafter]: [Handed off via hand_to_reviewer] draft ready\nDraft v1.")]

@@ -106,7 +106,7 @@ async def test_register_binds_the_connection(hub, server, clients):
     hc = clients()
     ana = await hc.register_human(Passport(name="ana", kind="human"))
     bot = await hc.register(Agent("bot", ScriptedModel("hi")), attach_plugin=False)
-    assert hub.get_agent("ana").agent_id == ana.agent_id
+    assert hub.lookup_agent("ana").agent_id == ana.agent_id
     [endpoint] = server.endpoints.values()
     assert isinstance(endpoint, WsEndpoint)
     assert endpoint.bound == {ana.agent_id, bot.agent_id}
@@ -477,8 +477,8 @@ async def test_shared_token_server(tmp_path, monkeypatch):
             url = f"ws://127.0.0.1:{srv.port}"
             good = HubClient.connect(url, token="s3cret")
             ana = await good.register_human(Passport(name="ana", kind="human"))
-            assert hub.get_agent("ana").auth.scheme == "api_key"
-            assert hub.get_agent("ana").auth.claim == {}
+            assert hub.lookup_agent("ana").auth.scheme == "api_key"
+            assert hub.lookup_agent("ana").auth.claim == {}
             ben = await good.register_human(Passport(name="ben", kind="human"))
             ch = await ana.open(type="conversation", target="ben")
 

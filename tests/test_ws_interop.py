@@ -99,7 +99,7 @@ async def test_real_ag2_client_talks_to_an_ag2net_server(ag2_python):
             assert result["reply"] == "forty-two, from ag2net"
             assert result["sender_id"] == helper.agent_id
             assert result["state"] == "closed"
-            md = hub.get_channel(result["channel_id"])
+            md = hub.lookup_channel(result["channel_id"])
             assert md.close_reason == "consulting_complete"
             assert md.creator_id == result["human_id"] == hub.find_agent_id("ag2-human")
             assert [e.event_type for e in await hub.read_wal(md.channel_id)] == [

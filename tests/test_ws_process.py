@@ -130,7 +130,7 @@ async def test_delegate_to_an_agent_in_another_process():
             answer = await alice.next_envelope(predicate=lambda e: e.event_type == EV_TEXT, timeout=15)
             assert answer.event_data == {"text": "carol says: 42"}
             assert answer.sender_id == bob.agent_id
-            [sub] = hub.list_channels(agent_id=carol_id, include_terminal=True)
+            [sub] = hub.query_channels(agent_id=carol_id, include_terminal=True)
             assert sub.close_reason == "consulting_complete"
             texts = [e for e in await hub.read_wal(sub.channel_id) if e.event_type == EV_TEXT]
             assert [(e.sender_id, e.event_data["text"]) for e in texts] == [

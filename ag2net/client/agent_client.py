@@ -195,11 +195,17 @@ class AgentClient(ParticipantClient):
         resume.examples.append(example)
         await self.set_resume(resume)
 
-    def disconnect(self) -> None:
+    def _disconnect(self) -> None:
         if self._disconnected:
             return
-        super().disconnect()
+        super()._disconnect()
         self._handler = None
+
+    async def __aenter__(self) -> AgentClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def close(self) -> None:
         await self.unregister()

@@ -213,12 +213,15 @@ class ParticipantClient:
     async def unregister(self) -> None:
         if self._disconnected:
             return
-        self.disconnect()
+        self._disconnect()
         with contextlib.suppress(Exception):
             await self._hub_client.unregister_agent(self.agent_id)
 
-    def disconnect(self) -> None:
-        """Stop receiving (stays registered on the hub)."""
+    async def disconnect(self) -> None:
+        """Stop receiving (stays registered on the hub); a coroutine, as in ag2."""
+        self._disconnect()
+
+    def _disconnect(self) -> None:
         if self._disconnected:
             return
         self._disconnected = True

@@ -44,6 +44,10 @@ class _NotRegisteredError(NotFoundError, ValueError):
     ``ValueError`` as in ag2, and a ``NotFoundError`` as ag2net raised before."""
 
 
+#: How many channels' metadata a remote client remembers for ``adapter_for``/``default_view_policy``.
+CHANNEL_META_CACHE = 10_000
+
+
 class HubClient:
     """A connection to a hub. ``HubClient.local(hub)`` for in-process use."""
 
@@ -69,6 +73,7 @@ class HubClient:
         self._names: dict[str, str] = {}
         self._ids_by_name: dict[str, str] = {}
         self._adapters: dict[tuple[str, int], Any] | None = None
+        self._channel_meta: dict[str, ChannelMetadata] = {}  # newest metadata seen, bounded (remote links)
         self._open = False
         self._closed = False
         self._open_lock = asyncio.Lock()
@@ -526,10 +531,32 @@ class HubClient:
         )
         if self.remote:
             await self.names_for(md.participant_ids())
-        return md
+        return self._cache_channel(md)
 
     async def get_channel(self, channel_id: str) -> ChannelMetadata:
-        return _as(ChannelMetadata, await self.call("get_channel", channel_id=channel_id))
+        return self._cache_channel(
+            _as(ChannelMetadata, await self.call("get_channel", channel_id=channel_id))
+        )
+
+    def _cache_channel(self, metadata: ChannelMetadata) -> ChannelMetadata:
+        """Remember the newest metadata seen for a channel (``adapter_for``/``default_view_policy`` read it)."""
+        cache = self._channel_meta
+        cache.pop(metadata.channel_id, None)
+        cache[metadata.channel_id] = metadata
+        if len(cache) > CHANNEL_META_CACHE:
+            del cache[next(iter(cache))]
+        return metadata
+
+    def _cached_channel(self, channel_id: str) -> ChannelMetadata:
+        hub = self.hub
+        if hub is not None:
+            return hub.lookup_channel(channel_id)
+        metadata = self._channel_meta.get(channel_id)
+        if metadata is None:
+            raise NotFoundError(
+                f"channel metadata not cached: {channel_id} (fetch it with get_channel() first)"
+            )
+        return metadata
 
     async def list_channels(
         self,
@@ -545,7 +572,7 @@ class HubClient:
         result = await self.call(
             "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
         )
-        return [_as(ChannelMetadata, m) for m in result]
+        return [self._cache_channel(_as(ChannelMetadata, m)) for m in result]
 
     async def channel_stats(self) -> dict[str, dict[str, Any]]:
         return await self.call("channel_stats")
@@ -638,8 +665,10 @@ class HubClient:
             )
         return adapter
 
-    async def adapter_for(self, channel_id: str) -> Any:
-        return self.adapter_for_metadata(await self.get_channel(channel_id))
+    def adapter_for(self, channel_id: str) -> Any:
+        """The adapter of a channel (synchronous, as in ag2): in-process from the hub, remote from the metadata
+        this client has seen (``get_channel``/``create_channel``/``list_channels`` fill that cache)."""
+        return self.adapter_for_metadata(self._cached_channel(channel_id))
 
     async def adapter_state(self, channel_id: str, metadata: ChannelMetadata | None = None) -> Any:
         """The channel's adapter state: folded locally from the WAL (works the same remote or local)."""
@@ -655,9 +684,12 @@ class HubClient:
             state = adapter.fold(env, state)
         return state
 
-    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> Any:
+    def default_view_policy(self, channel_id: str | ChannelMetadata, participant_id: str) -> Any:
+        """The view a participant gets by default (per-participant override, channel knob, adapter default);
+        ``channel_id`` may also be the channel's metadata."""
         from ag2net.views.registry import resolve_view
 
+        metadata = channel_id if isinstance(channel_id, ChannelMetadata) else self._cached_channel(channel_id)
         return resolve_view(metadata, participant_id, self.adapter_for_metadata(metadata))
 
     # ------------------------------------------------------------------ tasks
@@ -700,10 +732,24 @@ class HubClient:
             ),
         )
 
-    async def record_observation(self, **kwargs: Any) -> None:
-        if "outcome" in kwargs:
-            kwargs["outcome"] = getattr(kwargs["outcome"], "value", kwargs["outcome"])
-        await self.call("record_observation", **kwargs)
+    async def record_observation(
+        self,
+        *,
+        owner_id: str,
+        capability: str,
+        outcome: Any,
+        latency_ms: float | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        """Record an observed outcome of ``owner_id`` on ``capability`` (feeds its observed resume)."""
+        await self.call(
+            "record_observation",
+            owner_id=owner_id,
+            capability=capability,
+            outcome=getattr(outcome, "value", outcome),
+            latency_ms=latency_ms,
+            task_id=task_id,
+        )
 
     async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
         await self.call("fire_task_event", task_id=task_id, kind=kind, payload=payload)

@@ -8,11 +8,15 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.client.base import ParticipantClient
 from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_TEXT, PRIORITY_RANK, Envelope
 from ag2net.errors import NetworkError
+from ag2net.identity import Passport, Resume, Rule
+
+if TYPE_CHECKING:
+    from ag2net.client.hub_client import HubClient
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +38,18 @@ class HumanClient(ParticipantClient):
     #: callbacks (the workbench) does not grow without bound.
     pull_buffer = 10_000
 
-    def __init__(self, *, auto_ack_invites: bool = True, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        *,
+        passport: Passport,
+        resume: Resume,
+        rule: Rule,
+        hub: Any = None,
+        hub_client: HubClient,
+        auto_ack_invites: bool = True,
+    ) -> None:
+        """``hub`` is accepted for ag2's signature; the connection is ``hub_client``'s."""
+        super().__init__(passport=passport, resume=resume, rule=rule, hub_client=hub_client)
         self.auto_ack_invites = auto_ack_invites
         self._callbacks: list[EnvelopeCallback] = []
         # One FIFO per priority level, urgent first; items are (arrival number, envelope).
@@ -176,13 +190,15 @@ class HumanClient(ParticipantClient):
     async def close_channel(self, channel_id: str, reason: str = "human_closed") -> Any:
         return await self._hub_client.close_channel(channel_id, reason=reason)
 
-    async def receive_chunk(self, *args: Any, **kwargs: Any) -> None:
+    async def receive_chunk(self, delta: object, *, channel_id: str, parent_envelope_id: str) -> None:
+        """Streaming chunks of an agent's reply; a human sees the final envelope, so this does nothing.
+        Subclass it to show token-level streaming."""
         return None
 
-    def disconnect(self) -> None:
+    def _disconnect(self) -> None:
         if self._disconnected:
             return
-        super().disconnect()
+        super()._disconnect()
         self._arrived.set()  # pullers drain what is buffered, then end
 
 

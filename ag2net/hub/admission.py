@@ -175,13 +175,20 @@ class Admission:
             and len(data["reason"]) <= 500
         )
 
-    async def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
-        return (await self.explain_send(channel_id, sender_id, event_type=event_type))[0]
+    def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
+        """Whether ``sender_id`` may send a substantive envelope on the channel now (synchronous, as in ag2)."""
+        return self.why_not_send(channel_id, sender_id, event_type=event_type)[0]
 
     async def explain_send(
         self, channel_id: str, sender_id: str, *, event_type: str | None = None
     ) -> tuple[bool, str]:
         """Whether ``sender_id`` may send now, and if not, one sentence saying why."""
+        return self.why_not_send(channel_id, sender_id, event_type=event_type)
+
+    def why_not_send(
+        self, channel_id: str, sender_id: str, *, event_type: str | None = None
+    ) -> tuple[bool, str]:
+        """``explain_send``'s synchronous body."""
         from ag2net.envelope import EV_TEXT
 
         md = self.channels.get(channel_id)

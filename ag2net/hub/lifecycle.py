@@ -49,24 +49,56 @@ class ChannelLifecycle:
             raise NotFoundError(f"channel not found: {channel_id}")
         return md
 
-    def get_channel(self, channel_id: str) -> ChannelMetadata:
+    def lookup_channel(self, channel_id: str) -> ChannelMetadata:
+        """The channel's metadata, synchronously (``NotFoundError`` when unknown)."""
         return self._channel(channel_id)
 
-    def list_channels(
+    def default_view_policy(self, channel_id: str, participant_id: str) -> Any:
+        """The view a participant of the channel gets by default: its per-participant override, the
+        channel's ``view`` knob, else the adapter's default (``NotFoundError`` for an unknown channel)."""
+        from ag2net.views.registry import resolve_view
+
+        metadata = self._channel(channel_id)
+        return resolve_view(metadata, participant_id, self.adapter_for_metadata(metadata))
+
+    async def get_channel(self, channel_id: str) -> ChannelMetadata:
+        """The channel's metadata (``NotFoundError("channel not found: ...")`` when unknown)."""
+        return self._channel(channel_id)
+
+    def query_channels(
         self,
         *,
         agent_id: str | None = None,
-        include_terminal: bool = False,
+        state: ChannelState | str | None = None,
+        include_terminal: bool = True,
         limit: int | None = 50,
     ) -> list[ChannelMetadata]:
+        """Channels in creation order, filtered (synchronous; ``list_channels`` is the awaitable form)."""
+        wanted = ChannelState(state) if state is not None else None
         out = []
         for md in self.channels.values():
+            if wanted is not None and md.state != wanted:
+                continue
             if agent_id is not None and agent_id not in md.participant_ids():
                 continue
             if not include_terminal and md.is_terminal():
                 continue
             out.append(md)
         return out if limit is None else out[:limit]
+
+    async def list_channels(
+        self,
+        *,
+        agent_id: str | None = None,
+        state: ChannelState | str | None = None,
+        limit: int | None = 50,
+        include_terminal: bool = True,
+    ) -> list[ChannelMetadata]:
+        """Channels, filtered by participant and state, as ag2's ``Hub.list_channels`` (terminal ones
+        included unless ``include_terminal=False``)."""
+        return self.query_channels(
+            agent_id=agent_id, state=state, include_terminal=include_terminal, limit=limit
+        )
 
     def channel_stats(self) -> dict[str, dict[str, Any]]:
         return {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ag2net.channel import ChannelMetadata
+from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
@@ -127,7 +127,7 @@ async def _register(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
 @op("bind")
 async def _bind(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
     """Re-bind an existing identity to this connection (a human reopening the same database)."""
-    passport = hub.get_agent(_str(p, "name"))
+    passport = hub.lookup_agent(_str(p, "name"))
     hub.bind_endpoint(endpoint, passport.agent_id)
     return passport
 
@@ -139,22 +139,22 @@ async def _unbind(hub: Hub, endpoint: Any, p: dict[str, Any]) -> None:
 
 @op("get_agent")
 async def _get_agent(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
-    return hub.get_agent(_str(p, "name_or_id"))
+    return await hub.get_agent(_str(p, "name_or_id"))
 
 
 @op("get_resume")
 async def _get_resume(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Resume:
-    return hub.get_resume(_str(p, "agent_id"))
+    return await hub.get_resume(_str(p, "agent_id"))
 
 
 @op("get_rule")
 async def _get_rule(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Rule:
-    return hub.get_rule(_str(p, "agent_id"))
+    return await hub.get_rule(_str(p, "agent_id"))
 
 
 @op("get_skill")
 async def _get_skill(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str | None:
-    return hub.get_skill(_str(p, "agent_id"))
+    return await hub.get_skill(_str(p, "agent_id"))
 
 
 @op("get_skill_info")
@@ -182,7 +182,7 @@ async def _list_agents(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Passp
     limit = p.get("limit", 50)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ProtocolError("params.limit must be a non-negative integer or null")
-    return hub.list_agents(
+    return await hub.list_agents(
         capability=p.get("capability"),
         query=p.get("query"),
         kind=p.get("kind"),
@@ -238,13 +238,18 @@ async def _create_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Channel
 
 @op("get_channel")
 async def _get_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> ChannelMetadata:
-    return hub.get_channel(_str(p, "channel_id"))
+    return await hub.get_channel(_str(p, "channel_id"))
 
 
 @op("list_channels")
 async def _list_channels(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[ChannelMetadata]:
-    return hub.list_channels(
+    state = _str(p, "state", optional=True)
+    if state is not None and state not in {s.value for s in ChannelState}:
+        allowed = ", ".join(s.value for s in ChannelState)
+        raise ProtocolError(f"params.state must be one of {allowed}; got {state!r}")
+    return hub.query_channels(
         agent_id=p.get("agent_id"),
+        state=state,
         include_terminal=bool(p.get("include_terminal", False)),
         limit=p.get("limit", 50),
     )
@@ -294,7 +299,7 @@ async def _find_by_causation(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Enve
 
 @op("can_send")
 async def _can_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> bool:
-    return await hub.can_send(_str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type"))
+    return hub.can_send(_str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type"))
 
 
 @op("explain_send")
@@ -337,7 +342,7 @@ async def _record_turn(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str:
         channel_id = record.get("channel_id")
         if not isinstance(channel_id, str):
             raise ProtocolError("params.record.channel_id must be a string: the channel of the turn")
-        md = hub.get_channel(channel_id)
+        md = hub.lookup_channel(channel_id)
         if agent_id not in md.participant_ids():
             raise AccessDeniedError(f"agent '{agent_id}' does not participate in channel '{md.channel_id}'")
     return await hub.record_turn(record)
@@ -377,12 +382,12 @@ async def _list_turns(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[dict[s
 
 @op("get_task")
 async def _get_task(hub: Hub, endpoint: Any, p: dict[str, Any]) -> TaskMetadata:
-    return hub.get_task(_str(p, "task_id"))
+    return await hub.get_task(_str(p, "task_id"))
 
 
 @op("list_tasks")
 async def _list_tasks(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[TaskMetadata]:
-    return hub.list_tasks(
+    return await hub.list_tasks(
         agent_id=p.get("agent_id"),
         channel_id=p.get("channel_id"),
         state=p.get("state"),

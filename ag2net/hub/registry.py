@@ -135,15 +135,26 @@ class IdentityRegistry:
         return passport
 
     async def register(
-        self, agent: Any, passport: Passport | None = None, resume: Resume | None = None, **kw: Any
+        self,
+        agent: Any,
+        passport: Passport | None = None,
+        resume: Resume | None = None,
+        *,
+        skill_md: str | None = None,
+        rule: Rule | None = None,
+        attach_plugin: bool = True,
+        link: Any = None,
+        **kw: Any,
     ):
-        """Register ``agent`` on a dedicated in-process ``HubClient``; returns its ``AgentClient``."""
+        """Register ``agent`` on a dedicated ``HubClient`` (in-process, or on ``link``); returns its
+        ``AgentClient``. ``kw`` are ag2net's own ``HubClient.register`` options."""
         from ag2net.client.hub_client import HubClient
 
-        link = kw.pop("link", None)
         client = HubClient(link, hub=self) if link is not None else HubClient.local(self)
         try:
-            agent_client = await client.register(agent, passport, resume, **kw)
+            agent_client = await client.register(
+                agent, passport, resume, skill_md=skill_md, rule=rule, attach_plugin=attach_plugin, **kw
+            )
         except BaseException:
             await client.close()
             raise
@@ -183,7 +194,8 @@ class IdentityRegistry:
     def name_to_id_map(self) -> dict[str, str]:
         return dict(self._names)
 
-    def get_agent(self, name_or_id: str) -> Passport:
+    def lookup_agent(self, name_or_id: str) -> Passport:
+        """The passport of an agent id or name, synchronously (``NotFoundError`` when unknown)."""
         rec = self.agents.get(name_or_id)
         if rec is None:
             agent_id = self._names.get(name_or_id)
@@ -192,13 +204,20 @@ class IdentityRegistry:
             raise NotFoundError(f"agent not found: {name_or_id}")
         return rec.passport
 
-    def get_resume(self, agent_id: str) -> Resume:
+    async def get_agent(self, name_or_id: str) -> Passport:
+        """The passport of an agent id (exact id wins) or name; ``NotFoundError`` when unknown."""
+        return self.lookup_agent(name_or_id)
+
+    def lookup_resume(self, agent_id: str) -> Resume:
         rec = self.agents.get(agent_id)
         if rec is None:
             raise NotFoundError(f"resume not found: {agent_id}")
         return rec.resume
 
-    def get_rule(self, agent_id: str) -> Rule:
+    async def get_resume(self, agent_id: str) -> Resume:
+        return self.lookup_resume(agent_id)
+
+    async def get_rule(self, agent_id: str) -> Rule:
         rec = self.agents.get(agent_id)
         if rec is None:
             raise NotFoundError(f"rule not found: {agent_id}")
@@ -211,13 +230,25 @@ class IdentityRegistry:
             return {"skill_md": rec.skill_md, "generated": False}
         return {"skill_md": render_fallback_skill(rec.passport, rec.resume), "generated": True}
 
-    def get_skill(self, agent_id: str) -> str | None:
+    async def get_skill(self, agent_id: str) -> str | None:
         rec = self.agents.get(agent_id)
         if rec is None:
             return None
         return self.get_skill_info(agent_id)["skill_md"]
 
-    def list_agents(
+    async def list_agents(
+        self,
+        *,
+        capability: str | None = None,
+        query: str | None = None,
+        kind: str | None = None,
+        sort_by: str | None = None,
+        limit: int | None = 50,
+    ) -> list[Passport]:
+        """Registered passports, filtered (the awaitable form of ``query_agents``)."""
+        return self.query_agents(capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit)
+
+    def query_agents(
         self,
         *,
         capability: str | None = None,

@@ -91,13 +91,29 @@ class TaskTable:
             )
         return task
 
-    def get_task(self, task_id: str) -> TaskMetadata:
+    async def get_task(self, task_id: str) -> TaskMetadata:
+        """The task's metadata (``NotFoundError("task not found: ...")`` when unknown)."""
+        return self.lookup_task(task_id)
+
+    def lookup_task(self, task_id: str) -> TaskMetadata:
+        """The task's metadata, synchronously."""
         task = self._tasks.get(task_id)
         if task is None:
             raise NotFoundError(f"task not found: {task_id}")
         return task
 
-    def list_tasks(
+    async def list_tasks(
+        self,
+        *,
+        agent_id: str | None = None,
+        channel_id: str | None = None,
+        state: TaskState | str | None = None,
+        limit: int | None = 50,
+    ) -> list[TaskMetadata]:
+        """Tasks by owner, channel and state (the awaitable form of ``query_tasks``)."""
+        return self.query_tasks(agent_id=agent_id, channel_id=channel_id, state=state, limit=limit)
+
+    def query_tasks(
         self,
         *,
         agent_id: str | None = None,

@@ -203,7 +203,7 @@ async def main() -> None:
     hub.register_arbiter(NoGossipArbiter())
     recorder = Recorder()
     hub.register_listener(recorder)
-    record("arbiter", kind=type(hub.arbiter).__name__)
+    record("hub", arbiter=type(hub.arbiter).__name__)
 
     # Three agents, three HubClients, ONE LocalLink.
     link = net.LocalLink(hub)
