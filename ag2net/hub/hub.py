@@ -132,9 +132,33 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
 
     @classmethod
     async def open(
-        cls, store: Store | str | Path | None = None, *, register_default_adapters: bool = True, **kwargs: Any
+        cls,
+        store: Store | str | Path | None = None,
+        *,
+        auth: AuthRegistry | None = None,
+        clock: Callable[[], str] | None = None,
+        ttl_sweep_interval: float = 30.0,
+        expectation_sweep_interval: float = 10.0,
+        invite_ack_timeout: float = 30.0,
+        tracer_provider: Any = None,
+        register_default_adapters: bool = True,
+        allow_remote_agent_registration: bool = False,
+        **kwargs: Any,
     ) -> Hub:
-        hub = cls(store, **kwargs)
+        """Construct, open the store, hydrate and start the sweepers; ``kwargs`` are ag2net's own knobs
+        (``cache_mb``, ``wal_window``, ``observe_buffer``, ``progress``)."""
+        if tracer_provider is not None:
+            kwargs["tracer_provider"] = tracer_provider
+        hub = cls(
+            store,
+            auth=auth,
+            clock=clock,
+            ttl_sweep_interval=ttl_sweep_interval,
+            expectation_sweep_interval=expectation_sweep_interval,
+            invite_ack_timeout=invite_ack_timeout,
+            allow_remote_agent_registration=allow_remote_agent_registration,
+            **kwargs,
+        )
         if register_default_adapters:
             for adapter in default_adapters():
                 hub.register_adapter(adapter)
@@ -144,7 +168,7 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
                 hub.register_violation_handler(handler)
         await hub.store.open()
         await hub.hydrate()
-        hub.start()
+        await hub.start()
         return hub
 
     async def __aenter__(self) -> Hub:
@@ -154,13 +178,14 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
                 for adapter in default_adapters():
                     self.register_adapter(adapter)
             await self.hydrate()
-            self.start()
+            await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Start the interval sweepers (TTL expiry, expectations); idempotent."""
         if self._started:
             return
         self._started = True

@@ -399,7 +399,7 @@ class WsEndpoint:
         return md is not None and any(p in self.bound for p in md.participant_ids())
 
     def _require_channel(self, channel_id: str) -> Any:
-        md = self.hub.get_channel(channel_id)
+        md = self.hub.lookup_channel(channel_id)
         if not self.operator and not any(p in self.bound for p in md.participant_ids()):
             raise AccessDeniedError(f"connection has no participant in channel '{channel_id}'")
         return md
@@ -449,7 +449,7 @@ class WsEndpoint:
             )
 
     async def _authorize_bind(self, params: dict[str, Any]) -> None:
-        passport = self.hub.get_agent(_param(params, "name"))
+        passport = self.hub.lookup_agent(_param(params, "name"))
         scheme = params.get("auth_scheme")
         await self.server.check_identity(self, passport, scheme, params.get("auth_claim") or {})
 
@@ -477,7 +477,7 @@ class WsEndpoint:
     async def _authorize_report_turn_failure(self, params: dict[str, Any]) -> None:
         self._require_bound(params.get("agent_id"))
         channel_id = _param(params, "channel_id")
-        md = self.hub.get_channel(channel_id)
+        md = self.hub.lookup_channel(channel_id)
         if params.get("agent_id") not in md.participant_ids():
             raise AccessDeniedError(
                 f"agent '{params.get('agent_id')}' does not participate in channel '{channel_id}'"
@@ -540,7 +540,7 @@ class WsEndpoint:
         _check_task_id(task_id)
         self._require_bound(owner_id)
         if channel_id is not None:
-            md = self.hub.get_channel(channel_id)
+            md = self.hub.lookup_channel(channel_id)
             if owner_id not in md.participant_ids():
                 raise AccessDeniedError(
                     f"task channel '{channel_id}' does not include its owner '{owner_id}'"
@@ -763,7 +763,7 @@ class WsEndpoint:
             if agent_id is None:
                 await self._send_frame(ErrorFrame("not_found", f"unknown name: {frame.name}"))
                 return
-            passport = self.hub.get_agent(agent_id)
+            passport = self.hub.lookup_agent(agent_id)
             await self.server.check_identity(self, passport, frame.auth_scheme, frame.auth_claim)
             self.hub.bind_endpoint(self, agent_id)
         except AuthError as exc:
