@@ -174,6 +174,36 @@ from ag2net.views import (
 # --- ag2.network names, one block per area (issue 14)
 # [exports: arbiter]
 # [exports: listeners-audit-expectations]
+from ag2net.channel import ExpectedTurn
+from ag2net.hub.audit import (
+    AUDIT_KIND_AGENT_REGISTERED,
+    AUDIT_KIND_AGENT_UNREGISTERED,
+    AUDIT_KIND_CHANNEL_CLOSED,
+    AUDIT_KIND_CHANNEL_CREATED,
+    AUDIT_KIND_CHANNEL_EXPIRED,
+    AUDIT_KIND_EXPECTATION_VIOLATED,
+    AUDIT_KIND_RESUME_SET,
+    AUDIT_KIND_RULE_SET,
+    AUDIT_KIND_SKILL_SET,
+    AUDIT_KIND_TASK_TERMINATED,
+    AUDIT_KIND_TURN_FAILED,
+    RESUME_SOURCE_OBSERVED,
+    RESUME_SOURCE_TENANT,
+    AuditLog,
+    AuditSubscriber,
+)
+from ag2net.hub.expectations import (
+    AcksWithinEvaluator,
+    ExpectationContext,
+    ExpectationEvaluator,
+    MaxSilenceEvaluator,
+    ReplyWithinEvaluator,
+    Violation,
+    ViolationHandler,
+    default_evaluators,
+)
+from ag2net.hub.listeners import BaseHubListener, HubListener
+from ag2net.hub.records import AuditHandler, AutoCloseHandler, NotifyChannelHandler, default_handlers
 # [exports: transport]
 # [exports: adapters-runtime-identity]
 

@@ -67,7 +67,7 @@ class Admission:
         try:
             return await self._admit(envelope)
         except NetworkError as exc:
-            if self._listeners:
+            if self._listeners or self._own_hooks:
                 await self._fan_out("on_envelope_rejected", envelope, exc)
             raise
 
@@ -152,7 +152,7 @@ class Admission:
             await self._handshake(md, env)
             return env.envelope_id
         self._dispatch(md, env)
-        if self._listeners:
+        if self._listeners or self._own_hooks:
             await self._fan_out("on_envelope_posted", env, md)
         if result is not None and result.next_state is not None:
             await self._transition(cid, result.next_state, result.auto_close_reason)

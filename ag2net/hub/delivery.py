@@ -111,7 +111,7 @@ class Delivery:
             return
         if pending >= high and rid not in self._pressure_fired:
             self._pressure_fired.add(rid)
-            if self._listeners:
+            if self._listeners or self._own_hooks:
                 self._spawn(self._fan_out("on_inbox_pressure", rid, pending, inbox.max_pending))
         elif pending < high:
             self._pressure_fired.discard(rid)

@@ -45,11 +45,26 @@ class Violation:
 
 @runtime_checkable
 class ExpectationEvaluator(Protocol):
-    """Checks one kind of expectation (matched by ``name``) against a channel."""
+    """Checks one kind of expectation (matched by ``name``) against a channel: a pure, deterministic
+    function of its inputs returning a ``Violation`` or ``None`` (the sweeper calls it every tick)."""
 
     name: str
 
-    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None: ...
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None: ...
+
+
+@runtime_checkable
+class ViolationHandler(Protocol):
+    """What the hub does when an expectation fires (matched by the expectation's ``on_violation``).
+
+    The sweeper calls ``await handler.handle(hub, channel_id, violation)`` once per new
+    ``(expectation, violator)`` of a channel; the fired set is in memory, so after a restart a handler
+    may see a violation again and must tolerate that.
+    """
+
+    name: str
+
+    async def handle(self, hub: Any, channel_id: str, violation: Violation) -> None: ...
 
 
 def _state_value(state: Any) -> str:
@@ -101,13 +116,14 @@ def _round(seconds: float) -> float:
     return round(seconds, 3)
 
 
-class AcksWithin:
+class AcksWithinEvaluator:
     """While the channel is pending: every invitee acknowledges within ``seconds`` (default 30)."""
 
     name = ACKS_WITHIN
     default_seconds = 30.0
 
-    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
+        ctx = context
         md = ctx.metadata
         if _state_value(md.state) != "pending" or not md.pending_acks:
             return None
@@ -122,7 +138,7 @@ class AcksWithin:
         )
 
 
-class ReplyWithin:
+class ReplyWithinEvaluator:
     """While active: a participant answers text addressed to it within ``seconds`` (default 600).
 
     Per participant, the latest ``EV_TEXT`` addressed to it (a broadcast or one listing it, not its
@@ -132,7 +148,8 @@ class ReplyWithin:
     name = REPLY_WITHIN
     default_seconds = 600.0
 
-    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
+        ctx = context
         md = ctx.metadata
         if _state_value(md.state) != "active":
             return None
@@ -169,14 +186,15 @@ def _is_content(env: Envelope) -> bool:
     return not is_protocol_event(env.event_type) and env.event_type != EV_EXPECTATION_VIOLATED
 
 
-class MaxSilence:
+class MaxSilenceEvaluator:
     """While active: some content envelope (not channel/task protocol, not a violation notice) at
     least every ``seconds`` (default 3600), counted from the last one or from channel creation."""
 
     name = MAX_SILENCE
     default_seconds = 3600.0
 
-    def evaluate(self, expectation: Any, ctx: ExpectationContext) -> Violation | None:
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
+        ctx = context
         md = ctx.metadata
         if _state_value(md.state) != "active":
             return None
@@ -196,7 +214,13 @@ class MaxSilence:
 
 def default_evaluators() -> list[ExpectationEvaluator]:
     """The three built-in evaluators, fresh instances, in registration order."""
-    return [AcksWithin(), ReplyWithin(), MaxSilence()]
+    return [AcksWithinEvaluator(), ReplyWithinEvaluator(), MaxSilenceEvaluator()]
+
+
+# The names these classes had before they took ag2's.
+AcksWithin = AcksWithinEvaluator
+ReplyWithin = ReplyWithinEvaluator
+MaxSilence = MaxSilenceEvaluator
 
 
 __all__ = [
@@ -204,11 +228,15 @@ __all__ = [
     "MAX_SILENCE",
     "REPLY_WITHIN",
     "AcksWithin",
+    "AcksWithinEvaluator",
     "ExpectationContext",
     "ExpectationEvaluator",
     "MaxSilence",
+    "MaxSilenceEvaluator",
     "ReplyWithin",
+    "ReplyWithinEvaluator",
     "Violation",
+    "ViolationHandler",
     "default_evaluators",
     "threshold_seconds",
 ]

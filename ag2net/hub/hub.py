@@ -29,7 +29,6 @@ from ag2net.errors import NetworkError, NotFoundError
 from ag2net.hub.admission import Admission
 from ag2net.hub.audit import (
     AUDIT_KIND_TURN_FAILED,
-    audit_record,
 )
 from ag2net.hub.auth import AuthRegistry
 from ag2net.hub.checkpoints import TaskCheckpoints
@@ -38,6 +37,7 @@ from ag2net.hub.dispatch import Mailbox
 from ag2net.hub.expectations import default_evaluators
 from ag2net.hub.gate import ChannelGates
 from ag2net.hub.lifecycle import ChannelLifecycle
+from ag2net.hub.listeners import Listeners
 from ag2net.hub.observe import ObservedEvent, ObserveLog
 from ag2net.hub.records import (
     SNAPSHOT_KEY,
@@ -64,7 +64,16 @@ from ag2net.views.wal import WalLog, WalSlice
 log = logging.getLogger(__name__)
 
 
-class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, TaskCheckpoints, Sweeps):
+class Hub(
+    IdentityRegistry,
+    ChannelLifecycle,
+    Admission,
+    Delivery,
+    TaskTable,
+    TaskCheckpoints,
+    Sweeps,
+    Listeners,
+):
     """The network's centre. Open with ``await Hub.open(path_or_store)`` or ``async with``."""
 
     def __init__(
@@ -76,6 +85,7 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
         ttl_sweep_interval: float = 30.0,
         expectation_sweep_interval: float = 10.0,
         invite_ack_timeout: float = 30.0,
+        tracer_provider: Any = None,
         allow_remote_agent_registration: bool = False,
         observe_buffer: int = 250_000,
         progress: Callable[[int, int], None] | None = None,
@@ -118,11 +128,12 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
         self._peer_cancellers: dict[str, set[str]] = {}
         self._agent_locks: dict[str, asyncio.Lock] = {}
         self._reserved_names: set[str] = set()
-        self._listeners: list[Any] = []
+        # listeners, the audit log (every audit record goes through it) and, with a tracer provider,
+        # OpenTelemetry spans (ag2net.hub.listeners, ag2net.hub.telemetry)
+        self._init_listeners(tracer_provider)
         self._sweepers: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._owned_clients: list[Any] = []
-        self._audit_log_bytes = 0  # bytes of audit records written by this process (``health()``)
         self.observe_log = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
         self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
         self._closed = False
@@ -284,35 +295,6 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
 
     def register_violation_handler(self, handler: Any) -> None:
         self._violation_handlers[handler.name] = handler
-
-    def register_listener(self, listener: Any) -> None:
-        self._listeners.append(listener)
-
-    def unregister_listener(self, listener: Any) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
-
-    async def _fan_out(self, method: str, *args: Any) -> None:
-        for listener in list(self._listeners):
-            fn = getattr(listener, method, None)
-            if fn is None:
-                continue
-            try:
-                result = fn(*args)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                log.exception("listener %r failed in %s", listener, method)
-
-    async def _audit(self, kind: str, **fields: Any) -> None:
-        record = audit_record(kind, fields.pop("at", None) or self.clock(), **fields)
-        text = json.dumps(record, default=str)
-        record = json.loads(text)
-        self._audit_log_bytes += len(text.encode("utf-8")) + 1
-        position = await self.store.append_audit(record)
-        self.observe_log.append(
-            "audit", channel_id=record.get("channel_id"), payload={"id": position, **record}
-        )
 
     def _observe_channel(self, channel_id: str, kind: str, metadata: ChannelMetadata, **extra: Any) -> None:
         self.observe_log.append(
@@ -725,8 +707,9 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
     def health(self) -> dict[str, Any]:
         """An in-memory snapshot: ag2's keys (``active_channels`` … ``telemetry_log_bytes``) and ours.
 
-        ``audit_log_bytes`` counts the audit records this process wrote (one JSON line each; it starts at
-        0 on every open, like ag2's); ``telemetry_log_bytes`` sums ``bytes_written`` of listeners that
+        ``audit_log_bytes`` is the audit log's ``bytes_written`` (the records this process wrote, one JSON
+        line each; it starts at 0 on every open, like ag2's); ``registered_listeners`` counts the audit log
+        as ag2 does (it is listener #0 there); ``telemetry_log_bytes`` sums ``bytes_written`` of listeners that
         are telemetry listeners (they have ``channel_span_context``), 0 when there are none."""
         pending = [len(v) for v in self._unacked.values()]
         telemetry = 0
@@ -740,9 +723,9 @@ class Hub(IdentityRegistry, ChannelLifecycle, Admission, Delivery, TaskTable, Ta
             "registered_agents": len(self.agents),
             "pending_inbox_total": sum(pending),
             "max_pending_inbox_depth": max(pending) if pending else None,
-            "registered_listeners": len(self._listeners),
+            "registered_listeners": len(self._listeners) + 1,
             "adapters_loaded": len(self._adapters),
-            "audit_log_bytes": self._audit_log_bytes,
+            "audit_log_bytes": getattr(self._audit_log, "bytes_written", 0),
             "telemetry_log_bytes": telemetry,
             "envelopes": sum(self._wal_counts.values()),
             "observe_position": self.observe_log.position,

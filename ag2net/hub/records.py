@@ -56,7 +56,8 @@ class PendingTurn:
 
 
 class AuditHandler:
-    """Violation handler ``audit``: the audit record is already written; nothing else to do."""
+    """Violation handler ``audit``: nothing to do, the sweeper already wrote the audit record (it writes
+    one for every violation, whatever its handler)."""
 
     name = "audit"
 
@@ -71,7 +72,7 @@ class NotifyChannelHandler:
 
     async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
         md = hub.channels.get(channel_id)
-        if md is None:
+        if md is None or md.is_terminal():
             return
         with contextlib.suppress(NetworkError):
             await hub.post_envelope(
@@ -95,7 +96,17 @@ class AutoCloseHandler:
     name = "auto_close"
 
     async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
-        await hub.close_channel(channel_id, reason=f"expectation_violated:{violation.expectation.name}")
+        md = hub.channels.get(channel_id)
+        if md is None or md.is_terminal():
+            return
+        with contextlib.suppress(NetworkError):
+            await hub.close_channel(channel_id, reason=f"expectation_violated:{violation.expectation.name}")
+
+
+def default_handlers() -> list[Any]:
+    """The three built-in violation handlers, fresh instances: ``audit``, ``notify_channel``,
+    ``auto_close``."""
+    return [AuditHandler(), NotifyChannelHandler(), AutoCloseHandler()]
 
 
 __all__ = [
@@ -107,4 +118,5 @@ __all__ = [
     "AutoCloseHandler",
     "NotifyChannelHandler",
     "PendingTurn",
+    "default_handlers",
 ]
