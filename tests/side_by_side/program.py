@@ -9,16 +9,20 @@ What it does, in order:
 
 1. A hub on an in-memory store with an arbiter that refuses one custom event type, and a listener.
 2. Three agents (alice, bob, carol) on ONE ``LocalLink``: ``link = LocalLink(hub)`` then
-   ``HubClient(link, hub=hub)`` per agent. Each agent runs ag2's default handler over a scripted
-   model that always gives the same one-line answer.
+   ``HubClient(link, hub=hub)`` per agent. Each agent runs the default handler over a scripted model
+   that always gives the same one-line answer.
 3. Two consulting channels: alice asks bob, carol asks alice; each closes after the reply.
 4. A workflow channel whose graph uses a custom ``TransitionTarget`` and a custom
-   ``TransitionCondition`` registered with ``register_target`` / ``register_condition``.
+   ``TransitionCondition`` registered with ``register_target`` / ``register_condition``; graphs naming
+   unregistered targets/conditions; ``TransitionRegistry()`` vs ``TransitionRegistry.default()``.
 5. The arbiter at work: a raw envelope of the refused custom type is answered ``AccessDeniedError``;
    another custom type passes and reaches the other participant.
 6. A checkpointed task: ``HubBackedCheckpointStore`` and ``HubClient.checkpoint_task`` /
-   ``read_task_checkpoint``.
-7. The hub's (async) getters after all that, then everything is closed.
+   ``read_task_checkpoint``; ``TaskMirror`` construction.
+7. A human (``register_human``) on the same link asks carol and reads the answer from its queue.
+8. A fourth agent whose model fails, inside ``async with``: listeners get the exception itself.
+9. carol's HubClient closes: the others on the link keep working, an invite to carol times out.
+10. The hub's (async) getters, ``health()`` and the audit log after all that; everything is closed.
 
 Each section runs under a time limit and records a crash instead of stopping the program, so a
 difference between two implementations shows up as a difference in the transcript.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -43,20 +48,22 @@ if NETWORK == "ag2.network":
     from ag2.knowledge import MemoryKnowledgeStore as MemoryStore
     from ag2.testing import TestConfig
 
-    def scripted_agent(name: str, reply: str) -> Any:
+    def scripted_agent(name: str, reply: str | BaseException) -> Any:
         return Agent(name, "Answer in one line.", config=TestConfig(reply))
 
 else:
     from ag2net import Agent, MemoryStore, ScriptedModel
 
-    def scripted_agent(name: str, reply: str) -> Any:
+    def scripted_agent(name: str, reply: str | BaseException) -> Any:
         return Agent(name, ScriptedModel(reply, loop=True), "Answer in one line.")
 
 
 SECTION_TIMEOUT = 30.0
+INVITE_ACK_TIMEOUT = 4.0  # the hub gives up on an invite nobody acknowledges after this
 GOSSIP = "acme.gossip"  # the custom event type the arbiter refuses
 NOTE = "acme.note"  # a custom event type it lets through
 
+ANY_ID = re.compile(r"\b[0-9a-f]{32}\b")  # an id nobody labelled
 transcript: list[dict[str, Any]] = []
 labels: dict[str, str] = {}  # id -> stable label (agent names, channel labels)
 
@@ -66,7 +73,7 @@ def norm(value: Any) -> Any:
     if isinstance(value, str):
         for ident, label in labels.items():
             value = value.replace(ident, label)
-        return value
+        return ANY_ID.sub("<id>", value)
     if isinstance(value, list | tuple):
         return [norm(v) for v in value]
     if isinstance(value, dict):
@@ -109,12 +116,18 @@ class Recorder(net.BaseHubListener):
     def __init__(self) -> None:
         self.rejected: list[dict[str, Any]] = []
         self.channel_events: dict[str, list[str]] = {}
+        self.turn_failures: list[dict[str, Any]] = []
 
     async def on_envelope_rejected(self, envelope, reason) -> None:
         self.rejected.append({"event_type": envelope.event_type, "error": type(reason).__name__})
 
     async def on_channel_event(self, channel_id, kind, payload) -> None:
         self.channel_events.setdefault(channel_id, []).append(kind)
+
+    async def on_turn_failed(self, channel_id, agent_id, envelope_id, exc) -> None:
+        self.turn_failures.append(
+            {"channel": channel_id, "agent": agent_id, "error": type(exc).__name__, "text": str(exc)}
+        )
 
 
 @dataclass(slots=True)
@@ -198,7 +211,10 @@ def is_closed(envelope) -> bool:
 
 async def main() -> None:
     hub = await net.Hub.open(
-        MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=10
+        MemoryStore(),
+        ttl_sweep_interval=0,
+        expectation_sweep_interval=0,
+        invite_ack_timeout=INVITE_ACK_TIMEOUT,
     )
     hub.register_arbiter(NoGossipArbiter())
     recorder = Recorder()
@@ -226,11 +242,12 @@ async def main() -> None:
         bob_kind=found.kind or "agent",
     )
 
-    async def consult(asker, asker_client, target: str, question: str, label: str) -> None:
+    async def consult(asker, asker_client, target: str, question: str, label: str, pause=0.0) -> None:
         channel = await asker.open(type="consulting", target=target)
         labels[channel.channel_id] = label
         opened_state = channel.state.value if hasattr(channel.state, "value") else channel.state
         await channel.send(question)
+        await asyncio.sleep(pause)  # the reply (and the close) may well arrive meanwhile
         closed = await asker.wait_for_channel_event(
             channel_id=channel.channel_id, predicate=is_closed, timeout=20
         )
@@ -256,7 +273,9 @@ async def main() -> None:
     )
     await section(
         "consult carol->alice",
-        lambda: consult(carol, clients["carol"], "alice", "Is the budget ok?", "consult carol->alice"),
+        lambda: consult(
+            carol, clients["carol"], "alice", "Is the budget ok?", "consult carol->alice", pause=0.5
+        ),
     )
 
     async def workflow() -> None:
@@ -401,6 +420,85 @@ async def main() -> None:
 
     await section("checkpoints", checkpoints)
 
+    async def human() -> None:
+        # A person on the same link: asks carol, reads the answer from the pull queue.
+        dana_client = net.HubClient(link, hub=hub)
+        dana = await dana_client.register_human(net.Passport(name="dana", kind="human"))
+        labels[dana.agent_id] = "dana"
+        channel = await dana.open(type="consulting", target="carol")
+        labels[channel.channel_id] = "consult dana->carol"
+        await channel.send("Where is the venue?")
+        answer = await dana.next_envelope(
+            predicate=lambda e: e.event_type == net.EV_TEXT and e.channel_id == channel.channel_id,
+            timeout=10,
+        )
+        closed = await dana.wait_for_channel_event(
+            channel_id=channel.channel_id, predicate=is_closed, timeout=10
+        )
+        await dana.disconnect()
+        try:
+            await dana.send(channel.channel_id, "Hello?")
+            after = "sent"
+        except Exception as exc:
+            after = error(exc)
+        passport = await hub.get_agent("dana")
+        record(
+            "human",
+            kind=passport.kind,
+            answer=(answer.sender_id, text_of(answer)),
+            closed_reason=closed.event_data.get("reason"),
+            send_after_disconnect=after,
+            wal=await wal_summary(dana_client, channel.channel_id),
+        )
+        await dana_client.close()
+
+    await section("human", human)
+
+    async def failing_turn() -> None:
+        # An agent whose model fails: the turn is reported to listeners with the exception itself.
+        erin_client = net.HubClient(link, hub=hub)
+        failing = scripted_agent("erin", RuntimeError("model unavailable"))
+        async with await erin_client.register(failing) as erin:
+            labels[erin.agent_id] = "erin"
+            channel = await alice.open(type="consulting", target="erin")
+            labels[channel.channel_id] = "consult alice->erin"
+            await channel.send("Can you check the invoice?")
+            for _ in range(200):
+                if recorder.turn_failures:
+                    break
+                await asyncio.sleep(0.05)
+            state = (await hub.get_channel(channel.channel_id)).state.value
+            await channel.close(reason="no answer")
+        record(
+            "failing turn",
+            turn_failures=recorder.turn_failures,
+            state_after_failure=state,
+            channel=await channel_summary(hub, channel.channel_id),
+            erin_after_async_with=await _outcome(hub.get_agent("erin")),
+        )
+        await erin_client.close()
+
+    await section("failing turn", failing_turn)
+
+    async def carol_leaves() -> None:
+        # Closing one HubClient of the shared link leaves the others connected.
+        await clients["carol"].close()
+        await consult(alice, clients["alice"], "bob", "Still there?", "consult alice->bob again")
+        try:
+            await alice.open(type="consulting", target="carol")
+            outcome = "opened"
+        except net.NetworkError as exc:
+            outcome = error(exc)
+        carols = await hub.list_channels(agent_id=carol.agent_id)
+        record(
+            "carol left",
+            open_to_carol=outcome,
+            carol_channels=sorted((md.manifest.type, md.state.value, md.close_reason) for md in carols),
+            carol_still_registered=(await hub.get_agent("carol")).name,
+        )
+
+    await section("carol left", carol_leaves)
+
     async def getters() -> None:
         mine = await hub.list_channels(agent_id=alice.agent_id)
         live = await clients["alice"].list_channels()
@@ -418,6 +516,7 @@ async def main() -> None:
                 k for k in ("audit_log_bytes", "telemetry_log_bytes", "adapters_loaded") if k in health
             ),
             agent_lookup_missing=await _outcome(hub.get_agent("nobody")),
+            audit_kinds=[entry["kind"] for entry in await hub.audit_log.read_all()],
         )
 
     await section("getters", getters)
