@@ -44,6 +44,11 @@ def run_program(python: Path | str, network: str, cwd: Path) -> dict[str, Any]:
     return result
 
 
+def short(value: Any, limit: int = 400) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_error(value: Any) -> bool:
     return isinstance(value, dict) and set(value) in ({"class", "message"}, {"class"})
 
@@ -63,9 +68,9 @@ def differences(theirs: Any, ours: Any, where: str = "") -> list[str]:
         found = []
         for key in list(theirs) + [k for k in ours if k not in theirs]:
             if key not in ours:
-                found.append(f"{where}.{key}: missing (ag2: {json.dumps(theirs[key])})")
+                found.append(f"{where}.{key}: missing (ag2: {short(theirs[key])})")
             elif key not in theirs:
-                found.append(f"{where}.{key}: extra {json.dumps(ours[key])} (not in ag2's)")
+                found.append(f"{where}.{key}: extra {short(ours[key])} (not in ag2's)")
             else:
                 found += differences(theirs[key], ours[key], f"{where}.{key}")
         return found
@@ -75,7 +80,7 @@ def differences(theirs: Any, ours: Any, where: str = "") -> list[str]:
             found += differences(a, b, f"{where}[{index}]")
         return found
     if theirs != ours:
-        return [f"{where}: {json.dumps(ours)} (ag2: {json.dumps(theirs)})"]
+        return [f"{where}: {short(ours)} (ag2: {short(theirs)})"]
     return []
 
 
@@ -87,8 +92,12 @@ def transcript_differences(theirs: list[dict], ours: list[dict]) -> list[str]:
         if step not in mine:
             found.append(f"[{step}]: missing from ag2net's transcript")
             continue
-        found += differences(record, mine.pop(step), f"[{step}]")
-    found += [f"[{step}]: only in ag2net's transcript: {json.dumps(r)}" for step, r in mine.items()]
+        theirs_record, ours_record = record, mine.pop(step)
+        if "crash" in ours_record and "crash" not in theirs_record:
+            found.append(f"[{step}]: crashed on ag2net: {json.dumps(ours_record['crash'])}")
+            continue
+        found += differences(theirs_record, ours_record, f"[{step}]")
+    found += [f"[{step}]: only in ag2net's transcript: {short(r)}" for step, r in mine.items()]
     return found
 
 
@@ -101,6 +110,9 @@ def test_differences_compares_errors_by_class_and_ag2s_words():
     assert differences({"a": [1, 2]}, {"a": [1, 3]}) == [".a[1]: 3 (ag2: 2)"]
     assert differences({"a": 1}, {"a": 1, "b": 2}) == [".b: extra 2 (not in ag2's)"]
     assert transcript_differences([{"step": "x", "v": 1}], []) == ["[x]: missing from ag2net's transcript"]
+    assert transcript_differences(
+        [{"step": "x", "v": 1}], [{"step": "x", "crash": {"class": "TypeError", "message": "m"}}]
+    ) == ['[x]: crashed on ag2net: {"class": "TypeError", "message": "m"}']
 
 
 def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python, tmp_path):  # noqa: F811
