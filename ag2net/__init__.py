@@ -205,6 +205,27 @@ from ag2net.hub.expectations import (
 from ag2net.hub.listeners import BaseHubListener, HubListener
 from ag2net.hub.records import AuditHandler, AutoCloseHandler, NotifyChannelHandler, default_handlers
 # [exports: transport]
+from ag2net.hub.auth import AuthAdapter
+from ag2net.hub.remote import RemoteAgentProxy
+from ag2net.transport import (
+    ErrorFrame,
+    Frame,
+    HelloFrame,
+    LinkClient,
+    LinkEndpoint,
+    LinkFactory,
+    NotifyFrame,
+    PingFrame,
+    PongFrame,
+    ReceiptFrame,
+    RequestFrame,
+    ResponseFrame,
+    WelcomeFrame,
+    WsLinkClient,
+    WsLinkEndpoint,
+    decode_frame,
+    encode_frame,
+)
 # [exports: adapters-runtime-identity]
 
 __version__ = "0.1.0"

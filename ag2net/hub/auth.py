@@ -7,12 +7,16 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ag2net.errors import AuthError
 
 
+@runtime_checkable
 class AuthAdapter(Protocol):
+    """One auth scheme: ``validate`` raises ``AuthError`` when ``claim`` does not prove ``passport``.
+    (Runtime-checkable here; ag2 1.2.1 declares it without, so ``isinstance`` only works here.)"""
+
     scheme: str
 
     async def validate(self, passport: Any, claim: dict[str, Any]) -> None: ...

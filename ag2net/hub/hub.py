@@ -48,6 +48,7 @@ from ag2net.hub.records import (
     PendingTurn,
 )
 from ag2net.hub.registry import IdentityRegistry
+from ag2net.hub.remote import RemoteProxies
 from ag2net.hub.sweeps import Sweeps
 from ag2net.hub.task_table import TaskTable
 from ag2net.hub.wal_cache import DEFAULT_CACHE_MB, DEFAULT_WINDOW, WalCache
@@ -65,6 +66,7 @@ log = logging.getLogger(__name__)
 
 
 class Hub(
+    RemoteProxies,
     IdentityRegistry,
     ChannelLifecycle,
     Admission,
@@ -134,6 +136,7 @@ class Hub(
         self._sweepers: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._owned_clients: list[Any] = []
+        self._remote_proxies: dict[str, Any] = {}  # RemoteAgentProxy by scheme (hub/remote.py)
         self.observe_log = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
         self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
         self._closed = False

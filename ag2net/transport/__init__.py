@@ -20,6 +20,9 @@ from ag2net.transport.frames import (
 from ag2net.transport.link import (
     Endpoint,
     Link,
+    LinkClient,
+    LinkEndpoint,
+    LinkFactory,
     LocalEndpoint,
     LocalLink,
     LocalLinkClient,
@@ -34,6 +37,8 @@ _LAZY = {
     "serve_ws": "ag2net.transport.server",
     "ConnectionLostError": "ag2net.transport.ws",
     "WsLink": "ag2net.transport.ws",
+    "WsLinkClient": "ag2net.transport.ws",
+    "WsLinkEndpoint": "ag2net.transport.ws",
 }
 
 
@@ -55,6 +60,9 @@ __all__ = [
     "Frame",
     "HelloFrame",
     "Link",
+    "LinkClient",
+    "LinkEndpoint",
+    "LinkFactory",
     "LocalEndpoint",
     "LocalLink",
     "LocalLinkClient",
@@ -69,6 +77,8 @@ __all__ = [
     "WelcomeFrame",
     "WsEndpoint",
     "WsLink",
+    "WsLinkClient",
+    "WsLinkEndpoint",
     "WsServer",
     "decode_frame",
     "encode_frame",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from ag2net.envelope import Envelope
@@ -128,27 +128,49 @@ def encode_frame(frame: Any) -> dict[str, Any]:
     return data
 
 
-def decode_frame(data: dict[str, Any]) -> Any:
-    """Rebuild a frame from its dict; raises ``ProtocolError`` naming what is wrong."""
+class FrameDecodeError(ProtocolError, ValueError, TypeError):
+    """A dict that is not a frame. A ``ProtocolError`` (wire code ``protocol_error``); also a ``ValueError``
+    and a ``TypeError``, the exceptions ag2 1.2.1's ``decode_frame`` raises for an unknown kind and for a
+    missing or unexpected field, so code written against either keeps catching it."""
+
+
+#: The fields each frame kind must carry (no default).
+_REQUIRED = {
+    kind: [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+    for kind, cls in FRAME_TYPES.items()
+}
+
+
+def decode_frame(data: dict[str, Any]) -> Frame:
+    """Rebuild a frame from the dict ``encode_frame`` made (``kind`` says which); raises
+    ``FrameDecodeError`` (a ``ProtocolError``) naming the field that is missing, unknown or mistyped."""
     if not isinstance(data, dict):
-        raise ProtocolError(f"frame must be a JSON object, got {type(data).__name__}")
+        raise FrameDecodeError(f"frame must be a JSON object, got {type(data).__name__}")
     rest = dict(data)
     kind = rest.pop("kind", None)
     cls = FRAME_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ProtocolError(f"unknown frame kind: {kind!r}")
+        raise FrameDecodeError(f"unknown frame kind: {kind!r}")  # ag2's words (the field is 'kind')
     unknown = sorted(set(rest) - _FIELDS[kind])
     if unknown:
-        raise ProtocolError(f"malformed {kind} frame: unknown field {unknown[0]!r}")
+        raise FrameDecodeError(
+            f"malformed {kind} frame: unknown field {unknown[0]!r}; a {kind} frame has only "
+            + ", ".join(repr(n) for n in sorted(_FIELDS[kind]))
+        )
+    missing = [name for name in _REQUIRED[kind] if name not in rest]
+    if missing:
+        raise FrameDecodeError(f"malformed {kind} frame: missing required field {missing[0]!r}")
     if kind == "notify":
-        env = rest.get("envelope")
+        env = rest["envelope"]
         if not isinstance(env, dict):
-            raise ProtocolError("malformed notify frame: envelope")
-        rest["envelope"] = Envelope.from_dict(env)
-    try:
-        frame = cls(**rest)
-    except TypeError:
-        raise ProtocolError(f"malformed {kind} frame: missing required field") from None
+            raise FrameDecodeError("malformed notify frame: field 'envelope' must be an envelope object")
+        try:
+            rest["envelope"] = Envelope.from_dict(env)
+        except FrameDecodeError:
+            raise
+        except (ProtocolError, ValueError, TypeError, KeyError) as exc:
+            raise FrameDecodeError(f"malformed notify frame: field 'envelope': {exc}") from None
+    frame = cls(**rest)
     _check_fields(frame)
     return frame
 
@@ -157,7 +179,7 @@ def _check_fields(frame: Any) -> None:
     kind = frame.kind
 
     def bad(name: str) -> ProtocolError:
-        return ProtocolError(f"malformed {kind} frame: {name}")
+        return FrameDecodeError(f"malformed {kind} frame: {name}")
 
     if isinstance(frame, HelloFrame):
         if not isinstance(frame.name, str):
@@ -180,15 +202,29 @@ def _check_fields(frame: Any) -> None:
             if not isinstance(getattr(frame, name), str):
                 raise bad(name)
     elif isinstance(frame, ResponseFrame):
-        if not isinstance(frame.request_id, str) or not isinstance(frame.ok, bool):
+        if not isinstance(frame.request_id, str):
             raise bad("request_id")
+        if not isinstance(frame.ok, bool):
+            raise bad("ok")
+        for name in ("error_code", "error_message"):
+            if not isinstance(getattr(frame, name), str):
+                raise bad(name)
         if frame.identity_secret is not None and not isinstance(frame.identity_secret, str):
             raise bad("identity_secret")
     elif isinstance(frame, ErrorFrame):
-        if not isinstance(frame.code, str) or not isinstance(frame.message, str):
+        if not isinstance(frame.code, str):
             raise bad("code")
-    elif isinstance(frame, WelcomeFrame) and not isinstance(frame.endpoint_id, str):
-        raise bad("endpoint_id")
+        if not isinstance(frame.message, str):
+            raise bad("message")
+        if frame.envelope_id is not None and not isinstance(frame.envelope_id, str):
+            raise bad("envelope_id")
+    elif isinstance(frame, WelcomeFrame):
+        if not isinstance(frame.endpoint_id, str):
+            raise bad("endpoint_id")
+        if not isinstance(frame.hub_time, str):
+            raise bad("hub_time")
+    elif isinstance(frame, NotifyFrame) and not isinstance(frame.recipient_id, str):
+        raise bad("recipient_id")
 
 
 def frame_to_json(frame: Any) -> str:
@@ -285,6 +321,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ErrorFrame",
     "Frame",
+    "FrameDecodeError",
     "FrameTooDeep",
     "HelloFrame",
     "NotifyFrame",

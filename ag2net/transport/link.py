@@ -3,19 +3,42 @@
 ``HubClient`` talks to the hub only through a link, by op name. The in-process link calls the hub
 directly (no serialisation, no queue hop); the WebSocket link carries the same ops as frames.
 ``LocalLink(hub)`` is a factory: each ``HubClient`` built on it takes its own ``LocalLinkClient``.
+
+ag2 1.2.1's frame-level seam is here too: ``LinkClient`` / ``LinkEndpoint`` (``send_frame``, ``frames()``)
+and ``LinkFactory`` (``client()``). A ``LocalLinkClient`` opened without a handler (``await c.open()``)
+speaks frames: the hub answers its ``hello``/``request``/``receipt``/``ping`` frames and delivers
+``NotifyFrame``s to it, through the two queues it shares with its ``LocalLinkEndpoint``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ag2net.envelope import Envelope
 from ag2net.ids import make_id
+from ag2net.transport.frames import (
+    ErrorFrame,
+    Frame,
+    HelloFrame,
+    NotifyFrame,
+    PingFrame,
+    PongFrame,
+    ReceiptFrame,
+    RequestFrame,
+    ResponseFrame,
+    WelcomeFrame,
+)
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
     from ag2net.hub.observe import ObservedEvent
+
+log = logging.getLogger(__name__)
 
 NotifyHandler = Callable[[str, Envelope], Awaitable[None]]
 
@@ -48,20 +71,105 @@ class Endpoint(Protocol):
     async def close(self) -> None: ...
 
 
-class LocalLinkEndpoint:
-    """Hub-side end of one in-process connection: notifications call that client's handler directly."""
+@runtime_checkable
+class LinkClient(Protocol):
+    """ag2's client side of one connection, frame by frame: ``open()``, ``send_frame(f)``, ``frames()``,
+    ``close()``. (Runtime-checkable here; ag2 1.2.1 declares it without, so ``isinstance`` only works here.)"""
 
-    def __init__(self, on_notify: NotifyHandler) -> None:
-        self.endpoint_id = make_id()
-        self._on_notify = on_notify
+    endpoint_id: str
+
+    async def open(self) -> None: ...
+
+    async def send_frame(self, frame: Frame) -> None: ...
+
+    def frames(self) -> AsyncIterator[Frame]: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class LinkEndpoint(Protocol):
+    """ag2's hub side of one connection: ``agent_id`` is set when an agent is bound to it."""
+
+    endpoint_id: str
+    agent_id: str | None
+
+    async def send_frame(self, frame: Frame) -> None: ...
+
+    def frames(self) -> AsyncIterator[Frame]: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class LinkFactory(Protocol):
+    """Makes one fresh ``LinkClient`` per caller (``LocalLink``, ``WsLink``)."""
+
+    def client(self) -> LinkClient: ...
+
+
+async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    """Items of ``queue`` until the ``None`` sentinel a close pushes."""
+    while True:
+        item = await queue.get()
+        if item is None:
+            queue.put_nowait(None)  # every later reader ends too
+            return
+        yield item
+
+
+class LocalLinkEndpoint:
+    """Hub-side end of one in-process connection.
+
+    ``LocalLinkEndpoint(endpoint_id, client_to_hub, hub_to_client)`` as in ag2: frames the client sends
+    arrive on ``client_to_hub`` (read them with ``frames()``), ``send_frame`` puts on ``hub_to_client``.
+    When a ``HubClient`` opened the connection with a handler, the hub's deliveries call that handler
+    directly instead (no queue hop).
+    """
+
+    def __init__(
+        self,
+        endpoint_id: str = "",
+        client_to_hub: asyncio.Queue[Any] | None = None,
+        hub_to_client: asyncio.Queue[Any] | None = None,
+    ) -> None:
+        self.endpoint_id = endpoint_id or make_id()
+        self.client_to_hub: asyncio.Queue[Any] = (
+            client_to_hub if client_to_hub is not None else asyncio.Queue()
+        )
+        self.hub_to_client: asyncio.Queue[Any] = (
+            hub_to_client if hub_to_client is not None else asyncio.Queue()
+        )
+        self.agent_id: str | None = None
+        self._on_notify: NotifyHandler | None = None
         self.closed = False
 
     async def notify(self, recipient_id: str, envelope: Envelope) -> None:
-        if not self.closed:
+        if self.closed:
+            return
+        if self._on_notify is not None:
             await self._on_notify(recipient_id, envelope)
+        else:
+            self.hub_to_client.put_nowait(NotifyFrame(envelope=envelope, recipient_id=recipient_id))
+
+    async def send_frame(self, frame: Frame) -> None:
+        """To the client; dropped silently once the connection is closed (as in ag2)."""
+        if self.closed:
+            return
+        if isinstance(frame, NotifyFrame) and self._on_notify is not None:
+            await self._on_notify(frame.recipient_id, frame.envelope)
+            return
+        self.hub_to_client.put_nowait(frame)
+
+    def frames(self) -> AsyncIterator[Frame]:
+        """Frames from the client, until the connection closes."""
+        return _drain(self.client_to_hub)
 
     async def close(self) -> None:
-        self.closed = True
+        if not self.closed:
+            self.closed = True
+            self.client_to_hub.put_nowait(None)
+            self.hub_to_client.put_nowait(None)
 
 
 #: The name this class had before ``LocalLink`` became a factory (the hub's op table checks it).
@@ -74,43 +182,198 @@ class LocalLinkClient:
     Made by ``LocalLink.client()``; ``HubClient`` does that for you. One ``LocalLinkClient`` serves one
     ``HubClient``: opening it for a second handler is refused, since the hub would deliver every
     notification to the first one only.
+
+    ``LocalLinkClient(endpoint_id, client_to_hub, hub_to_client)`` is ag2's constructor; ``hub=`` (and the
+    ``endpoint`` sharing the two queues) are what ``LocalLink.client()`` passes so the connection can
+    reach its hub. Opened without a handler (``await client.open()``) it speaks frames: ``send_frame``
+    a ``HelloFrame``/``RequestFrame``/``ReceiptFrame``/``PingFrame`` and read the answers and
+    ``NotifyFrame`` deliveries from ``frames()``.
     """
 
     local = True
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(
+        self,
+        endpoint_id: str = "",
+        client_to_hub: asyncio.Queue[Any] | None = None,
+        hub_to_client: asyncio.Queue[Any] | None = None,
+        *,
+        hub: Hub | None = None,
+        endpoint: LocalLinkEndpoint | None = None,
+    ) -> None:
+        if endpoint is None:
+            endpoint = LocalLinkEndpoint(endpoint_id, client_to_hub, hub_to_client)
+        self._endpoint = endpoint
+        self.endpoint_id = endpoint.endpoint_id
+        self.client_to_hub = endpoint.client_to_hub
+        self.hub_to_client = endpoint.hub_to_client
         self.hub = hub
-        self.endpoint: LocalLinkEndpoint | None = None
-
-    async def open(self, on_notify: NotifyHandler) -> None:
-        if self.endpoint is None:
-            self.endpoint = LocalLinkEndpoint(on_notify)
-            self.hub.attach_endpoint(self.endpoint)
-        elif self.endpoint._on_notify != on_notify:
-            raise RuntimeError(
-                "this LocalLinkClient is already open for another HubClient; pass the LocalLink itself "
-                "(or a new link.client()) to each HubClient so each gets its own endpoint"
-            )
+        self._attached = False
+        self._serving: asyncio.Task[None] | None = None
+        self._closed = False
 
     @property
-    def endpoint_id(self) -> str:
-        return self.endpoint.endpoint_id if self.endpoint else ""
+    def endpoint(self) -> LocalLinkEndpoint | None:
+        """The hub-side end while the connection is attached to the hub (``None`` before and after)."""
+        return self._endpoint if self._attached else None
+
+    def _need_hub(self) -> Hub:
+        if self.hub is None:
+            raise RuntimeError(
+                "this LocalLinkClient has no hub: make it with LocalLink(hub).client() (or pass hub=...)"
+            )
+        return self.hub
+
+    async def open(self, on_notify: NotifyHandler | None = None) -> None:
+        """Attach to the hub. With ``on_notify`` (what ``HubClient`` passes) deliveries call it directly;
+        without (ag2's ``open()``) the connection speaks frames through ``send_frame``/``frames()``."""
+        if self._closed:
+            raise RuntimeError("this LocalLinkClient is closed; take a new one with LocalLink(hub).client()")
+        endpoint = self._endpoint
+        if on_notify is not None:
+            if endpoint._on_notify is None and not self._attached:
+                endpoint._on_notify = on_notify
+            elif endpoint._on_notify != on_notify:
+                raise RuntimeError(
+                    "this LocalLinkClient is already open for another HubClient; pass the LocalLink itself "
+                    "(or a new link.client()) to each HubClient so each gets its own endpoint"
+                )
+        if self.hub is None:
+            return  # a bare queue pair (ag2's constructor): the other side is whoever holds the endpoint
+        if not self._attached:
+            self.hub.attach_endpoint(endpoint)
+            self._attached = True
+        if endpoint._on_notify is None and self._serving is None:
+            self._serving = asyncio.get_running_loop().create_task(_serve_frames(self.hub, endpoint))
+
+    async def send_frame(self, frame: Frame) -> None:
+        """To the hub; dropped silently once the connection is closed (as in ag2)."""
+        if not self._closed and not self._endpoint.closed:
+            self.client_to_hub.put_nowait(frame)
+
+    def frames(self) -> AsyncIterator[Frame]:
+        """Frames from the hub (answers and deliveries), until the connection closes."""
+        if self._endpoint._on_notify is not None:
+            raise RuntimeError(
+                "this LocalLinkClient was opened by a HubClient, which takes its deliveries; "
+                "read frames from a connection opened with open() and no handler"
+            )
+        return _drain(self.hub_to_client)
 
     async def request(self, op: str, params: dict[str, Any]) -> Any:
-        return await self.hub.handle_op(self.endpoint, op, params)
+        return await self._need_hub().handle_op(self.endpoint, op, params)
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
     ) -> None:
-        self.hub.handle_receipt(self.endpoint, envelope_id, status, recipient_id, channel_id, reason)
+        self._need_hub().handle_receipt(self.endpoint, envelope_id, status, recipient_id, channel_id, reason)
 
     def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
-        return self.hub.observe(since)
+        return self._need_hub().observe(since)
 
     async def close(self) -> None:
-        if self.endpoint is not None:
-            endpoint, self.endpoint = self.endpoint, None
-            await self.hub.detach_endpoint(endpoint)
+        if self._closed:
+            return
+        self._closed = True
+        endpoint = self._endpoint
+        if self._attached and self.hub is not None:
+            self._attached = False
+            await self.hub.detach_endpoint(endpoint)  # closes the endpoint too
+        await endpoint.close()
+        serving, self._serving = self._serving, None
+        if serving is not None and serving is not asyncio.current_task():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
+
+
+def _wire(value: Any) -> Any:
+    """An op result as ag2 puts it in a ``ResponseFrame``: records as dicts, passports without claims."""
+    public = getattr(value, "public_dict", None)
+    if callable(public):
+        return public()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [_wire(v) for v in value]  # lists, tuples and read-only slices (a WAL page)
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def _code(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) else "error"
+
+
+async def _serve_frames(hub: Hub, endpoint: LocalLinkEndpoint) -> None:
+    """The hub's side of a frame-speaking in-process connection: one frame at a time, in order."""
+    try:
+        async for frame in endpoint.frames():
+            try:
+                await _serve_frame(hub, endpoint, frame)
+            except Exception as exc:  # one bad frame must not end the connection
+                log.warning("in-process frame %r failed: %s", getattr(frame, "kind", frame), exc)
+                await endpoint.send_frame(ErrorFrame(_code(exc), str(exc)))
+    finally:
+        with contextlib.suppress(Exception):
+            await hub.detach_endpoint(endpoint)
+
+
+async def _serve_frame(hub: Hub, endpoint: LocalLinkEndpoint, frame: Any) -> None:
+    if isinstance(frame, RequestFrame):
+        try:
+            result = await hub.handle_op(endpoint, frame.op, frame.params)
+        except Exception as exc:
+            await endpoint.send_frame(ResponseFrame(frame.request_id, False, None, _code(exc), str(exc)))
+        else:
+            await endpoint.send_frame(ResponseFrame(frame.request_id, True, _wire(result)))
+    elif isinstance(frame, ReceiptFrame):
+        hub.handle_receipt(
+            endpoint, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
+        )
+    elif isinstance(frame, HelloFrame):
+        await _hello(hub, endpoint, frame)
+    elif isinstance(frame, PingFrame):
+        await endpoint.send_frame(PongFrame())
+    elif not isinstance(frame, PongFrame):
+        kind = getattr(frame, "kind", type(frame).__name__)
+        await endpoint.send_frame(
+            ErrorFrame(
+                "protocol_error", f"a client sends hello, request, receipt or ping frames, not {kind!r}"
+            )
+        )
+
+
+async def _hello(hub: Hub, endpoint: LocalLinkEndpoint, frame: HelloFrame) -> None:
+    """Bind a registered identity to this connection, after its auth claim checks out."""
+    agent_id = hub.find_agent_id(frame.name)
+    record = hub.agents.get(agent_id) if agent_id is not None else None
+    if record is None:
+        await endpoint.send_frame(ErrorFrame("not_found", f"unknown name: {frame.name}"))
+        return
+    passport = record.passport
+    registered = passport.auth.scheme
+    if frame.auth_scheme != registered:
+        await endpoint.send_frame(
+            ErrorFrame(
+                "auth_failed",
+                f"auth scheme {frame.auth_scheme!r} does not match {frame.name!r}'s registered scheme "
+                f"{registered!r}",
+            )
+        )
+        return
+    try:
+        await hub.auth.get(registered).validate(passport, dict(frame.auth_claim or {}))
+    except Exception as exc:
+        await endpoint.send_frame(ErrorFrame("auth_failed", str(exc)))
+        return
+    hub.bind_endpoint(endpoint, passport.agent_id)
+    endpoint.agent_id = passport.agent_id
+    await endpoint.send_frame(WelcomeFrame(endpoint.endpoint_id, hub.clock()))
+    if frame.since_envelope_id is not None:
+        await hub.replay(endpoint, passport.agent_id, frame.since_envelope_id)
 
 
 class LocalLink:
@@ -130,13 +393,18 @@ class LocalLink:
         return self._hub
 
     def client(self) -> LocalLinkClient:
-        """A new connection to the hub (attached when its ``HubClient`` opens)."""
-        return LocalLinkClient(self._hub)
+        """A new connection to the hub: two queues, a ``LocalLinkEndpoint`` and its ``LocalLinkClient``
+        (attached to the hub when it is opened)."""
+        endpoint = LocalLinkEndpoint(make_id(), asyncio.Queue(), asyncio.Queue())
+        return LocalLinkClient(endpoint.endpoint_id, hub=self._hub, endpoint=endpoint)
 
 
 __all__ = [
     "Endpoint",
     "Link",
+    "LinkClient",
+    "LinkEndpoint",
+    "LinkFactory",
     "LocalEndpoint",
     "LocalLink",
     "LocalLinkClient",

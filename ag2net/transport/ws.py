@@ -91,8 +91,14 @@ class _Subscription:
     incarnation: str | None = None
 
 
-class WsLink:
-    """A ``Link`` over one WebSocket connection (reconnecting) to ``url``.
+class WsLinkClient:
+    """A ``Link`` over one WebSocket connection (reconnecting) to ``url``: ag2's ``WsLinkClient``.
+
+    ``HubClient`` opens it with its delivery handler (``open(on_notify)``): ops, deliveries, receipts and
+    reconnects are handled here. Opened without one (ag2's ``await client.open()``) it only connects and
+    speaks frames: ``send_frame(f)`` and ``async for f in client.frames()``; ``endpoint_id`` is ``""``
+    until a ``WelcomeFrame`` arrives. One client is one connection, for one caller: ``WsLink(url).client()``
+    makes a fresh one each time.
 
     ``token`` is the ``api_key`` presented for identities registered or attached through this link when
     their passport carries no claim of its own. ``operator_token`` asks for the operator role at connect
@@ -123,6 +129,23 @@ class WsLink:
         compression: str | None = None,
         secrets: SecretFile | None = None,
     ) -> None:
+        self._settings: dict[str, Any] = {
+            "token": token,
+            "operator_token": operator_token,
+            "operator": operator,
+            "ssl_context": ssl_context,
+            "ping_interval": ping_interval,
+            "ping_timeout": ping_timeout,
+            "open_timeout": open_timeout,
+            "rpc_timeout": rpc_timeout,
+            "reconnect": reconnect,
+            "reconnect_initial_delay": reconnect_initial_delay,
+            "reconnect_max_delay": reconnect_max_delay,
+            "max_message_bytes": max_message_bytes,
+            "dedupe_window": dedupe_window,
+            "compression": compression,
+            "secrets": secrets,
+        }
         self.url = url
         self.token = token
         self.secrets = secrets
@@ -162,8 +185,18 @@ class WsLink:
         self._subs: dict[str, _Subscription] = {}
         self._observe_requests: dict[str, _Subscription] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._raw: asyncio.Queue[Any] | None = None  # frames for frames(), when opened without a handler
 
     # ------------------------------------------------------------------ Link protocol
+
+    @property
+    def endpoint_id(self) -> str:
+        """The hub's id for this connection, from its last ``WelcomeFrame`` (``""`` before one)."""
+        return self._endpoint_id
+
+    @endpoint_id.setter
+    def endpoint_id(self, value: str) -> None:
+        self._endpoint_id = value
 
     @property
     def connected(self) -> bool:
@@ -174,10 +207,36 @@ class WsLink:
         """Identities this link re-attaches after a reconnect."""
         return list(self._identities)
 
-    async def open(self, on_notify: NotifyHandler) -> None:
+    async def open(self, on_notify: NotifyHandler | None = None) -> None:
+        """Connect. With ``on_notify`` (what ``HubClient`` passes) also run the handshake and keep the
+        connection up; without (ag2's ``open()``) only connect, and speak frames."""
         if self._closed:
             raise RuntimeError("WsLink is closed")
+        if on_notify is None:
+            if self._supervisor is not None:
+                raise RuntimeError(
+                    "this WsLinkClient is open for a HubClient, which reads its frames; take another "
+                    "connection with WsLink(url).client() to speak frames"
+                )
+            if self._raw is None:
+                self._raw = asyncio.Queue()
+                try:
+                    await self._connect()
+                except BaseException:
+                    self._raw = None
+                    raise
+            return
+        if self._raw is not None:
+            raise RuntimeError(
+                "this WsLinkClient was opened to speak frames; give the HubClient its own connection "
+                "(WsLink(url).client())"
+            )
         if self._supervisor is not None:
+            if on_notify != self._on_notify:
+                raise RuntimeError(
+                    "this WsLinkClient is already open for another HubClient; pass the WsLink itself "
+                    "(or a new link.client()) to each HubClient so each gets its own connection"
+                )
             return
         self._on_notify = on_notify
         self._failure = None
@@ -254,6 +313,8 @@ class WsLink:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await supervisor
         await self._drop_connection()
+        if self._raw is not None:
+            self._raw.put_nowait(None)
         self._fail_pending(ConnectionLostError(f"link to {self.url} closed"))
         for sub in self._subs.values():
             sub.queue.put_nowait(_END)
@@ -265,6 +326,35 @@ class WsLink:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._ready.set()  # wake waiters so they see the link is closed
+
+    async def send_frame(self, frame: Any) -> None:
+        """Send one frame (``encode_frame`` as JSON text) on the open connection."""
+        ws = self._ws
+        if ws is None:
+            raise RuntimeError("WsLinkClient is not open; await client.open() first")
+        try:
+            await ws.send(json.dumps(encode_frame(frame)))
+        except ConnectionClosed:
+            raise ConnectionLostError(f"connection to {self.url} closed; the frame was not sent") from None
+
+    def frames(self) -> AsyncIterator[Any]:
+        """Every frame the hub sends, decoded, until the connection closes (``open()`` without a
+        handler first; a message that is not a frame is logged and skipped)."""
+        if self._raw is None:
+            raise RuntimeError(
+                "frames() reads a connection opened with open() and no handler; a HubClient's connection "
+                "is read by the HubClient"
+            )
+        return self._drain_frames(self._raw)
+
+    @staticmethod
+    async def _drain_frames(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+        while True:
+            frame = await queue.get()
+            if frame is None:
+                queue.put_nowait(None)
+                return
+            yield frame
 
     # ------------------------------------------------------------------ connection lifecycle
 
@@ -518,7 +608,12 @@ class WsLink:
                 if not isinstance(data, dict):
                     continue
                 try:
-                    if data.get("kind") == "observed":
+                    if self._raw is not None:
+                        frame = decode_frame(data)
+                        if isinstance(frame, WelcomeFrame):
+                            self.endpoint_id = frame.endpoint_id
+                        self._raw.put_nowait(frame)
+                    elif data.get("kind") == "observed":
                         self._on_observed(data)
                     else:
                         await self._on_frame(decode_frame(data))
@@ -527,6 +622,8 @@ class WsLink:
         except ConnectionClosed:
             pass
         finally:
+            if self._raw is not None:
+                self._raw.put_nowait(None)
             reason = ws.close_reason or ""
             if ws.close_code == 1008 and reason.startswith("auth_failed"):
                 reason = reason.removeprefix("auth_failed:").strip()
@@ -709,4 +806,53 @@ class WsLink:
             sub.queue.put_nowait(_END)
 
 
-__all__ = ["ConnectionLostError", "WsLink", "to_json_params"]
+class WsLink(WsLinkClient):
+    """ag2's link factory for a hub served with ``serve_ws``: ``client()`` makes a fresh ``WsLinkClient``
+    (its own connection, so its own bindings and deliveries) with these settings, once per caller.
+
+    ``HubClient(WsLink(url))`` takes its connection from ``client()``. A ``WsLink`` is also a connection
+    itself (what ``HubClient.connect`` and earlier ag2net code hand over), with the same settings.
+    """
+
+    def client(self) -> WsLinkClient:
+        """A new, unopened connection to ``url`` with this link's settings."""
+        return WsLinkClient(self.url, **self._settings)
+
+
+class WsLinkEndpoint:
+    """The hub's side of one WebSocket connection, frame by frame (ag2's ``WsLinkEndpoint(endpoint_id, ws)``):
+    ``send_frame`` writes a frame as JSON text, ``frames()`` reads decoded frames (a message that is not
+    one is logged and skipped) until the connection closes, ``close()`` closes it. ``agent_id`` is the
+    agent last bound to it. ``serve_ws`` runs its own endpoint class, which answers frames for the hub."""
+
+    def __init__(self, endpoint_id: str, ws: Any) -> None:
+        self.endpoint_id = endpoint_id
+        self.ws = ws
+        self.agent_id: str | None = None
+
+    async def send_frame(self, frame: Any) -> None:
+        await self.ws.send(json.dumps(encode_frame(frame)))
+
+    def frames(self) -> AsyncIterator[Any]:
+        return self._frames()
+
+    async def _frames(self) -> AsyncIterator[Any]:
+        try:
+            async for message in self.ws:
+                try:
+                    frame = decode_frame(json.loads(message))
+                except (ValueError, TypeError, RecursionError) as exc:  # FrameDecodeError is both
+                    log.warning(
+                        "endpoint %s: skipped a message that is not a frame (%s)", self.endpoint_id, exc
+                    )
+                    continue
+                yield frame
+        except ConnectionClosed:
+            return
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+
+
+__all__ = ["ConnectionLostError", "WsLink", "WsLinkClient", "WsLinkEndpoint", "to_json_params"]

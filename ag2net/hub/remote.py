@@ -1,0 +1,150 @@
+"""Remote agent proxies: how the hub reaches participants hosted elsewhere (ag2's federation seam).
+
+A participant registered with ``Passport(kind="remote_agent", auth=AuthBlock(scheme="a2a", ...))`` has
+no connection to this hub. Envelopes addressed to it go to the ``RemoteAgentProxy`` registered for its
+auth scheme (``hub.register_remote_proxy(proxy)``, keyed by ``proxy.scheme``), which carries them over
+its own transport (A2A, gRPC, a message bus, another hub...). Admission, the recipient's
+``inbound_from`` rule and per-recipient ordering are the same as for a local recipient: the hub binds
+every remote agent it delivers to to one hub-side endpoint whose ``notify`` calls the proxy. A missing
+proxy or a proxy that raises is reported to listeners as ``on_dispatch_failed`` and never reaches the
+poster; a successful hand-off counts as the recipient's ``ack`` (its delivery cursor advances and it
+holds no pending inbox entry, since a proxy sends no receipts).
+
+The hub never closes a proxy: whoever registered it owns it (``unregister_remote_proxy`` returns it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ag2net.envelope import Envelope
+from ag2net.errors import NotFoundError
+from ag2net.identity import Passport
+
+if TYPE_CHECKING:
+    from ag2net.channel import ChannelMetadata
+
+REMOTE_AGENT_KIND = "remote_agent"
+
+
+@runtime_checkable
+class RemoteAgentProxy(Protocol):
+    """Carries envelopes from this hub to participants whose passport has ``kind="remote_agent"``.
+
+    ``scheme`` is the registry key, matched against the recipient passport's ``auth.scheme``.
+    ``dispatch`` returns once the envelope is handed off; an exception it raises is reported through
+    ``on_dispatch_failed``. ``close`` releases the proxy's transport (idempotent; never called by the hub).
+    """
+
+    scheme: str
+
+    async def dispatch(self, envelope: Envelope, recipient: Passport) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class _RemoteProxyEndpoint:
+    """The hub-side endpoint remote agents are bound to: ``notify`` hands the envelope to the proxy
+    registered for the recipient's auth scheme."""
+
+    operator = False  # an in-process endpoint of the hub, but it acts for no one
+
+    def __init__(self, hub: RemoteProxies) -> None:
+        self.hub = hub
+        self.endpoint_id = "remote-proxies"
+        self.agent_id: str | None = None
+
+    async def notify(self, recipient_id: str, envelope: Envelope) -> None:
+        hub = self.hub
+        record = hub.agents.get(recipient_id)
+        if record is None:
+            return  # unregistered since it was queued
+        passport = record.passport
+        try:
+            scheme = passport.auth.scheme
+            proxy = hub._remote_proxies.get(scheme)
+            if proxy is None:
+                raise NotFoundError(
+                    f"no remote proxy registered for scheme {scheme!r}; the remote agent {passport.name!r} "
+                    "is reached through hub.register_remote_proxy(proxy) with proxy.scheme == "
+                    f"{scheme!r}"
+                )
+            # A copy: the proxy must not be able to change the hub's record of the participant.
+            await proxy.dispatch(envelope, Passport.from_dict(passport.to_dict(include_claim=True)))
+        except BaseException:
+            pending = hub._unacked.get(recipient_id)
+            if pending is not None:
+                pending.discard(envelope.envelope_id)  # a proxy sends no receipt: nothing stays pending
+            raise
+        hub.handle_receipt(self, envelope.envelope_id, "ack", recipient_id, envelope.channel_id)
+
+    async def close(self) -> None:
+        return None
+
+
+class RemoteProxies:
+    """Mixin of ``Hub``: the registry of ``RemoteAgentProxy`` objects by scheme, and the routing of
+    deliveries to remote agents through them. Also ``auth_schemes``."""
+
+    # provided by Hub
+    agents: dict[str, Any]
+    auth: Any
+    _bindings: dict[str, Any]
+    _unacked: dict[str, set[str]]
+    _remote_proxies: dict[str, Any]
+
+    @property
+    def auth_schemes(self) -> list[str]:
+        """The auth schemes this hub accepts at registration and re-attach."""
+        return list(self.auth.schemes())
+
+    def register_remote_proxy(self, proxy: RemoteAgentProxy) -> None:
+        """Route deliveries to ``remote_agent`` participants whose ``auth.scheme`` is ``proxy.scheme``
+        through ``proxy``. Registering again at the same scheme replaces the previous proxy."""
+        scheme = getattr(proxy, "scheme", None)
+        if not isinstance(scheme, str) or not scheme:
+            raise ValueError(
+                f"register_remote_proxy: proxy.scheme must be a non-empty string (got {scheme!r}); set it to "
+                "the auth scheme of the remote agents it reaches, e.g. 'a2a'"
+            )
+        if not callable(getattr(proxy, "dispatch", None)):
+            raise TypeError(
+                "register_remote_proxy: proxy has no dispatch(envelope, recipient) method; implement "
+                "RemoteAgentProxy (scheme, async dispatch(envelope, recipient), async close())"
+            )
+        self._remote_proxies[scheme] = proxy
+
+    def unregister_remote_proxy(self, scheme: str) -> RemoteAgentProxy | None:
+        """Remove and return the proxy registered for ``scheme`` (``None`` if there was none). The hub
+        does not close it: await ``proxy.close()`` yourself."""
+        return self._remote_proxies.pop(scheme, None)
+
+    def remote_proxy_for(self, scheme: str) -> RemoteAgentProxy | None:
+        """The proxy registered for ``scheme``, or ``None``."""
+        return self._remote_proxies.get(scheme)
+
+    def _remote_endpoint(self) -> _RemoteProxyEndpoint:
+        endpoint = self.__dict__.get("_remote_proxy_endpoint")
+        if endpoint is None:
+            endpoint = self.__dict__["_remote_proxy_endpoint"] = _RemoteProxyEndpoint(self)
+        return endpoint
+
+    def _dispatch(self, md: ChannelMetadata, env: Envelope) -> Any:
+        # Remote agents have no connection here: (re)bind each recipient that is one to the proxy
+        # endpoint, then deliver as usual (rules, ordering and failure reporting are Delivery's).
+        if env.audience is not None:
+            recipients = env.audience
+        else:
+            recipients = [p for p in md.participant_ids() if p != env.sender_id]
+        endpoint = None
+        for rid in recipients:
+            record = self.agents.get(rid)
+            if record is None or record.passport.kind != REMOTE_AGENT_KIND:
+                continue
+            endpoint = endpoint or self._remote_endpoint()
+            if self._bindings.get(rid) is not endpoint:
+                self.bind_endpoint(endpoint, rid)  # type: ignore[attr-defined]
+        return super()._dispatch(md, env)  # type: ignore[misc]
+
+
+__all__ = ["REMOTE_AGENT_KIND", "RemoteAgentProxy", "RemoteProxies"]
