@@ -58,7 +58,8 @@ else:
         return Agent(name, ScriptedModel(reply, loop=True), "Answer in one line.")
 
 
-SECTION_TIMEOUT = 30.0
+SECTION_TIMEOUT = 20.0  # each section takes well under 5 s on ag2
+PROGRAM_TIMEOUT = 240.0
 INVITE_ACK_TIMEOUT = 4.0  # the hub gives up on an invite nobody acknowledges after this
 GOSSIP = "acme.gossip"  # the custom event type the arbiter refuses
 NOTE = "acme.note"  # a custom event type it lets through
@@ -521,10 +522,13 @@ async def main() -> None:
 
     await section("getters", getters)
 
-    for hub_client in clients.values():
-        await hub_client.close()
-    await hub.close()
-    record("closed", ok=True)
+    async def close_all() -> None:
+        for hub_client in clients.values():
+            await hub_client.close()
+        await hub.close()
+        record("closed", ok=True)
+
+    await section("closing", close_all)
 
 
 def _knows(registry, name: str) -> bool:
@@ -545,6 +549,6 @@ async def _outcome(awaitable) -> Any:
 
 if __name__ == "__main__":
     try:
-        asyncio.run(main())
+        asyncio.run(asyncio.wait_for(main(), PROGRAM_TIMEOUT))
     finally:
         print(json.dumps({"network": NETWORK, "transcript": transcript}, default=str))
