@@ -227,6 +227,34 @@ from ag2net.transport import (
     encode_frame,
 )
 # [exports: adapters-runtime-identity]
+from ag2net.adapters import (
+    CONSULTING_TYPE,
+    CONVERSATION_TYPE,
+    DISCUSSION_TYPE,
+    ORDERING_ROUND_ROBIN,
+    WORKFLOW_TYPE,
+    AdapterResult,
+    AdapterState,
+    ConsultingAdapter,
+    ConsultingState,
+    ConversationAdapter,
+    ConversationState,
+    DiscussionAdapter,
+    DiscussionState,
+    Rendered,
+    WorkflowAdapter,
+    WorkflowState,
+    default_build_packet_envelope,
+    default_build_round_envelope,
+    default_build_text_envelope,
+    default_expected_next,
+    default_extract_turn_input,
+    default_render_envelope,
+    default_tools_for,
+    ensure_parts,
+)
+from ag2net.identity import PASSPORT_KINDS, AgentRuntime
+from ag2net.ids import make_id, parse_hub_urn
 
 __version__ = "0.1.0"
 

@@ -489,28 +489,51 @@ class Rule:
         return record_from_dict(cls, data)
 
 
+@dataclass(slots=True)
+class AgentRuntime:
+    """Where an agent runs and whether the hub can reach it: a record ag2 1.2.1 declares (and never uses).
+
+    ``binding`` names how the agent is attached (e.g. ``"local"``, ``"ws"``), ``target`` where (an endpoint id
+    or URL), ``last_heartbeat`` an ISO timestamp.
+    """
+
+    agent_id: str
+    binding: str
+    target: str
+    reachable: bool
+    last_heartbeat: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentRuntime:
+        return record_from_dict(cls, data)
+
+
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_duration(value: str | int) -> int:
+def parse_duration(s: str | int) -> int:
     """Seconds in a duration: an int passes through, ``""`` is 0, ``"90s"``/``"15m"``/``"2h"``/``"1d"``.
 
     Decimal amounts (``"1.5h"``) are accepted too; negative or malformed input raises ``ValueError``.
+    The parameter is named ``s`` as in ag2, so ``parse_duration(s="2h")`` works too.
     """
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not 0 <= value < float("inf"):
-            raise ValueError(f"duration must be a non-negative number of seconds, got {value!r}")
-        return int(value)
-    if not isinstance(value, str):
-        raise ValueError(f"duration must be seconds or a string like '15m', got {value!r}")
-    text = value.strip()
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        if not 0 <= s < float("inf"):
+            raise ValueError(f"duration must be a non-negative number of seconds, got {s!r}")
+        return int(s)
+    if not isinstance(s, str):
+        raise ValueError(f"duration must be seconds or a string like '15m', got {s!r}")
+    text = s.strip()
     if not text:
         return 0
     match = _DURATION_RE.fullmatch(text)
     if match is None:
         raise ValueError(
-            f"duration {value!r} is not understood; use whole seconds or a number with s, m, h or d "
+            f"duration {s!r} is not understood; use whole seconds or a number with s, m, h or d "
             "(for example '90s', '15m', '2h')"
         )
     amount, unit = match.groups()
@@ -521,6 +544,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "PASSPORT_KINDS",
     "AccessBlock",
+    "AgentRuntime",
     "AuthBlock",
     "ChannelTypeAccess",
     "CostProfile",

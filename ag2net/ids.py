@@ -28,6 +28,24 @@ def is_id(value: object) -> bool:
     return isinstance(value, str) and ID_RE.fullmatch(value) is not None
 
 
+HUB_URN_PREFIX = "hub://"
+
+
+def parse_hub_urn(s: str) -> tuple[str | None, str]:
+    """Split ``"hub://{hub_id}/{agent}"`` into ``(hub_id, agent)``.
+
+    The agent part is everything after the first ``/`` following the hub id (it may contain more slashes).
+    Anything else — another scheme, an empty hub id or agent, a non-string — comes back as ``(None, s)``,
+    so a plain agent name or id passes through unchanged.
+    """
+    if not isinstance(s, str) or not s.startswith(HUB_URN_PREFIX):
+        return None, s
+    hub_id, sep, agent = s[len(HUB_URN_PREFIX) :].partition("/")
+    if not sep or not hub_id or not agent:
+        return None, s
+    return hub_id, agent
+
+
 class MonotonicIds:
     """Mints strictly increasing 32-hex ids; if the clock did not advance, last + 1 ns is used."""
 
@@ -116,6 +134,7 @@ class ManualClock:
 
 
 __all__ = [
+    "HUB_URN_PREFIX",
     "ID_RE",
     "Clock",
     "ManualClock",
@@ -124,6 +143,7 @@ __all__ = [
     "format_time",
     "is_id",
     "make_id",
+    "parse_hub_urn",
     "parse_time",
     "seconds_between",
     "utc_now",

@@ -1,12 +1,20 @@
 """Channel adapters: the pure rules of each channel type, the workflow's transition graphs, and ``say``."""
 
 from ag2net.adapters.base import (
+    AdapterState,
     BaseAdapter,
     ChannelAdapter,
     HubLookup,
+    Rendered,
     Reply,
+    default_build_packet_envelope,
+    default_build_round_envelope,
+    default_build_text_envelope,
+    default_expected_next,
     default_extract_turn_input,
     default_render_envelope,
+    default_tools_for,
+    ensure_parts,
     is_lifecycle,
     make_packet_envelope,
     make_text_envelope,
@@ -56,6 +64,7 @@ from ag2net.adapters.workflow import (
     WorkflowAdapter,
     WorkflowState,
 )
+from ag2net.channel import AdapterResult
 
 __all__ = [
     "CONSULTING_TYPE",
@@ -67,6 +76,8 @@ __all__ = [
     "ORDERING_ROUND_ROBIN",
     "WORKFLOW_TYPE",
     "AdapterKey",
+    "AdapterResult",
+    "AdapterState",
     "AgentTarget",
     "Always",
     "BaseAdapter",
@@ -83,6 +94,7 @@ __all__ = [
     "FromSpeaker",
     "Handoff",
     "HubLookup",
+    "Rendered",
     "Reply",
     "RevertToInitiatorTarget",
     "RoundRobinTarget",
@@ -98,8 +110,14 @@ __all__ = [
     "WorkflowState",
     "adapter_key",
     "default_adapters",
+    "default_build_packet_envelope",
+    "default_build_round_envelope",
+    "default_build_text_envelope",
+    "default_expected_next",
     "default_extract_turn_input",
     "default_render_envelope",
+    "default_tools_for",
+    "ensure_parts",
     "is_lifecycle",
     "make_packet_envelope",
     "make_say_tool",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from ag2net.agent.tool import Tool
 from ag2net.channel import AdapterResult, ChannelManifest, ChannelMetadata, ExpectedTurn, ParticipantRole
@@ -21,9 +21,22 @@ from ag2net.envelope import (
     is_task_event,
 )
 from ag2net.errors import ProtocolError
-from ag2net.events import BaseEvent
+from ag2net.events import BaseEvent, DataInput, Input, TextInput
 from ag2net.views.base import ViewPolicy
 from ag2net.views.registry import validate_view_knobs, view_from_spec
+
+RenderedPart: TypeAlias = str | TextInput | DataInput
+Rendered: TypeAlias = RenderedPart | Sequence[RenderedPart] | None
+"""What an adapter may render an envelope to: text, an input part, a sequence of them, or None.
+
+The built-ins return ``str | None`` (SPEC §3.8: the renderer a view gets is ``Callable[[Envelope], str | None]``);
+``ensure_parts`` turns any ``Rendered`` into the list of input parts a model request holds.
+"""
+
+
+class AdapterState(Protocol):
+    """An adapter's folded channel state. Any value works (the built-ins use dataclasses); the hub only
+    stores it, hands it back to the same adapter, and serialises it with ``state_to_dict``."""
 
 
 class Reply(Protocol):
@@ -40,7 +53,11 @@ class HubLookup(Protocol):
 
 @runtime_checkable
 class ChannelAdapter(Protocol):
-    """The rules of one channel type, keyed by ``(manifest.type, manifest.version)``."""
+    """The rules of one channel type, keyed by ``(manifest.type, manifest.version)`` — ag2's 13 methods.
+
+    Optionally an adapter also has ``state_to_dict(state)`` / ``state_from_dict(data)`` (``BaseAdapter`` does):
+    the hub then snapshots live channel states on close and restores them on open instead of re-folding WALs.
+    """
 
     manifest: ChannelManifest
 
@@ -50,11 +67,9 @@ class ChannelAdapter(Protocol):
 
     def validate_create(self, metadata: ChannelMetadata) -> None: ...
 
-    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state_before: Any) -> None: ...
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> None: ...
 
-    def on_accepted(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_after: Any
-    ) -> AdapterResult: ...
+    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> AdapterResult: ...
 
     def expected_next(self, metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None: ...
 
@@ -100,10 +115,6 @@ class ChannelAdapter(Protocol):
         causation_id: str | None = None,
     ) -> Envelope: ...
 
-    def state_to_dict(self, state: Any) -> dict[str, Any]: ...
-
-    def state_from_dict(self, data: dict[str, Any]) -> Any: ...
-
 
 def is_lifecycle(event_type: str) -> bool:
     """Events every built-in adapter passes over in fold and validate: the six channel events and ``ag2.task.*``."""
@@ -132,6 +143,27 @@ def state_from_dict(state_type: type, data: dict[str, Any]) -> Any:
     return state_type(**data)
 
 
+def _as_part(item: Any) -> Input:
+    if isinstance(item, TextInput | DataInput):
+        return item
+    if isinstance(item, str):
+        return TextInput(item)
+    return DataInput(item)
+
+
+def ensure_parts(content: Rendered) -> list[Input]:
+    """``content`` as a list of input parts: None is ``[]``; a string is one ``TextInput``; an input part is
+    kept; bytes and other single values become one ``DataInput``; a sequence gives one part per item
+    (strings → ``TextInput``, parts kept, anything else — nested lists included — → ``DataInput``)."""
+    if content is None:
+        return []
+    if isinstance(content, str | bytes | bytearray | TextInput | DataInput) or not isinstance(
+        content, Sequence
+    ):
+        return [_as_part(content)]
+    return [_as_part(item) for item in content]
+
+
 def text_of(envelope: Envelope) -> str | None:
     """The ``text`` of an ``EV_TEXT`` envelope when it is a string, else None."""
     if envelope.event_type != EV_TEXT:
@@ -151,7 +183,7 @@ def default_extract_turn_input(envelope: Envelope) -> str | None:
     return text if text else None
 
 
-def make_text_envelope(
+def default_build_text_envelope(
     channel_id: str,
     sender_id: str,
     text: str,
@@ -169,7 +201,7 @@ def make_text_envelope(
     )
 
 
-def make_packet_envelope(
+def default_build_packet_envelope(
     channel_id: str,
     sender_id: str,
     body: str,
@@ -196,6 +228,36 @@ def make_packet_envelope(
         event_data=data,
         causation_id=causation_id,
     )
+
+
+make_text_envelope = default_build_text_envelope
+make_packet_envelope = default_build_packet_envelope
+
+
+def default_build_round_envelope(
+    metadata: ChannelMetadata,
+    sender_id: str,
+    reply: Reply,
+    events: Sequence[BaseEvent],
+    state: Any,
+    hub: HubLookup | None,
+) -> Envelope | None:
+    """The reply body as ``EV_TEXT`` to everyone (no causation: the handler sets it); None when the body is
+    empty."""
+    body = getattr(reply, "body", None)
+    if not body:
+        return None
+    return default_build_text_envelope(metadata.channel_id, sender_id, body)
+
+
+def default_expected_next(metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None:
+    """Nobody in particular is expected to speak (a channel type without turn-taking)."""
+    return None
+
+
+def default_tools_for(client: Any, metadata: ChannelMetadata, state: Any, participant_id: str) -> list[Tool]:
+    """No per-turn tools."""
+    return []
 
 
 class BaseAdapter:
@@ -231,14 +293,14 @@ class BaseAdapter:
     def validate_create(self, metadata: ChannelMetadata) -> None:
         validate_view_knobs(metadata.knobs or {})
 
-    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state_before: Any) -> None:
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> None:
         return None
 
-    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state_after: Any) -> AdapterResult:
+    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> AdapterResult:
         return AdapterResult()
 
     def expected_next(self, metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None:
-        return None
+        return default_expected_next(metadata, state)
 
     # what the LLM sees and does ----------------------------------------------------------------
     def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
@@ -259,15 +321,12 @@ class BaseAdapter:
         state: Any,
         hub: HubLookup | None,
     ) -> Envelope | None:
-        body = getattr(reply, "body", None)
-        if not body:
-            return None
-        return make_text_envelope(metadata.channel_id, sender_id, body)
+        return default_build_round_envelope(metadata, sender_id, reply, events, state, hub)
 
     def tools_for(
         self, client: Any, metadata: ChannelMetadata, state: Any, participant_id: str
     ) -> list[Tool]:
-        return []
+        return default_tools_for(client, metadata, state, participant_id)
 
     def say_tool(self, client: Any) -> Tool:
         """The ``say`` tool for ``client``, built once per agent id and reused."""
@@ -290,7 +349,9 @@ class BaseAdapter:
         audience: list[str] | None = None,
         causation_id: str | None = None,
     ) -> Envelope:
-        return make_text_envelope(channel_id, sender_id, text, audience=audience, causation_id=causation_id)
+        return default_build_text_envelope(
+            channel_id, sender_id, text, audience=audience, causation_id=causation_id
+        )
 
     def build_packet_envelope(
         self,
@@ -303,7 +364,7 @@ class BaseAdapter:
         audience: list[str] | None = None,
         causation_id: str | None = None,
     ) -> Envelope:
-        return make_packet_envelope(
+        return default_build_packet_envelope(
             channel_id,
             sender_id,
             body,
@@ -341,13 +402,22 @@ def ordered_ids(metadata: ChannelMetadata) -> list[str]:
 
 
 __all__ = [
+    "AdapterState",
     "BaseAdapter",
     "ChannelAdapter",
     "HubLookup",
+    "Rendered",
+    "RenderedPart",
     "Reply",
     "check_two_party",
+    "default_build_packet_envelope",
+    "default_build_round_envelope",
+    "default_build_text_envelope",
+    "default_expected_next",
     "default_extract_turn_input",
     "default_render_envelope",
+    "default_tools_for",
+    "ensure_parts",
     "is_lifecycle",
     "make_packet_envelope",
     "make_text_envelope",

@@ -68,15 +68,13 @@ class ConsultingAdapter(BaseAdapter):
         check_two_party(metadata, "consulting")
         super().validate_create(metadata)
 
-    def validate_send(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_before: ConsultingState
-    ) -> None:
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: ConsultingState) -> None:
         if envelope.event_type != EV_TEXT:
             return
         cid = metadata.channel_id
-        if state_before.initiator_sent and state_before.respondent_replied:
+        if state.initiator_sent and state.respondent_replied:
             raise ProtocolError(f"consulting channel {cid!r} already complete")
-        if not state_before.initiator_sent:
+        if not state.initiator_sent:
             initiator = self._initiator(metadata)
             if envelope.sender_id != initiator:
                 raise ProtocolError(
@@ -100,9 +98,9 @@ class ConsultingAdapter(BaseAdapter):
         return dataclasses.replace(state, last_envelope_id=envelope.envelope_id)
 
     def on_accepted(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_after: ConsultingState
+        self, metadata: ChannelMetadata, envelope: Envelope, state: ConsultingState
     ) -> AdapterResult:
-        if envelope.event_type == EV_TEXT and state_after.initiator_sent and state_after.respondent_replied:
+        if envelope.event_type == EV_TEXT and state.initiator_sent and state.respondent_replied:
             return AdapterResult(ChannelState.CLOSED, "consulting_complete")
         return AdapterResult()
 

@@ -64,9 +64,7 @@ class ConversationAdapter(BaseAdapter):
                 )
         super().validate_create(metadata)
 
-    def validate_send(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_before: ConversationState
-    ) -> None:
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: ConversationState) -> None:
         if envelope.event_type != EV_TEXT:
             return
         if envelope.sender_id not in metadata.participant_ids():
@@ -86,10 +84,10 @@ class ConversationAdapter(BaseAdapter):
         )
 
     def on_accepted(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_after: ConversationState
+        self, metadata: ChannelMetadata, envelope: Envelope, state: ConversationState
     ) -> AdapterResult:
         limit = _max_turns(metadata)
-        if envelope.event_type == EV_TEXT and limit is not None and state_after.turn_count >= limit:
+        if envelope.event_type == EV_TEXT and limit is not None and state.turn_count >= limit:
             return AdapterResult(ChannelState.CLOSED, "max_turns")
         return AdapterResult()
 

@@ -60,12 +60,10 @@ class DiscussionAdapter(BaseAdapter):
             )
         super().validate_create(metadata)
 
-    def validate_send(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_before: DiscussionState
-    ) -> None:
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: DiscussionState) -> None:
         if envelope.event_type != EV_TEXT:
             return
-        expected = state_before.expected_next_speaker
+        expected = state.expected_next_speaker
         if expected is not None and envelope.sender_id != expected:
             raise ProtocolError(
                 f"discussion channel {metadata.channel_id!r} expects {expected!r} to speak, got {envelope.sender_id!r}"

@@ -196,9 +196,7 @@ class WorkflowAdapter(BaseAdapter):
             raise ProtocolError("workflow knobs['context_vars'] must be a dict if provided")
         super().validate_create(metadata)
 
-    def validate_send(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_before: WorkflowState
-    ) -> None:
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: WorkflowState) -> None:
         cid = metadata.channel_id
         etype = envelope.event_type
         if etype == EV_CONTEXT_SET:
@@ -210,7 +208,7 @@ class WorkflowAdapter(BaseAdapter):
             return
         if etype not in _SUBSTANTIVE:
             return
-        expected = state_before.expected_next_speaker
+        expected = state.expected_next_speaker
         if expected is not None and envelope.sender_id != expected:
             raise ProtocolError(f"workflow {cid!r} expects {expected!r} to speak, got {envelope.sender_id!r}")
         if etype == EV_PACKET:
@@ -234,16 +232,14 @@ class WorkflowAdapter(BaseAdapter):
                     )
 
     def on_accepted(
-        self, metadata: ChannelMetadata, envelope: Envelope, state_after: WorkflowState
+        self, metadata: ChannelMetadata, envelope: Envelope, state: WorkflowState
     ) -> AdapterResult:
         if envelope.event_type not in _SUBSTANTIVE:
             return AdapterResult()
-        if state_after.expected_next_speaker is None:
-            return AdapterResult(
-                ChannelState.CLOSED, state_after.pending_close_reason or "workflow_terminated"
-            )
-        max_turns = self.graph(state_after.graph_data).max_turns if state_after.graph_data else None
-        if max_turns is not None and state_after.turn_count >= max_turns:
+        if state.expected_next_speaker is None:
+            return AdapterResult(ChannelState.CLOSED, state.pending_close_reason or "workflow_terminated")
+        max_turns = self.graph(state.graph_data).max_turns if state.graph_data else None
+        if max_turns is not None and state.turn_count >= max_turns:
             return AdapterResult(ChannelState.CLOSED, "max_turns")
         return AdapterResult()
 
