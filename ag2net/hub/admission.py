@@ -67,6 +67,8 @@ class Admission:
         try:
             return await self._admit(envelope)
         except NetworkError as exc:
+            if self._tracer is not None:
+                self._tracer.fail_envelope(envelope, exc)
             if self._listeners or self._own_hooks:
                 await self._fan_out("on_envelope_rejected", envelope, exc)
             raise
@@ -141,6 +143,8 @@ class Admission:
             )
         adapter.validate_send(md, env, state)
         self._stamp(env)
+        if self._tracer is not None and not protocol:
+            self._tracer.start_envelope(env)  # writes the span's traceparent into trace_id before the WAL
         text = encode_envelope(env)
         new_state = adapter.fold(env, state)
         result = adapter.on_accepted(md, env, new_state)
@@ -152,6 +156,8 @@ class Admission:
             await self._handshake(md, env)
             return env.envelope_id
         self._dispatch(md, env)
+        if self._tracer is not None and not protocol:
+            self._tracer.end_envelope(env)
         if self._listeners or self._own_hooks:
             await self._fan_out("on_envelope_posted", env, md)
         if result is not None and result.next_state is not None:

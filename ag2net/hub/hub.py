@@ -667,6 +667,8 @@ class Hub(
         # Random, not from ag2net.ids: turn ids need no order (records keep their insertion order).
         stored["turn_id"] = turn_id = uuid.uuid4().hex
         await self.store.put_turn(stored)
+        if self._tracer is not None:  # a network.turn span (ag2net.hub.telemetry)
+            await self._call_hook(self._tracer, self._tracer.turn_recorded, "turn_recorded", (self, stored))
         self.observe_log.append(
             "turn",
             channel_id=channel_id,
