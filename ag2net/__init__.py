@@ -253,6 +253,9 @@ from ag2net.adapters import (
     default_tools_for,
     ensure_parts,
 )
+from ag2net.agent.hooks import BaseMiddleware, HumanInputRequest, TurnContext, TurnContextInject
+from ag2net.client.plugin import NetworkContextPolicy
+from ag2net.client.runtime import ClientTask, NetworkClient
 from ag2net.identity import PASSPORT_KINDS, AgentRuntime
 from ag2net.ids import make_id, parse_hub_urn
 

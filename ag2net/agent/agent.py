@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ag2net.agent.hooks import TURN_CONTEXT_DEP, TurnContext, TurnHooks, run_tool_middleware
 from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse
 from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
 from ag2net.agent.tool import TASK_DEP, Tool, as_tool
@@ -158,6 +159,7 @@ class Agent:
         self.max_tool_rounds = max_tool_rounds
         self.prompt_prefixes: list[str] = []
         self.task_sink: TaskSink | None = None
+        self.hooks = TurnHooks()
 
     def __repr__(self) -> str:
         model = getattr(self.model, "name", None)
@@ -174,9 +176,14 @@ class Agent:
             self.prompt_prefixes.remove(text)
 
     def system_text(self, system_prompt: str | None = None) -> str:
-        """The system prompt the model receives: prefixes, then the prompt, blank-line separated."""
+        """The system prompt the model receives: prefixes, then the prompt, blank-line separated.
+
+        (Prompt functions and assembly policies in ``hooks`` add to it per turn.)"""
+        return "\n\n".join(self._prompt_pieces(system_prompt))
+
+    def _prompt_pieces(self, system_prompt: str | None = None) -> list[str]:
         prompt = self.system_prompt if system_prompt is None else system_prompt
-        return "\n\n".join(p for p in [*self.prompt_prefixes, prompt] if p)
+        return [p for p in [*self.prompt_prefixes, prompt] if p]
 
     def tools_for_turn(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> list[Tool]:
         """The tools offered in a turn: the agent's own, then ``tools`` (a same-named later tool wins)."""
@@ -210,58 +217,103 @@ class Agent:
             active = active_task(self)
             if active is not None:
                 deps[TASK_DEP] = active
-        system = self.system_text(system_prompt)
+        hooks: TurnHooks = getattr(self, "hooks", None) or TurnHooks()
         offered = self.tools_for_turn(tools)
         by_name = {t.name: t for t in offered}
         schemas = [t.schema() for t in offered]
 
         prior = list(history)
         parts = to_parts(inputs)
-        events: list[BaseEvent] = [ModelRequest(list(parts))] if parts else []
+        request = ModelRequest(list(parts))
+        events: list[BaseEvent] = [request] if parts else []
         calls: list[ModelCall] = []
         usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        context = TurnContext(self, deps, prior, events, hitl_hook=hooks.hitl_hook)
+        deps.setdefault(TURN_CONTEXT_DEP, context)
+        context.prompt = [*self._prompt_pieces(system_prompt), *await hooks.render_prompts(context)]
+        chain = hooks.start(request, context)
+        if parts:
+            await hooks.notify(request)
 
-        rounds = 0
-        while True:
-            call = ModelCall(
-                system=system,
-                history=prior + events,
-                inputs=list(parts),
-                tools=schemas,
-                prior=len(prior),
-                round=rounds,
-            )
-            calls.append(call)
-            response: ModelResponse = await model.complete(call)
-            _add_usage(usage, response.usage or {})
-            if not response.tool_calls:
-                body = response.content or None
-                if body is not None:
-                    events.append(ModelMessage(body))
-                return AgentReply(body=body, events=events, usage=usage, calls=calls)
-            if rounds >= self.max_tool_rounds:
-                asked = ", ".join(c.name for c in response.tool_calls)
-                raise ToolLoopError(
-                    f"agent {self.name!r} exceeded max_tool_rounds={self.max_tool_rounds}: the model still "
-                    f"asked for tools ({asked}); raise max_tool_rounds or change the prompt",
-                    events=events,
-                    calls=calls,
-                    usage=usage,
-                )
-            rounds += 1
-            if response.content:
-                events.append(ModelMessage(response.content))
-            events.extend(response.tool_calls)
-            for tc in response.tool_calls:
-                events.append(await self._run_tool(tc, by_name, deps))
+        async def run_tool(call_event: ToolCallEvent, ctx: TurnContext) -> ToolResultEvent:
+            return await self._run_tool(call_event, by_name, deps, ctx)
+
+        async def turn(_event: Any, ctx: TurnContext) -> ModelResponse:
+            rounds = 0
+            while True:
+                prompts, assembled = await hooks.assemble(list(ctx.prompt), [*prior, *events], ctx)
+
+                async def complete(
+                    call_events: Sequence[BaseEvent],
+                    _ctx: TurnContext,
+                    prompts: list[str] = prompts,
+                    round_no: int = rounds,
+                ) -> ModelResponse:
+                    history_now = list(call_events)
+                    call = ModelCall(
+                        system="\n\n".join(p for p in prompts if p),
+                        history=history_now,
+                        inputs=list(parts),
+                        tools=schemas,
+                        prior=_prior_count(history_now, events),
+                        round=round_no,
+                    )
+                    calls.append(call)
+                    return await model.complete(call)
+
+                response: ModelResponse = await chain.llm_call(complete, assembled, ctx)
+                _add_usage(usage, response.usage or {})
+                await hooks.notify(response)
+                if not response.tool_calls:
+                    return response
+                if rounds >= self.max_tool_rounds:
+                    asked = ", ".join(c.name for c in response.tool_calls)
+                    raise ToolLoopError(
+                        f"agent {self.name!r} exceeded max_tool_rounds={self.max_tool_rounds}: the model still "
+                        f"asked for tools ({asked}); raise max_tool_rounds or change the prompt",
+                        events=events,
+                        calls=calls,
+                        usage=usage,
+                    )
+                rounds += 1
+                said = [ModelMessage(response.content)] if response.content else []
+                for event in [*said, *response.tool_calls]:
+                    events.append(event)
+                    await hooks.notify(event)
+                for tc in response.tool_calls:
+                    result = await chain.tool_execution(run_tool, tc, ctx)
+                    events.append(result)
+                    await hooks.notify(result)
+
+        final = await chain.turn(turn, request, context)
+        text = final if isinstance(final, str) else getattr(final, "content", None)
+        body = text or None
+        if body is not None:
+            message = ModelMessage(body)
+            events.append(message)
+            await hooks.notify(message)
+        return AgentReply(body=body, events=events, usage=usage, calls=calls)
 
     async def _run_tool(
-        self, call: ToolCallEvent, by_name: dict[str, Tool], deps: dict[str, Any]
+        self,
+        call: ToolCallEvent,
+        by_name: dict[str, Tool],
+        deps: dict[str, Any],
+        context: TurnContext | None = None,
     ) -> ToolResultEvent:
         target = by_name.get(call.name)
         if target is None:
             available = ", ".join(by_name) or "none"
             return _error_result(call, f"unknown tool '{call.name}'; available tools: {available}")
+        if target.middleware:
+
+            async def execute(event: ToolCallEvent, _ctx: Any) -> ToolResultEvent:
+                return await self._execute_tool(event, target, deps)
+
+            return await run_tool_middleware(target.middleware, execute, call, context)
+        return await self._execute_tool(call, target, deps)
+
+    async def _execute_tool(self, call: ToolCallEvent, target: Tool, deps: dict[str, Any]) -> ToolResultEvent:
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError as exc:
@@ -306,6 +358,16 @@ class Agent:
             channel_id=channel_id,
             owner_id=owner_id,
         )
+
+
+def _prior_count(history: list[BaseEvent], turn_events: list[BaseEvent]) -> int:
+    """How many events of a model call's ``history`` came from before the turn (policies may reshape it)."""
+    n = len(turn_events)
+    if n == 0:
+        return len(history)
+    if len(history) >= n and all(a is b for a, b in zip(history[-n:], turn_events, strict=True)):
+        return len(history) - n
+    return max(0, len(history) - n)
 
 
 def _error_result(call: ToolCallEvent, message: str, value: Any = None) -> ToolResultEvent:

@@ -46,6 +46,8 @@ class Tool:
     parameters: dict[str, Any]
     fn: Callable[..., Any]
     injected: dict[str, Inject] = field(default_factory=dict)
+    middleware: tuple[Any, ...] = ()
+    """Wrappers around this tool's execution, each ``mw(call_next, call_event, context)``, first outermost."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema (``{"type": "function", "function": {...}}``)."""

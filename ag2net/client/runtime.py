@@ -1,0 +1,83 @@
+"""ag2's client-side runtime names: ``NetworkClient`` (what the hub client delivers to) and ``ClientTask`` (a
+handle on one task the hub observes)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Protocol, runtime_checkable
+
+from ag2net.envelope import Envelope
+from ag2net.identity import Passport, Resume
+from ag2net.tasks import TaskMetadata, TaskState
+
+
+@runtime_checkable
+class NetworkClient(Protocol):
+    """A participant a ``HubClient`` delivers envelopes to: ``AgentClient`` and ``HumanClient`` are both one."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def passport(self) -> Passport: ...
+
+    @property
+    def resume(self) -> Resume: ...
+
+    async def receive(self, envelope: Envelope) -> None: ...
+
+    async def disconnect(self) -> None: ...
+
+
+class ClientTask:
+    """A client's handle on a task: the metadata it was made with, refreshed from the hub by ``info()``.
+
+    ``client`` is an ``AgentClient``/``HumanClient`` (its ``hub_client`` is asked) or a ``HubClient``.
+    """
+
+    def __init__(self, *, metadata: TaskMetadata, client: Any) -> None:
+        if not isinstance(metadata, TaskMetadata):
+            raise TypeError(
+                f"ClientTask metadata must be a TaskMetadata, got {type(metadata).__name__}; "
+                "use TaskMetadata.from_dict(...) for a dict"
+            )
+        self._metadata = metadata
+        self._client = client
+
+    @property
+    def metadata(self) -> TaskMetadata:
+        """The task as last seen (construction or the last ``info()``)."""
+        return self._metadata
+
+    @property
+    def task_id(self) -> str:
+        return self._metadata.task_id
+
+    @property
+    def owner_id(self) -> str:
+        return self._metadata.owner_id
+
+    @property
+    def state(self) -> TaskState:
+        return self._metadata.state
+
+    async def info(self) -> TaskMetadata:
+        """Fetch the task from the hub, keep it as ``metadata`` and return it (``NotFoundError`` if unknown)."""
+        hub_client = getattr(self._client, "hub_client", None) or self._client
+        get_task = getattr(hub_client, "get_task", None)
+        if get_task is None:
+            raise TypeError(
+                f"ClientTask client must be an AgentClient, HumanClient or HubClient, got {type(self._client).__name__}"
+            )
+        result = get_task(self.task_id)
+        if inspect.isawaitable(result):
+            result = await result
+        self._metadata = result
+        return result
+
+    def __repr__(self) -> str:
+        state = getattr(self.state, "value", self.state)
+        return f"ClientTask(task_id={self.task_id!r}, owner_id={self.owner_id!r}, state={state!r})"
+
+
+__all__ = ["ClientTask", "NetworkClient"]
