@@ -419,6 +419,26 @@ async def test_without_a_hitl_hook_the_tool_gets_a_clear_error(hc):
     assert "has no human-input hook" in result.result and "plugin.hitl_hook" in result.result
 
 
+async def test_a_hitl_hook_that_does_not_answer_in_time_fails_the_tool_call(hc):
+    model = ScriptedModel(tool_call("confirm"), "ok")
+    client = await hc.register(Agent("slowhuman", model), attach_plugin=False)
+    plugin = NetworkPlugin(client)
+
+    @plugin.tool
+    async def confirm(context: TurnContextInject) -> str:
+        return await context.input("Sure?", timeout=0.05)
+
+    @plugin.hitl_hook
+    async def never(request: HumanInputRequest) -> str:
+        await asyncio.sleep(30)
+        return "too late"
+
+    plugin.apply(client.agent)
+    await one_turn(hc, "slowhuman")
+    result = result_of(model.calls[1], "confirm")
+    assert result.is_error and "no human answered 'Sure?' within 0.05s" in result.result
+
+
 async def test_client_task_reads_the_hub(hc):
     client = await hc.register(Agent("owner", ScriptedModel()))
     md = TaskMetadata("t-1", client.agent_id, TaskSpec("index"), TaskState.RUNNING)

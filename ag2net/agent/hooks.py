@@ -17,6 +17,7 @@ policies, observers, middleware and a human-input hook.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import types
@@ -73,9 +74,11 @@ class TurnContext:
         try:
             answer = hook(HumanInputRequest(message, timeout))
             if inspect.isawaitable(answer):
-                answer = await answer
+                answer = await asyncio.wait_for(answer, timeout) if timeout is not None else await answer
         except HumanInputError:
             raise
+        except TimeoutError:
+            raise HumanInputError(f"no human answered {message!r} within {timeout}s") from None
         except Exception as exc:
             raise HumanInputError(f"the human-input hook failed: {exc or type(exc).__name__}") from exc
         if answer is None:
@@ -275,9 +278,12 @@ class TurnHooks:
             if isinstance(prompt, str):
                 text: Any = prompt
             else:
+                try:
+                    params = inspect.signature(prompt).parameters.values()
+                except (TypeError, ValueError):  # a builtin without a signature: call it bare
+                    params = []
                 wants_context = any(
-                    p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-                    for p in inspect.signature(prompt).parameters.values()
+                    p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
                 )
                 text = await _maybe_await(prompt(context) if wants_context else prompt())
             if text is None or text == "":
