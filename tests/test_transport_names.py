@@ -360,6 +360,17 @@ async def test_local_link_client_made_from_queues_alone():
     assert up.qsize() == queued
 
 
+async def test_local_frames_start_on_first_send_and_end_when_the_hub_closes():
+    hub = await Hub.open(MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    client = LocalLink(hub).client()
+    await client.send_frame(PingFrame())  # no open(): ag2's connection is live from client() on
+    frames = client.frames()
+    assert await next_frame(frames) == PongFrame()
+    assert client.endpoint_id in hub._endpoints
+    await hub.close()
+    assert await asyncio.wait_for(collect(frames), 5) == []
+
+
 async def test_a_hub_clients_link_client_does_not_hand_out_frames(hub):
     client = HubClient(LocalLink(hub))
     await client.open()
@@ -470,6 +481,24 @@ async def test_ws_link_client_speaks_frames(ws_hub):
             await HubClient(client).open()
         await client.close()
         assert [f async for f in frames] == []
+
+
+async def test_serve_ws_connections_are_ws_link_endpoints(ws_hub):
+    bob = await ws_hub.register_identity(Passport(name="bob"), Resume())
+    async with serve_ws(ws_hub, "127.0.0.1", 0) as server:
+        client = WsLink(server.url(), ping_interval=None).client()
+        await client.open()
+        frames = client.frames()
+        await client.send_frame(HelloFrame("bob"))
+        assert isinstance(await next_frame(frames), WelcomeFrame)
+        [endpoint] = server.endpoints.values()
+        assert isinstance(endpoint, WsLinkEndpoint) and isinstance(endpoint, LinkEndpoint)
+        assert endpoint.endpoint_id == client.endpoint_id and endpoint.agent_id == bob.agent_id
+        await endpoint.send_frame(ErrorFrame("error", "from the hub side"))
+        assert await next_frame(frames) == ErrorFrame("error", "from the hub side")
+        with pytest.raises(RuntimeError, match="serve_ws reads this connection's frames"):
+            endpoint.frames()
+        await client.close()
 
 
 async def test_ws_link_endpoint_frames_over_a_real_socket():

@@ -244,12 +244,19 @@ class LocalLinkClient:
             self.hub.attach_endpoint(endpoint)
             self._attached = True
         if endpoint._on_notify is None and self._serving is None:
-            self._serving = asyncio.get_running_loop().create_task(_serve_frames(self.hub, endpoint))
+            # The hub's own task when it has a spawner: closing the hub ends the frame loop (and so
+            # the connection: frames() ends), as ag2's Hub.close cancels its endpoint tasks.
+            spawn = getattr(self.hub, "_spawn", None) or asyncio.get_running_loop().create_task
+            self._serving = spawn(_serve_frames(self.hub, endpoint))
 
     async def send_frame(self, frame: Frame) -> None:
-        """To the hub; dropped silently once the connection is closed (as in ag2)."""
-        if not self._closed and not self._endpoint.closed:
-            self.client_to_hub.put_nowait(frame)
+        """To the hub (opening the connection first if needed: ag2's is live from ``client()`` on);
+        dropped silently once the connection is closed (as in ag2)."""
+        if self._closed or self._endpoint.closed:
+            return
+        if not self._attached and self.hub is not None:
+            await self.open()
+        self.client_to_hub.put_nowait(frame)
 
     def frames(self) -> AsyncIterator[Frame]:
         """Frames from the hub (answers and deliveries), until the connection closes."""

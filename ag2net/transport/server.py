@@ -91,6 +91,7 @@ from ag2net.transport.frames import (
     parse_json,
     top_level_fields,
 )
+from ag2net.transport.ws import WsLinkEndpoint
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -299,11 +300,14 @@ class _ReplaySink:
         self.sent.add(envelope.envelope_id)
 
 
-class WsEndpoint:
-    """The hub's side of one WebSocket connection: bound identities, operator flag, in-flight work."""
+class WsEndpoint(WsLinkEndpoint):
+    """The hub's side of one WebSocket connection: bound identities, operator flag, in-flight work.
+
+    A ``WsLinkEndpoint`` (ag2's hub-side link endpoint): ``send_frame`` writes through the same ordered
+    output as every answer and delivery; the server itself reads the connection's frames."""
 
     def __init__(self, server: WsServer, ws: ServerConnection) -> None:
-        self.endpoint_id = make_id()
+        super().__init__(make_id(), ws)
         self.bound: set[str] = set()
         self.operator = False
         self.server = server
@@ -326,6 +330,16 @@ class WsEndpoint:
         self._shutting = False
 
     # ------------------------------------------------------------------ hub-facing endpoint
+
+    async def send_frame(self, frame: Any) -> None:
+        if not self.closed:
+            await self._send_frame(frame)
+
+    def frames(self) -> AsyncIterator[Any]:
+        raise RuntimeError(
+            "serve_ws reads this connection's frames and answers them for the hub; to handle frames "
+            "yourself, wrap a websockets connection in WsLinkEndpoint(endpoint_id, ws)"
+        )
 
     async def notify(self, recipient_id: str, envelope: Envelope) -> None:
         if self.closed:
@@ -766,6 +780,7 @@ class WsEndpoint:
             passport = self.hub.lookup_agent(agent_id)
             await self.server.check_identity(self, passport, frame.auth_scheme, frame.auth_claim)
             self.hub.bind_endpoint(self, agent_id)
+            self.agent_id = agent_id
         except AuthError as exc:
             with contextlib.suppress(ConnectionClosed):
                 await self._send_frame(ErrorFrame("auth_failed", str(exc)))
