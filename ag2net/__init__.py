@@ -173,6 +173,7 @@ from ag2net.views import (
 
 # --- ag2.network names, one block per area (issue 14)
 # [exports: arbiter]
+from ag2net.hub.arbiter import Allow, BaseHubArbiter, Decision, Deny, HubArbiter, RuleBasedArbiter
 # [exports: listeners-audit-expectations]
 from ag2net.channel import ExpectedTurn
 from ag2net.hub.audit import (

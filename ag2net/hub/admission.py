@@ -78,14 +78,18 @@ class Admission:
         sender = self.agents.get(env.sender_id)
         if sender is None:
             raise NotFoundError(f"sender not registered: {env.sender_id}")
-        audience = env.audience
-        if audience:
-            names = [
-                self.agents[a].passport.name for a in audience if a in self.agents and a != env.sender_id
-            ]
-            if names:
-                rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
-        rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
+        arbiter = self._arbiter_custom
+        if arbiter is None:  # the default RuleBasedArbiter, decided synchronously (same rules, same errors)
+            audience = env.audience
+            if audience and sender.rule.access.outbound_to != ["*"]:
+                names = [
+                    self.agents[a].passport.name for a in audience if a in self.agents and a != env.sender_id
+                ]
+                if names:
+                    rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
+            rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
+        else:
+            await self._arbitrate_send(arbiter, env, sender)
         cid = env.channel_id
         if cid not in self.channels:
             raise NotFoundError(f"channel not found: {cid}")
@@ -117,9 +121,9 @@ class Admission:
         if audience:
             for a in audience:
                 if a not in participants:
-                    raise ProtocolError(
-                        f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
-                    )
+                    await self._resolve_audience(md, env, participants)  # refuses unless an arbiter resolves
+                    audience = env.audience
+                    break
         adapter = self._adapters.get((md.manifest.type, md.manifest.version))
         if adapter is None:
             raise ProtocolError(
@@ -127,13 +131,19 @@ class Admission:
             )
         if not protocol:
             recipients = audience if audience is not None else [p for p in participants if p != env.sender_id]
+            arbiter = self._arbiter_custom
             for rid in recipients:
                 if rid == env.sender_id:
                     continue
                 rec = self.agents.get(rid)
                 if rec is not None:
                     pending = self._unacked.get(rid)
-                    rules.check_inbox(rid, len(pending) if pending else 0, rec.rule.limits.inbox.max_pending)
+                    if arbiter is None:
+                        rules.check_inbox(
+                            rid, len(pending) if pending else 0, rec.rule.limits.inbox.max_pending
+                        )
+                    else:
+                        await self._arbitrate_inbox(arbiter, env, rec, len(pending) if pending else 0)
         state = self._states.get(cid)
         if state is None:
             raise ProtocolError(f"channel '{cid}' has no adapter state")
@@ -155,7 +165,10 @@ class Admission:
         if event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
             await self._handshake(md, env)
             return env.envelope_id
-        self._dispatch(md, env)
+        if self._arbiter_custom is None:
+            self._dispatch(md, env)
+        else:
+            await self._dispatch_arbitrated(md, env)
         if self._tracer is not None and not protocol:
             self._tracer.end_envelope(env)
         if self._listeners or self._own_hooks:

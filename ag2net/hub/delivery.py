@@ -71,7 +71,10 @@ class Delivery:
                 self._spawn(mailbox.stop())
 
     def _dispatch(self, md: ChannelMetadata, env: Envelope) -> None:
+        """Queue ``env`` for its recipients. While a registered arbiter's refusals are set
+        (``_dispatch_denied``, see ``ArbiterSeat``) they replace the default ``inbound_from`` rule."""
         sender_id = env.sender_id
+        denied = self._dispatch_denied
         recipients = (
             env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
         )
@@ -83,7 +86,10 @@ class Delivery:
             rec = self.agents.get(rid)
             if rec is None:
                 continue
-            if rid != sender_id:
+            if denied is not None:
+                if rid in denied:
+                    continue
+            elif rid != sender_id:
                 inbound = rec.rule.access.inbound_from
                 if inbound != ["*"]:
                     if sender_name is None:

@@ -27,6 +27,7 @@ from ag2net.envelope import (
 )
 from ag2net.errors import NetworkError, NotFoundError
 from ag2net.hub.admission import Admission
+from ag2net.hub.arbiter import ArbiterSeat
 from ag2net.hub.audit import (
     AUDIT_KIND_TURN_FAILED,
 )
@@ -75,6 +76,7 @@ class Hub(
     TaskCheckpoints,
     Sweeps,
     Listeners,
+    ArbiterSeat,
 ):
     """The network's centre. Open with ``await Hub.open(path_or_store)`` or ``async with``."""
 

@@ -22,7 +22,6 @@ from ag2net.envelope import (
     Envelope,
 )
 from ag2net.errors import NotFoundError, ProtocolError
-from ag2net.hub import rules
 from ag2net.hub.audit import (
     AUDIT_KIND_CHANNEL_CLOSED,
     AUDIT_KIND_CHANNEL_CREATED,
@@ -140,15 +139,13 @@ class ChannelLifecycle:
         if knobs is not None and not isinstance(knobs, dict):
             raise ProtocolError("knobs must be a JSON object (dict) or null")
         invitees = [i for i in ids if i != creator_id]
-        for pid in invitees:
-            invitee = self.agents[pid]
-            rules.check_inbound(
-                creator.passport.name, invitee.passport.name, invitee.rule.access.inbound_from
-            )
         active = sum(
             1 for md in self.channels.values() if creator_id in md.participant_ids() and not md.is_terminal()
         )
-        rules.check_channel_quota(creator.passport.name, active, creator.rule.limits.max_concurrent_channels)
+        # The arbiter (by default the rules: invitees' inbound_from, max_concurrent_channels) may refuse.
+        await self._authorize_channel_open(
+            adapter.manifest, creator, [self.agents[p] for p in invitees], active
+        )
         now = self.clock()
         ttl_value = creator.rule.limits.channel_ttl_default if ttl is None else ttl
         try:
@@ -325,7 +322,10 @@ class ChannelLifecycle:
         state = self._states.get(channel_id)
         if adapter is not None and state is not None:
             self._states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
-        self._dispatch(md, env)
+        if self._arbiter_custom is None:
+            self._dispatch(md, env)
+        else:
+            await self._dispatch_arbitrated(md, env)
         kind = "expired" if expired else "closed"
         self._observe_channel(channel_id, kind, md, reason=reason)
         await self._audit(
