@@ -371,12 +371,17 @@ async def test_local_frames_start_on_first_send_and_end_when_the_hub_closes():
     assert await asyncio.wait_for(collect(frames), 5) == []
 
 
-async def test_a_hub_clients_link_client_does_not_hand_out_frames(hub):
+async def test_one_local_connection_speaks_frames_or_serves_a_hub_client_not_both(hub):
     client = HubClient(LocalLink(hub))
     await client.open()
     with pytest.raises(RuntimeError, match="opened by a HubClient"):
         client.link.frames()
     await client.close()
+    speaking = LocalLink(hub).client()
+    await speaking.open()
+    with pytest.raises(RuntimeError, match="opened to speak frames"):
+        await HubClient(speaking).open()
+    await speaking.close()
 
 
 # --- WebSocket -------------------------------------------------------------------------------------

@@ -231,7 +231,12 @@ class LocalLinkClient:
             raise RuntimeError("this LocalLinkClient is closed; take a new one with LocalLink(hub).client()")
         endpoint = self._endpoint
         if on_notify is not None:
-            if endpoint._on_notify is None and not self._attached:
+            if endpoint._on_notify is None:
+                if self._attached:
+                    raise RuntimeError(
+                        "this LocalLinkClient was opened to speak frames; give the HubClient its own "
+                        "connection (LocalLink(hub).client())"
+                    )
                 endpoint._on_notify = on_notify
             elif endpoint._on_notify != on_notify:
                 raise RuntimeError(
