@@ -644,3 +644,97 @@ async def test_auth_schemes():
     assert hub.auth_schemes == ["none"]
     hub = Hub(MemoryStore(), auth=AuthRegistry([NoAuth(), ApiKeyAuth({"a": "k"})]))
     assert sorted(hub.auth_schemes) == ["api_key", "none"]
+
+
+class _HubBridge:
+    """A real federation proxy: remote agents with ``auth.scheme == "ag2net-ws"`` live on another hub,
+    reached over WebSocket. An invite is accepted on the far hub's behalf; each question is asked there in
+    a consulting channel by a bridge identity, and the answer is posted back here as the remote agent."""
+
+    scheme = "ag2net-ws"
+
+    def __init__(self, here: Hub, far_url: str) -> None:
+        self.here = here
+        self.client = HubClient(WsLink(far_url, ping_interval=None))
+        self.bridge = None
+        self.tasks: set[asyncio.Task] = set()
+
+    async def dispatch(self, envelope: Envelope, recipient: Passport) -> None:
+        if envelope.event_type == EV_CHANNEL_INVITE:
+            await self._post(envelope, recipient, EV_CHANNEL_INVITE_ACK, {"channel_id": envelope.channel_id})
+        elif envelope.event_type == EV_TEXT:
+            task = asyncio.get_running_loop().create_task(self._ask(envelope, recipient))
+            self.tasks.add(task)  # handed off: the answer comes back later
+            task.add_done_callback(self.tasks.discard)
+
+    async def _ask(self, envelope: Envelope, recipient: Passport) -> None:
+        if self.bridge is None:
+            self.bridge = await self.client.register_human(Passport(name="bridge", kind="human"))
+        far_name = recipient.auth.claim["name_there"]
+        channel = await self.bridge.open(type="consulting", target=far_name)
+        await self.bridge.send(channel.channel_id, envelope.event_data["text"])
+        answer = await self.bridge.next_envelope(
+            predicate=lambda e: e.event_type == EV_TEXT and e.channel_id == channel.channel_id, timeout=10
+        )
+        await self._post(envelope, recipient, EV_TEXT, {"text": answer.event_data["text"]})
+
+    async def _post(self, cause: Envelope, recipient: Passport, event_type: str, data: dict) -> None:
+        await self.here.post_envelope(
+            Envelope(
+                channel_id=cause.channel_id,
+                sender_id=recipient.agent_id,
+                audience=None,
+                event_type=event_type,
+                event_data=data,
+                causation_id=cause.envelope_id,
+            )
+        )
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await self.client.close()
+
+
+async def test_a_remote_agent_on_another_hub_answers_through_a_bridge_proxy(ws_hub):
+    """Two hubs: 'oracle' is an agent of the far hub (served over WebSocket); on this hub it is a
+    remote_agent whose envelopes the registered proxy carries there and whose answers it brings back."""
+    here = await Hub.open(
+        MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
+    )
+    far_agent = await HubClient(LocalLink(ws_hub)).register(
+        Agent("oracle", ScriptedModel("forty-two", loop=True)), attach_plugin=False
+    )
+    async with serve_ws(ws_hub, "127.0.0.1", 0) as server:
+        proxy = _HubBridge(here, server.url())
+        here.register_remote_proxy(proxy)
+        oracle = await here.register_identity(
+            Passport(
+                name="oracle-remote",
+                kind="remote_agent",
+                auth=AuthBlock(scheme="ag2net-ws", claim={"name_there": "oracle"}),
+            ),
+            Resume(),
+        )
+        asker = await HubClient(LocalLink(here)).register(
+            Agent("asker", ScriptedModel()), attach_plugin=False, attach_default_handler=False
+        )
+        assert await consult(asker, "oracle-remote", "the answer?") == "forty-two"
+        [texts] = [
+            [e for e in await here.read_wal(md.channel_id) if e.event_type == EV_TEXT]
+            for md in here.query_channels(agent_id=oracle.agent_id, include_terminal=True)
+        ]
+        assert [(e.sender_id, e.event_data["text"]) for e in texts] == [
+            (asker.agent_id, "the answer?"),
+            (oracle.agent_id, "forty-two"),
+        ]
+        # the question was really asked on the far hub, of its own agent
+        [there] = ws_hub.query_channels(agent_id=far_agent.agent_id, include_terminal=True)
+        asked = [
+            e.event_data["text"] for e in await ws_hub.read_wal(there.channel_id) if e.event_type == EV_TEXT
+        ]
+        assert asked == ["the answer?", "forty-two"]
+        await asker.close()
+        await proxy.close()
+    await far_agent.close()
+    await here.close()
