@@ -1,213 +1,67 @@
 """The ``ag2net`` command: ``tui`` (the workbench), ``demo``, ``serve``, ``wal``.
 
 Every mistake a user can make here ends in one sentence on stderr and exit code 2, never a traceback.
-The workbench package is imported by name at run time so the library stays headless.
+The shared helpers (the error sentence, database paths, ``--network``, opening a hub) live in
+``ag2net.cli_support``. The ``tui`` command belongs to the workbench (``tui/cli.py``): the command group loads
+it by name only when it resolves ``tui`` or lists its commands for ``--help``, so importing this module loads
+nothing of ``tui`` or textual, and ``tui`` never imports this module (no import circle).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import getpass
 import importlib
-import inspect
-import os
-import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from ag2net.errors import NetworkError
+from ag2net.cli_support import (
+    UsageProblem,
+    check_name,
+    check_paths,
+    default_db_path,
+    default_human_name,
+    fail,
+    load_network,
+    open_hub,
+    run_network,
+)
+
+MOUNTED: dict[str, str] = {"tui": "tui.cli:app"}
+"""Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
+
+
+class Commands(TyperGroup):
+    """The ``ag2net`` command group: its own commands plus the mounted ones, imported when first needed."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        own = super().list_commands(ctx)
+        return [*MOUNTED, *(name for name in own if name not in MOUNTED)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in MOUNTED and cmd_name not in self.commands:
+            module_name, attr = MOUNTED[cmd_name].split(":")
+            command = typer.main.get_command(getattr(importlib.import_module(module_name), attr))
+            command.name = cmd_name
+            self.commands[cmd_name] = command
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands:
+            # a mounted command, or a typo: load the mounted ones so "Did you mean 'tui'?" still works
+            for name in MOUNTED:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     help="ag2net: an AG2 agent network (hub, channels, WAL, LLM agents) and a terminal workbench for its humans.",
 )
-
-
-class UsageProblem(Exception):
-    """A bad option or input: reported as one sentence with exit code 2."""
-
-
-def fail(message: str) -> None:
-    typer.echo(f"Error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def default_db_path() -> Path:
-    """Per-user default database: ``$XDG_DATA_HOME/ag2net/workbench.db`` (``~/.local/share`` by default)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ag2net" / "workbench.db"
-
-
-def default_human_name() -> str:
-    try:
-        name = getpass.getuser()
-    except Exception:
-        name = ""
-    name = re.sub(r"[^A-Za-z0-9._-]", "", name or "") or "me"
-    return name
-
-
-def load_network(spec: str) -> Any:
-    """``module:function`` → the function (a clear UsageProblem when it cannot be found)."""
-    if spec.count(":") != 1 or not all(spec.split(":")):
-        raise UsageProblem(f"--network {spec!r} must look like module:function, e.g. mypkg.agents:register")
-    module_name, func_name = spec.split(":")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageProblem(
-            f"--network module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
-        ) from None
-    except Exception as exc:
-        raise UsageProblem(
-            f"--network module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        sys.path.pop(0)
-    func = getattr(module, func_name, None)
-    if not callable(func):
-        raise UsageProblem(f"--network: {module_name!r} has no function {func_name!r}")
-    return func
-
-
-async def run_network(func: Any, hub: Any) -> Any:
-    try:
-        result = func(hub)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-    except NetworkError as exc:
-        raise UsageProblem(f"--network function failed: {exc}") from None
-
-
-def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -> Path | None:
-    """The database to open: ``--db`` (its folder must exist) or the default (its folder is created)."""
-    if db is not None and memory:
-        raise UsageProblem("--db and --memory cannot be used together; choose one")
-    if memory:
-        return None
-    path = db or default or default_db_path()
-    if path.exists() and path.is_dir():
-        raise UsageProblem(f"--db {str(path)!r} is a directory; give a database file path")
-    if db is not None and not path.parent.exists():
-        raise UsageProblem(
-            f"--db: the folder {str(path.parent)!r} does not exist; create it or choose another path"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-async def open_hub(path: Path | None, *, fsync: bool = False, cache_mb: float | None = None) -> Any:
-    from ag2net.hub import Hub
-    from ag2net.store import SqliteStore
-    from ag2net.store.base import StoreError
-
-    def progress(done: int, total: int) -> None:
-        # The terminal is still ours before the workbench starts: say what the wait is for.
-        if sys.stderr.isatty():
-            end = "\n" if done >= total else ""
-            sys.stderr.write(f"\rreading the WAL of {path}: {done:,} / {total:,} envelopes{end}")
-            sys.stderr.flush()
-
-    try:
-        store = None if path is None else SqliteStore(path, fsync=fsync)
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        return await Hub.open(store, progress=progress, **extra)
-    except StoreError as exc:
-        raise UsageProblem(str(exc)) from None
-
-
-def check_name(name: str) -> str:
-    from ag2net.identity import check_agent_name
-
-    try:
-        check_agent_name(name)
-    except (NetworkError, ValueError) as exc:
-        raise UsageProblem(f"--as {name!r}: {exc}") from None
-    return name
-
-
-@app.command()
-def tui(
-    db: Annotated[
-        Path | None, typer.Option(help="SQLite database to open (default: the per-user workbench.db).")
-    ] = None,
-    memory: Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")] = False,
-    as_name: Annotated[
-        str | None, typer.Option("--as", help="Your participant name (default: your OS user name).")
-    ] = None,
-    demo: Annotated[bool, typer.Option("--demo", help="Start the scripted demo network right away.")] = False,
-    network: Annotated[
-        str | None, typer.Option(help="Load your own agents: module:function, called with the hub.")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
-    ] = None,
-    connect: Annotated[
-        str | None, typer.Option(help="Attach to a running hub at ws://HOST:PORT instead of embedding one.")
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(help="API key for --connect (or AG2NET_TOKEN); never echoed.", envvar="AG2NET_TOKEN"),
-    ] = None,
-    operator_token: Annotated[
-        str | None,
-        typer.Option(
-            help="Operator token for --connect (or AG2NET_OPERATOR_TOKEN).", envvar="AG2NET_OPERATOR_TOKEN"
-        ),
-    ] = None,
-    cache_mb: Annotated[
-        float,
-        typer.Option(
-            help="MiB of envelopes the hub keeps in memory (recent WAL of live channels and the observe "
-            "buffer); older ones are read back from the database."
-        ),
-    ] = 128.0,
-) -> None:
-    """Open the workbench: channels, live WAL tail, what each agent sees, peer cards, chat and envelope composer."""
-    try:
-        settings_mod = importlib.import_module("tui.settings")
-        try:
-            settings = settings_mod.load_settings(config)
-        except settings_mod.SettingsError as exc:
-            raise UsageProblem(str(exc)) from None
-        name = check_name(as_name or default_human_name())
-        if not cache_mb > 0:
-            raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
-        if connect is not None:
-            if not re.match(r"^wss?://[^\s/]+", connect):
-                raise UsageProblem(f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765")
-            if db is not None or memory or demo or network:
-                raise UsageProblem(
-                    "--connect attaches to a running hub; --db, --memory, --demo and --network do not apply"
-                )
-            path = None
-        else:
-            path = check_paths(db, memory, default=Path(settings.database).expanduser())
-        func = load_network(network) if network else None
-        launch = importlib.import_module("tui.launch")
-        asyncio.run(
-            launch.launch(
-                settings=settings,
-                db_path=path,
-                human_name=name,
-                start_demo=demo,
-                network=func,
-                connect=connect,
-                token=token,
-                operator_token=operator_token,
-                open_hub=functools.partial(open_hub, cache_mb=cache_mb),
-                run_network=run_network,
-            )
-        )
-    except UsageProblem as exc:
-        fail(str(exc))
 
 
 @app.command("demo")
@@ -407,6 +261,23 @@ def wal(
 
 def main() -> None:
     app()
+
+
+__all__ = [
+    "MOUNTED",
+    "Commands",
+    "UsageProblem",
+    "app",
+    "check_name",
+    "check_paths",
+    "default_db_path",
+    "default_human_name",
+    "fail",
+    "load_network",
+    "main",
+    "open_hub",
+    "run_network",
+]
 
 
 if __name__ == "__main__":

@@ -110,3 +110,53 @@ def test_default_database_folder_is_created(tmp_path, monkeypatch):
     assert code == 2 and "ws://" in one_sentence(output)
     code, output = run("tui", "--memory", "--config", str(tmp_path / "nope.toml"))
     assert code == 2 and "nope.toml" in one_sentence(output)
+
+
+def _tui_subprocess(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ag2net.cli tui ...`` with per-test XDG folders (the log file goes next to the database)."""
+    import os
+
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+def test_tui_as_a_name_an_agent_holds_is_one_sentence(tmp_path):
+    from ag2net import Agent, HubClient, Passport, ScriptedModel
+    from ag2net.hub import Hub
+    from ag2net.store import SqliteStore
+
+    db = tmp_path / "agents.db"
+
+    async def fill() -> None:
+        hub = await Hub.open(SqliteStore(db))
+        hc = HubClient.local(hub)
+        await hc.register(Agent("bot", ScriptedModel(lambda call: "hi")), Passport(name="bot"))
+        await hub.close()
+
+    asyncio.run(fill())
+    done = _tui_subprocess(tmp_path, "--db", str(db), "--as", "bot")
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert "'bot'" in sentence and "--as" in sentence
+
+
+def test_tui_connect_to_a_closed_port_is_one_sentence(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens on it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = _tui_subprocess(tmp_path, "--connect", f"ws://127.0.0.1:{port}")
+    assert done.returncode == 2, done.stderr
+    assert f"ws://127.0.0.1:{port}" in one_sentence(done.stdout + done.stderr)

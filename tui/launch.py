@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ag2net import HubClient
-from ag2net.errors import NetworkError
 from tui.settings import Settings
 
 DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
+
+
+class LaunchError(Exception):
+    """The workbench cannot start for a reason the user can fix; the message is one sentence."""
 
 
 def log_to_file(db_path: Path | None) -> Path:
@@ -65,7 +68,11 @@ async def launch(
     open_hub: Callable[[Path | None], Awaitable[Any]],
     run_network: Callable[[Any, Any], Awaitable[Any]],
 ) -> None:
-    """Run the workbench until the user quits; everything opened here is closed on the way out."""
+    """Run the workbench until the user quits; everything opened here is closed on the way out.
+
+    A ``NetworkError`` from the hub, or a ``LaunchError`` (the human's name belongs to an agent), propagates
+    after the clean-up; ``tui.cli`` reports it as one sentence. This module never imports the command line.
+    """
     from tui.app import WorkbenchApp
 
     log_to_file(db_path)
@@ -83,7 +90,12 @@ async def launch(
         hub_client = HubClient.local(hub)
         demo = demo_starter(hub, human_name, background, networks)
     try:
-        human = await hub_client.register_or_attach_human(human_name)
+        try:
+            human = await hub_client.register_or_attach_human(human_name)
+        except ValueError as exc:  # the name belongs to an agent
+            raise LaunchError(
+                f"cannot seat you as {human_name!r}: {exc}; choose another name with --as"
+            ) from None
         # Names of agents registered before we attached: warm the client's cache so the tail and
         # the channel list show names, not ids (the observe stream only announces later arrivals).
         await hub_client.list_agents(limit=None)
@@ -93,10 +105,6 @@ async def launch(
         app.autostart_demo = bool(start_demo and demo is not None)
         app.offer_demo = bool(offer and not start_demo and demo is not None)
         await app.run_async()
-    except NetworkError as exc:
-        from ag2net.cli import UsageProblem
-
-        raise UsageProblem(str(exc)) from None
     finally:
         for task in list(background):
             task.cancel()
@@ -111,4 +119,4 @@ async def launch(
             await hub.close()
 
 
-__all__ = ["demo_starter", "is_new_database", "launch"]
+__all__ = ["LaunchError", "demo_starter", "is_new_database", "launch"]

@@ -1,0 +1,143 @@
+"""What every ``ag2net`` command shares: the one-sentence error, the database path rules, ``--as`` and
+``--network`` checks, and opening a hub from the command line.
+
+Both ``ag2net/cli.py`` (``demo``, ``serve``, ``wal``) and the workbench's ``tui/cli.py`` (``tui``) import this
+module; it imports neither of them, so the command line has no import circle. Headless: no UI imports.
+"""
+
+from __future__ import annotations
+
+import getpass
+import importlib
+import inspect
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from ag2net.errors import NetworkError
+
+
+class UsageProblem(Exception):
+    """A bad option or input: reported as one sentence with exit code 2."""
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``Error: <message>`` on stderr and end the command with exit code 2."""
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def default_db_path() -> Path:
+    """Per-user default database: ``$XDG_DATA_HOME/ag2net/workbench.db`` (``~/.local/share`` by default)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ag2net" / "workbench.db"
+
+
+def default_human_name() -> str:
+    try:
+        name = getpass.getuser()
+    except Exception:
+        name = ""
+    name = re.sub(r"[^A-Za-z0-9._-]", "", name or "") or "me"
+    return name
+
+
+def load_network(spec: str) -> Any:
+    """``module:function`` → the function (a clear UsageProblem when it cannot be found)."""
+    if spec.count(":") != 1 or not all(spec.split(":")):
+        raise UsageProblem(f"--network {spec!r} must look like module:function, e.g. mypkg.agents:register")
+    module_name, func_name = spec.split(":")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageProblem(
+            f"--network module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
+        ) from None
+    except Exception as exc:
+        raise UsageProblem(
+            f"--network module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
+        ) from None
+    finally:
+        sys.path.pop(0)
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise UsageProblem(f"--network: {module_name!r} has no function {func_name!r}")
+    return func
+
+
+async def run_network(func: Any, hub: Any) -> Any:
+    """Call a ``--network`` function with the hub (awaiting it when it is a coroutine function)."""
+    try:
+        result = func(hub)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    except NetworkError as exc:
+        raise UsageProblem(f"--network function failed: {exc}") from None
+
+
+def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -> Path | None:
+    """The database to open: ``--db`` (its folder must exist) or the default (its folder is created)."""
+    if db is not None and memory:
+        raise UsageProblem("--db and --memory cannot be used together; choose one")
+    if memory:
+        return None
+    path = db or default or default_db_path()
+    if path.exists() and path.is_dir():
+        raise UsageProblem(f"--db {str(path)!r} is a directory; give a database file path")
+    if db is not None and not path.parent.exists():
+        raise UsageProblem(
+            f"--db: the folder {str(path.parent)!r} does not exist; create it or choose another path"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+async def open_hub(path: Path | None, *, fsync: bool = False, cache_mb: float | None = None) -> Any:
+    """Open a hub on ``path`` (None: in memory); a database that cannot be used is a UsageProblem."""
+    from ag2net.hub import Hub
+    from ag2net.store import SqliteStore
+    from ag2net.store.base import StoreError
+
+    def progress(done: int, total: int) -> None:
+        # The terminal is still ours before the workbench starts: say what the wait is for.
+        if sys.stderr.isatty():
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rreading the WAL of {path}: {done:,} / {total:,} envelopes{end}")
+            sys.stderr.flush()
+
+    try:
+        store = None if path is None else SqliteStore(path, fsync=fsync)
+        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        return await Hub.open(store, progress=progress, **extra)
+    except StoreError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def check_name(name: str) -> str:
+    """``--as NAME``: a valid participant name, or a UsageProblem naming it."""
+    from ag2net.identity import check_agent_name
+
+    try:
+        check_agent_name(name)
+    except (NetworkError, ValueError) as exc:
+        raise UsageProblem(f"--as {name!r}: {exc}") from None
+    return name
+
+
+__all__ = [
+    "UsageProblem",
+    "check_name",
+    "check_paths",
+    "default_db_path",
+    "default_human_name",
+    "fail",
+    "load_network",
+    "open_hub",
+    "run_network",
+]

@@ -1,0 +1,117 @@
+"""The ``ag2net tui`` command: options → settings → :func:`tui.launch.launch`.
+
+``ag2net/cli.py`` mounts this command by name when its command group resolves ``tui`` (or lists its commands
+for ``--help``), so ``import ag2net.cli`` loads nothing of the workbench. This module imports the library's
+command-line helpers (``ag2net.cli_support``), never ``ag2net.cli``: the command line has no import circle.
+Textual itself is loaded only when the workbench starts (``tui.launch`` imports the app inside ``launch``).
+``python -m tui.cli`` runs the same command on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ag2net.cli_support import (
+    UsageProblem,
+    check_name,
+    check_paths,
+    default_human_name,
+    fail,
+    load_network,
+    open_hub,
+    run_network,
+)
+from ag2net.errors import NetworkError
+from tui.launch import LaunchError, launch
+from tui.settings import SettingsError, load_settings
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def tui(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite database to open (default: the per-user workbench.db).")
+    ] = None,
+    memory: Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")] = False,
+    as_name: Annotated[
+        str | None, typer.Option("--as", help="Your participant name (default: your OS user name).")
+    ] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Start the scripted demo network right away.")] = False,
+    network: Annotated[
+        str | None, typer.Option(help="Load your own agents: module:function, called with the hub.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
+    ] = None,
+    connect: Annotated[
+        str | None, typer.Option(help="Attach to a running hub at ws://HOST:PORT instead of embedding one.")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="API key for --connect (or AG2NET_TOKEN); never echoed.", envvar="AG2NET_TOKEN"),
+    ] = None,
+    operator_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Operator token for --connect (or AG2NET_OPERATOR_TOKEN).", envvar="AG2NET_OPERATOR_TOKEN"
+        ),
+    ] = None,
+    cache_mb: Annotated[
+        float,
+        typer.Option(
+            help="MiB of envelopes the hub keeps in memory (recent WAL of live channels and the observe "
+            "buffer); older ones are read back from the database."
+        ),
+    ] = 128.0,
+) -> None:
+    """Open the workbench: channels, live WAL tail, what each agent sees, peer cards, chat and envelope composer."""
+    try:
+        try:
+            settings = load_settings(config)
+        except SettingsError as exc:
+            raise UsageProblem(str(exc)) from None
+        name = check_name(as_name or default_human_name())
+        if not cache_mb > 0:
+            raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
+        if connect is not None:
+            if not re.match(r"^wss?://[^\s/]+", connect):
+                raise UsageProblem(f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765")
+            if db is not None or memory or demo or network:
+                raise UsageProblem(
+                    "--connect attaches to a running hub; --db, --memory, --demo and --network do not apply"
+                )
+            path = None
+        else:
+            path = check_paths(db, memory, default=Path(settings.database).expanduser())
+        func = load_network(network) if network else None
+        asyncio.run(
+            launch(
+                settings=settings,
+                db_path=path,
+                human_name=name,
+                start_demo=demo,
+                network=func,
+                connect=connect,
+                token=token,
+                operator_token=operator_token,
+                open_hub=functools.partial(open_hub, cache_mb=cache_mb),
+                run_network=run_network,
+            )
+        )
+    except (UsageProblem, LaunchError, NetworkError) as exc:
+        # NetworkError: the hub cannot be reached or refused the workbench; LaunchError: --as names an agent.
+        fail(str(exc))
+
+
+__all__ = ["app", "tui"]
+
+
+if __name__ == "__main__":
+    app()
