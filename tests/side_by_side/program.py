@@ -246,7 +246,7 @@ async def main() -> None:
     async def consult(asker, asker_client, target: str, question: str, label: str, pause=0.0) -> None:
         channel = await asker.open(type="consulting", target=target)
         labels[channel.channel_id] = label
-        opened_state = channel.state.value if hasattr(channel.state, "value") else channel.state
+        opened_state = channel.state.value
         await channel.send(question)
         await asyncio.sleep(pause)  # the reply (and the close) may well arrive meanwhile
         closed = await asker.wait_for_channel_event(
