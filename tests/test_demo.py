@@ -302,3 +302,30 @@ async def test_demo_over_websocket():
         ]
     finally:
         await hub.close()
+
+
+def test_skill_cards_are_package_data_one_per_role():
+    from importlib import resources
+
+    from ag2net.demo import skill_card
+
+    folder = resources.files("ag2net.demo").joinpath("skills")
+    cards = {entry.name for entry in folder.iterdir() if entry.name.endswith(".md")}
+    assert cards == {f"{role.name}.md" for role in ROLES}
+    for role in ROLES:
+        text = folder.joinpath(f"{role.name}.md").read_text(encoding="utf-8")
+        assert role.skill_md == text == skill_card(role.name)
+        parsed = parse_skill_frontmatter(text)
+        assert parsed.error is None, (role.name, parsed.error)
+        assert isinstance(parsed.frontmatter["title"], str) and parsed.frontmatter["expertise"]
+        assert parsed.body.lstrip().startswith("# ")
+
+
+def test_a_missing_skill_card_is_one_sentence_naming_the_file():
+    from ag2net.demo import skill_card
+
+    with pytest.raises(FileNotFoundError) as caught:
+        skill_card("nobody")
+    message = str(caught.value)
+    assert "skills/nobody.md" in message and "reinstall" in message
+    assert "\n" not in message

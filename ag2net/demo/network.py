@@ -1,0 +1,298 @@
+"""The demo network: the six agents registered on a hub, and the script that drives traffic between them
+through every channel type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag2net.adapters import AgentTarget, FromSpeaker, TerminateTarget, Transition, TransitionGraph
+from ag2net.agent import Agent, ScriptedModel
+from ag2net.agent.tool import Tool
+from ag2net.client.agent_client import AgentClient
+from ag2net.client.handler import default_handler, run_turn
+from ag2net.client.hub_client import HubClient
+from ag2net.demo.brains import Brains
+from ag2net.demo.cast import ROLES, Role
+from ag2net.demo.tools import drafter_tools, reviewer_tools
+from ag2net.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_TEXT, Envelope
+from ag2net.identity import Passport, Resume
+
+CONVERSATION_TURNS = 16
+"""Long enough for the conversation's ``WindowedSummary(recent_n=10)`` to elide turns."""
+
+WRAP_UP_GRACE = 5.0
+"""Seconds a discussion may stay open after the planner's wrap-up before the script closes it."""
+
+ModelFactory = Callable[[str], Any]
+
+
+@dataclass
+class DemoNetwork:
+    """The registered demo agents and the scripted traffic between them."""
+
+    hub_client: HubClient
+    agents: dict[str, AgentClient]
+    human_name: str | None = None
+    pace: float = 0.0
+    step_timeout: float = 30.0
+    human_timeout: float = 3600.0
+    steps: dict[str, str] = field(default_factory=dict)
+    """channel id → the demo step that opened it (brains read it to pick their behaviour)."""
+    task_channels: set[str] = field(default_factory=set)
+    human_answer: str | None = None
+    owns_client: bool = False
+    _script: asyncio.Task[None] | None = None
+    _human: asyncio.Task[None] | None = None
+
+    def __getitem__(self, name: str) -> AgentClient:
+        return self.agents[name]
+
+    def start(self) -> None:
+        """Start the scripted traffic (``start_demo`` does this); idempotent."""
+        if self._script is None:
+            self._script = asyncio.get_running_loop().create_task(self._run_script())
+        if self.human_name and self._human is None:
+            self._human = asyncio.get_running_loop().create_task(self._ask_human())
+
+    async def run(self) -> None:
+        """Wait until the scripted traffic is done (the question to the human may still be open)."""
+        self.start()
+        assert self._script is not None
+        await self._script
+
+    async def wait_for_human(self) -> str | None:
+        """Wait for the question to the human to be answered and thanked (None if it never was)."""
+        if self._human is not None:
+            await asyncio.wait([self._human])  # a cancelled question (close()) just ends the wait
+        return self.human_answer
+
+    async def close(self) -> None:
+        """Stop the traffic, the question to the human, and the demo's own connection."""
+        for task in (self._script, self._human):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self.owns_client:
+            await self.hub_client.close()
+
+    # ------------------------------------------------------------------ the script
+
+    async def _pause(self) -> None:
+        if self.pace > 0:
+            await asyncio.sleep(self.pace)
+
+    async def _settle(self) -> None:
+        for client in self.agents.values():
+            await client.idle()
+
+    async def _until_closed(self, channel_id: str, *, text_limit: int | None = None) -> None:
+        """Wait for the channel to end, then for the agents to finish their turns.
+
+        A channel that never ends by itself (a real model may not close the discussion) is closed past
+        ``step_timeout``, or once it holds more than ``text_limit`` texts (or exactly that many for
+        ``WRAP_UP_GRACE`` seconds), so the demo always moves on.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.step_timeout
+        reached_at: float | None = None
+        while not (await self.hub_client.get_channel(channel_id)).is_terminal():
+            now = loop.time()
+            reason = "demo_step_timeout" if now > deadline else None
+            if text_limit is not None and reason is None:
+                texts = sum(1 for e in await self.hub_client.read_wal(channel_id) if e.event_type == EV_TEXT)
+                if texts >= text_limit and reached_at is None:
+                    reached_at = now
+                if texts > text_limit or (reached_at is not None and now - reached_at > WRAP_UP_GRACE):
+                    reason = "wrap_up"
+            if reason is not None:
+                await self.hub_client.close_channel(channel_id, reason=reason)
+                break
+            await asyncio.sleep(0.01)
+        await self._settle()
+
+    async def _open(self, step: str, opener: str, **kwargs: Any) -> Any:
+        channel = await self.agents[opener].open(**kwargs)
+        self.steps[channel.channel_id] = step
+        return channel
+
+    async def _run_script(self) -> None:
+        a = self.agents
+        # 1. consulting, with a delegate inside the researcher's turn
+        ch = await self._open(
+            "consult_research", "planner", type="consulting", target="researcher", intent="research"
+        )
+        await ch.send("What do we know about offline-first sync for mobile apps?")
+        await self._until_closed(ch.channel_id)
+        await self._pause()
+        # 2. consulting into a task: the coder reports progress with the tasks tool
+        ch = await self._open(
+            "consult_estimate", "planner", type="consulting", target="coder", intent="estimate"
+        )
+        self.task_channels.add(ch.channel_id)
+        await ch.send("Please estimate the offline sync work: operation log, conflict screen, fault tests.")
+        await self._until_closed(ch.channel_id)
+        await self._pause()
+        # 3. a round-robin discussion; the planner looks at peers and tasks before wrapping up
+        ch = await self._open(
+            "discussion",
+            "planner",
+            type="discussion",
+            target=["researcher", "critic", "coder"],
+            intent="offline sync plan",
+        )
+        await ch.send("Topic: how do we ship offline sync? One view each, then I'll wrap up.")
+        await self._until_closed(ch.channel_id, text_limit=5)  # the topic, three views, the wrap-up
+        await self._pause()
+        # 4. a workflow routed by handoff tools, with a custom event type on the way
+        graph = TransitionGraph(
+            initial_speaker=a["planner"].agent_id,
+            transitions=[Transition(FromSpeaker(a["planner"].agent_id), AgentTarget(a["drafter"].agent_id))],
+            default_target=TerminateTarget("review_done"),
+            max_turns=8,
+        )
+        ch = await self._open(
+            "workflow",
+            "planner",
+            type="workflow",
+            target=["drafter", "reviewer"],
+            knobs={"graph": graph.to_dict()},
+            intent="announcement",
+        )
+        await ch.send("Draft a short announcement of offline sync for our users.")
+        await self._until_closed(ch.channel_id)
+        await self._pause()
+        # 5. a long conversation: the window elides early turns; the coder speaks once through say
+        ch = await self._open(
+            "pairing",
+            "coder",
+            type="conversation",
+            target="critic",
+            knobs={"max_turns": CONVERSATION_TURNS},
+            intent="pairing",
+        )
+        await ch.send("Pairing on the sync engine design, point by point: where do we start?")
+        await self._until_closed(ch.channel_id)
+
+    async def _ask_human(self) -> None:
+        planner = self.agents["planner"]
+        human = await self.hub_client.get_agent(self.human_name or "")
+        ch = await planner.open(type="consulting", target=human.agent_id, intent="question for you")
+        self.steps[ch.channel_id] = "ask_human"
+        planner.ensure_channel_inbox(ch.channel_id)
+        try:
+            await ch.send(
+                f"Hi {human.name}, a quick question from the demo team: should we ship offline sync before or "
+                "after the new onboarding flow? Reply here whenever you like."
+            )
+            reply = await planner.wait_for_channel_event(
+                channel_id=ch.channel_id,
+                predicate=lambda e: (
+                    (e.event_type == EV_TEXT and e.sender_id == human.agent_id)
+                    or e.event_type in (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED)
+                ),
+                timeout=self.human_timeout,
+            )
+        except TimeoutError:
+            return
+        finally:
+            planner.discard_channel_inbox(ch.channel_id)
+        if reply.event_type != EV_TEXT:
+            return
+        answer = str(reply.event_data.get("text", ""))
+        self.human_answer = answer
+        thanks = await planner.agent.ask(f"{human.name} answered your question: {answer}")
+        conversation = await planner.open(
+            type="conversation", target=human.agent_id, knobs={"max_turns": 1}, intent="thanks"
+        )
+        self.steps[conversation.channel_id] = "thanks"
+        await conversation.send(thanks.body or f"Thanks, {human.name}!")
+
+
+async def _coder_handler(demo: DemoNetwork, coder: AgentClient, envelope: Envelope) -> None:
+    """The coder runs estimate requests inside ``agent.task(...)`` so its model can report progress."""
+    if (
+        envelope.channel_id in demo.task_channels
+        and envelope.event_type == EV_TEXT
+        and envelope.sender_id != coder.agent_id
+    ):
+        async with coder.agent.task(
+            "Estimate the offline sync work", capability="estimation", payload={"requested_by": "planner"}
+        ) as task:
+            out = await run_turn(coder, envelope)
+            if not task.is_terminal() and out is not None:
+                await task.complete(out.event_data.get("text"))
+        return
+    await default_handler(envelope, coder)
+
+
+async def _register(hc: HubClient, role: Role, model: Any, tools: list[Tool]) -> AgentClient:
+    agent = Agent(role.name, model, system_prompt=role.system_prompt, tools=tools)
+    existing = await hc.find_agent_id_remote(role.name)
+    if existing is not None:
+        passport = await hc.get_agent(existing)
+        if passport.effective_kind == "human":
+            raise ValueError(
+                f"the demo needs the name {role.name!r} for an agent, but a human is registered under it; "
+                "pick another name for the human"
+            )
+        return await hc.attach(agent, role.name)
+    return await hc.register(
+        agent,
+        Passport(name=role.name, provider="ag2net-demo", model="scripted", cost=role.cost),
+        Resume(
+            claimed_capabilities=list(role.capabilities), domains=list(role.domains), summary=role.summary
+        ),
+        skill_md=role.skill_md,
+    )
+
+
+async def start_demo(
+    hub_or_client: Any,
+    *,
+    human_name: str | None = None,
+    pace: float = 0.0,
+    model_factory: ModelFactory | None = None,
+    step_timeout: float | None = None,
+) -> DemoNetwork:
+    """Register the demo agents on a ``Hub`` or ``HubClient`` and start the scripted traffic.
+
+    ``human_name`` names a human already registered (the person at the workbench): the planner asks them
+    a question on a consulting channel and thanks them when they answer, without holding up the rest.
+    ``pace`` is seconds between steps and before each model reply (0 runs flat out). ``model_factory``
+    (agent name → model) swaps the scripted brains for a real model.
+    """
+    if isinstance(hub_or_client, HubClient):
+        hc, owns = hub_or_client, False
+    else:
+        hc, owns = HubClient.local(hub_or_client), True
+    demo = DemoNetwork(hub_client=hc, agents={}, human_name=human_name, pace=max(0.0, pace), owns_client=owns)
+    if step_timeout is not None:
+        demo.step_timeout = step_timeout
+    elif model_factory is not None:
+        demo.step_timeout = 300.0
+    if human_name is not None:
+        human = await hc.get_agent(human_name)
+        if human.effective_kind != "human":
+            raise ValueError(f"human_name {human_name!r} names a {human.effective_kind}, not a human")
+    brains = Brains(demo)
+    extra = {"drafter": drafter_tools(), "reviewer": reviewer_tools()}
+    for role in ROLES:
+        model = (
+            model_factory(role.name)
+            if model_factory is not None
+            else ScriptedModel(brains.for_agent(role.name), name=f"demo-{role.name}", loop=True)
+        )
+        demo.agents[role.name] = await _register(hc, role, model, extra.get(role.name, []))
+    coder = demo.agents["coder"]
+    coder.on_envelope(lambda envelope: _coder_handler(demo, coder, envelope))
+    demo.start()
+    return demo
+
+
+__all__ = ["CONVERSATION_TURNS", "WRAP_UP_GRACE", "DemoNetwork", "ModelFactory", "start_demo"]

@@ -1,0 +1,108 @@
+"""``ag2net demo``: run the demo once on a memory hub and print one line per envelope, then a summary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ag2net.client.hub_client import HubClient
+from ag2net.demo.network import ModelFactory, start_demo
+from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
+
+
+def preview(envelope: Envelope, width: int = 100) -> str:
+    """One line saying what an envelope carries."""
+    data = envelope.event_data if isinstance(envelope.event_data, dict) else {}
+    if envelope.event_type == EV_TEXT:
+        text = str(data.get("text", ""))
+    elif envelope.event_type == EV_PACKET:
+        routing = data.get("routing") or {}
+        kind = routing.get("kind", "text")
+        head = f"[{kind}" + (f" via {routing['tool']}" if routing.get("tool") else "") + "] "
+        text = head + str(data.get("body", ""))
+    elif "reason" in data:
+        text = f"reason={data['reason']}"
+    elif envelope.event_type.startswith("ag2.channel."):
+        text = ""
+    else:
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+async def run_demo_cli(
+    print_fn: Callable[[str], Any] = print, model: str | None = None, base_url: str | None = None
+) -> int:
+    """Run the demo once on a memory hub and print one line per envelope; returns the exit code (0)."""
+    from ag2net.hub import Hub
+
+    factory: ModelFactory | None = None
+    if model is not None:
+        from ag2net.agent.openai_model import OpenAIChatModel
+
+        if not model.startswith("openai:") or not model.removeprefix("openai:"):
+            raise ValueError(f"model {model!r} must look like openai:MODEL_NAME, e.g. openai:gpt-4o-mini")
+        model_name = model.removeprefix("openai:")
+
+        def factory(name: str) -> Any:
+            return OpenAIChatModel(model_name, base_url=base_url, name=f"{model_name} ({name})")
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    printed = 0
+    try:
+        start = await hc.observe_position()
+        printed = start
+
+        def show(event: Any) -> None:
+            env = event.envelope
+            if event.kind != "envelope" or env is None:
+                return
+            md = hub.channels.get(env.channel_id)
+            kind = md.manifest.type if md is not None else "?"
+            print_fn(f"{kind:<12} {hc.name_for(env.sender_id):<10} {env.event_type:<26} {preview(env)}")
+
+        async def follow() -> None:
+            nonlocal printed
+            async for event in hc.observe(since=start):
+                show(event)
+                printed = event.position
+
+        follower = asyncio.get_running_loop().create_task(follow())
+        demo = await start_demo(hc, model_factory=factory)
+        try:
+            await demo.run()
+        finally:
+            await demo.close()
+        end = await hc.observe_position()
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        if printed < end:
+            async for event in hc.observe(since=printed):
+                show(event)
+                if event.position >= end:
+                    break
+        channels = await hc.list_channels(all_channels=True, include_terminal=True, limit=None)
+        turns = await hc.list_turns(limit=10_000)
+        print_fn("")
+        print_fn(
+            f"{len(channels)} channels, {sum(await _counts(hc, channels))} envelopes, {len(turns)} LLM turns:"
+        )
+        for md in channels:
+            names = ", ".join(hc.name_for(p) for p in md.participant_ids())
+            print_fn(f"  {md.manifest.type:<12} {names:<40} {md.state.value} ({md.close_reason or 'open'})")
+        return 0
+    finally:
+        await hc.close()
+        await hub.close()
+
+
+async def _counts(hc: HubClient, channels: list[Any]) -> list[int]:
+    return [await hc.wal_count(md.channel_id) for md in channels]
+
+
+__all__ = ["preview", "run_demo_cli"]
