@@ -50,15 +50,15 @@ def short(value: Any, limit: int = 400) -> str:
 
 
 def is_error(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) in ({"class", "message"}, {"class"})
+    return isinstance(value, dict) and "class" in value and set(value) <= {"class", "message", "is_a"}
 
 
 def differences(theirs: Any, ours: Any, where: str = "") -> list[str]:
     """Every place where ag2net's transcript differs from ag2's (errors: same class, ag2's words kept)."""
     if is_error(theirs) and is_error(ours):
         found = []
-        if theirs["class"] != ours["class"]:
-            found.append(f"{where}: error class {ours['class']} (ag2: {theirs['class']})")
+        if theirs["class"] not in ours.get("is_a", [ours["class"]]):
+            found.append(f"{where}: error class {ours['class']} is not a {theirs['class']} (ag2's)")
         if "message" in theirs and theirs["message"] not in ours.get("message", ""):
             found.append(
                 f"{where}: error message {ours.get('message')!r} does not contain ag2's {theirs['message']!r}"
@@ -107,6 +107,13 @@ def test_differences_compares_errors_by_class_and_ag2s_words():
     assert differences(ag2_error, ours) == []
     assert differences(ag2_error, {"class": "NetworkError", "message": ag2_error["message"]})
     assert differences(ag2_error, {"class": "ProtocolError", "message": "the channel is closed"})
+    subclass = {
+        "class": "FrameError",
+        "message": "channel 'c' is closed",
+        "is_a": ["FrameError", "ProtocolError"],
+    }
+    assert differences(ag2_error, subclass) == []  # ``except ProtocolError`` still catches it
+    assert differences(ag2_error, {**subclass, "is_a": ["FrameError", "ValueError"]})
     assert differences({"a": [1, 2]}, {"a": [1, 3]}) == [".a[1]: 3 (ag2: 2)"]
     assert differences({"a": 1}, {"a": 1, "b": 2}) == [".b: extra 2 (not in ag2's)"]
     assert transcript_differences([{"step": "x", "v": 1}], []) == ["[x]: missing from ag2net's transcript"]

@@ -22,7 +22,8 @@ What it does, in order:
 7. A human (``register_human``) on the same link asks carol and reads the answer from its queue.
 8. A fourth agent whose model fails, inside ``async with``: listeners get the exception itself.
 9. carol's HubClient closes: the others on the link keep working, an invite to carol times out.
-10. The hub's (async) getters, ``health()`` and the audit log after all that; everything is closed.
+10. Edges ag2 code matches on: auth and registration errors, frames, URNs, ids.
+11. The hub's (async) getters, ``health()`` and the audit log after all that; everything is closed.
 
 Each section runs under a time limit and records a crash instead of stopping the program, so a
 difference between two implementations shows up as a difference in the transcript.
@@ -86,8 +87,10 @@ def record(step: str, **data: Any) -> None:
     transcript.append({"step": step, **norm(data)})
 
 
-def error(exc: BaseException) -> dict[str, str]:
-    return {"class": type(exc).__name__, "message": norm(str(exc))}
+def error(exc: BaseException) -> dict[str, Any]:
+    """An exception as data: its class, message, and every class an ``except`` clause could name."""
+    ancestry = [c.__name__ for c in type(exc).__mro__ if c not in (object, BaseException, Exception)]
+    return {"class": type(exc).__name__, "message": norm(str(exc)), "is_a": ancestry}
 
 
 async def section(name: str, body) -> None:
@@ -406,7 +409,7 @@ async def main() -> None:
             net.TaskMirror(owner_id=alice.agent_id)
             mirror = "built"
         except TypeError as exc:
-            mirror = {"class": type(exc).__name__}
+            mirror = {k: v for k, v in error(exc).items() if k != "message"}
         mirror_ok = type(net.TaskMirror(hub_client=clients["alice"], owner_id=alice.agent_id)).__name__
         record(
             "checkpoints",
@@ -500,6 +503,37 @@ async def main() -> None:
 
     await section("carol left", carol_leaves)
 
+    async def edges() -> None:
+        # Small things ag2 code matches on: error classes and their wording, frames, ids.
+        outcomes: dict[str, Any] = {}
+        keys = net.ApiKeyAuth({"alice": "k-123"})
+        for label, passport, claim in (
+            ("empty_token", net.Passport(name="alice"), {"token": ""}),
+            ("wrong_token", net.Passport(name="alice"), {"token": "nope"}),
+            ("unknown_name", net.Passport(name="zed"), {"token": "k-123"}),
+        ):
+            outcomes[f"api_key_{label}"] = await _outcome(keys.validate(passport, claim))
+        outcomes["register_a_human_as_agent"] = await _outcome(
+            clients["bob"].register(Agent("frank"), net.Passport(name="frank", kind="human"))
+        )
+        outcomes["register_human_of_kind_agent"] = await _outcome(
+            clients["bob"].register_human(net.Passport(name="gina", kind="agent"))
+        )
+        outcomes["bind_unknown_endpoint"] = _call(lambda: hub.bind_endpoint("nope", alice.agent_id))
+        outcomes["decode_unknown_frame"] = _call(lambda: net.decode_frame({"kind": "zzz"}))
+        hello = net.encode_frame(net.HelloFrame(name="alice"))
+        outcomes["hello_frame"] = hello
+        outcomes["hello_round_trip"] = type(net.decode_frame(dict(hello))).__name__
+        outcomes["urns"] = [net.parse_hub_urn("hub://acme/alice"), net.parse_hub_urn("alice")]
+        outcomes["make_id"] = bool(ANY_ID.fullmatch(net.make_id()))
+        outcomes["windowed_summary_0"] = _call(lambda: net.WindowedSummary(0))
+        outcomes["passport_kind"] = _call(lambda: net.Passport(name="x", kind="huMAn"))
+        outcomes["duration_2h"] = net.parse_duration("2h")
+        outcomes["unknown_channel"] = await _outcome(hub.get_channel("0" * 32))
+        record("edges", **outcomes)
+
+    await section("edges", edges)
+
     async def getters() -> None:
         mine = await hub.list_channels(agent_id=alice.agent_id)
         live = await clients["alice"].list_channels()
@@ -538,6 +572,13 @@ def _knows(registry, name: str) -> bool:
     except net.NetworkError:
         return False
     return True
+
+
+def _call(fn) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        return error(exc)
 
 
 async def _outcome(awaitable) -> Any:
