@@ -13,9 +13,8 @@ The reference surface is data (``tests/data/ag2_network_1_2_1_api.json``, writte
   may be a plain attribute stored from the constructor parameter of the same name);
 * the name is in ``ag2net.__all__`` (so ``from ag2net import *`` is a drop-in too).
 
-Names in ``KNOWN_MISSING`` are the documented gap (issue 14): their comparison runs and reports, but as
-``xfail(strict=False)``. Every other name is asserted strictly. Shrink the set as names land; an XPASS
-in the report means a name can leave the set.
+Every name is asserted strictly. ``KNOWN_MISSING`` (empty) is where a gap found later would be listed,
+run as ``xfail(strict=False)`` until closed.
 """
 
 from __future__ import annotations
@@ -36,114 +35,9 @@ DATA = Path(__file__).parent / "data" / "ag2_network_1_2_1_api.json"
 SURFACE: dict[str, Any] = json.loads(DATA.read_text())
 NAMES: dict[str, dict[str, Any]] = SURFACE["names"]
 
-# The gap, name by name. Remove a name when it is importable and compatible.
-KNOWN_MISSING: set[str] = {
-    # --- not importable from ag2net yet
-    # audit kinds and identity constants
-    "AUDIT_KIND_AGENT_REGISTERED",
-    "AUDIT_KIND_AGENT_UNREGISTERED",
-    "AUDIT_KIND_CHANNEL_CLOSED",
-    "AUDIT_KIND_CHANNEL_CREATED",
-    "AUDIT_KIND_CHANNEL_EXPIRED",
-    "AUDIT_KIND_EXPECTATION_VIOLATED",
-    "AUDIT_KIND_RESUME_SET",
-    "AUDIT_KIND_RULE_SET",
-    "AUDIT_KIND_SKILL_SET",
-    "AUDIT_KIND_TASK_TERMINATED",
-    "AUDIT_KIND_TURN_FAILED",
-    "PASSPORT_KINDS",
-    "RESUME_SOURCE_OBSERVED",
-    "RESUME_SOURCE_TENANT",
-    "ensure_parts",
-    "make_id",
-    "parse_hub_urn",
-    # adapters, their states and defaults
-    "CONSULTING_TYPE",
-    "CONVERSATION_TYPE",
-    "DISCUSSION_TYPE",
-    "WORKFLOW_TYPE",
-    "ORDERING_ROUND_ROBIN",
-    "AdapterResult",
-    "AdapterState",
-    "ConsultingAdapter",
-    "ConsultingState",
-    "ConversationAdapter",
-    "ConversationState",
-    "DiscussionAdapter",
-    "DiscussionState",
-    "WorkflowAdapter",
-    "WorkflowState",
-    "Rendered",
-    "default_build_packet_envelope",
-    "default_build_round_envelope",
-    "default_build_text_envelope",
-    "default_expected_next",
-    "default_extract_turn_input",
-    "default_render_envelope",
-    "default_tools_for",
-    # arbiter
-    "Allow",
-    "Deny",
-    "Decision",
-    "HubArbiter",
-    "BaseHubArbiter",
-    "RuleBasedArbiter",
-    # listeners, audit, expectations
-    "HubListener",
-    "BaseHubListener",
-    "AuditLog",
-    "AuditSubscriber",
-    "AuditHandler",
-    "AutoCloseHandler",
-    "NotifyChannelHandler",
-    "ViolationHandler",
-    "Violation",
-    "ExpectationContext",
-    "ExpectationEvaluator",
-    "AcksWithinEvaluator",
-    "ReplyWithinEvaluator",
-    "MaxSilenceEvaluator",
-    "ExpectedTurn",
-    "default_evaluators",
-    "default_handlers",
-    # transport
-    "Frame",
-    "HelloFrame",
-    "WelcomeFrame",
-    "PingFrame",
-    "PongFrame",
-    "RequestFrame",
-    "ResponseFrame",
-    "ErrorFrame",
-    "NotifyFrame",
-    "ReceiptFrame",
-    "encode_frame",
-    "decode_frame",
-    "LinkClient",
-    "LinkEndpoint",
-    "LinkFactory",
-    "LocalLinkClient",
-    "LocalLinkEndpoint",
-    "WsLinkClient",
-    "WsLinkEndpoint",
-    "RemoteAgentProxy",
-    "AuthAdapter",
-    # runtime, tasks
-    "AgentRuntime",
-    "ClientTask",
-    "NetworkClient",
-    "NetworkContextPolicy",
-    # --- importable, but the signature or calling mode differs (the failure message says how)
-    "Hub",  # getters sync here, async in ag2 (defect 3); tracer_provider; bind_endpoint(endpoint_id, ...);
-    # checkpoint_task / read_task_checkpoint: ag2net.hub.checkpoints.TaskCheckpoints, not yet a base of Hub
-    "HubClient",  # adapter_for sync in ag2; default_view_policy(channel_id, ...); record_observation keywords
-    "AgentClient",  # disconnect() is a coroutine in ag2 (defect 3)
-    "HumanClient",  # constructor keywords (hub=); disconnect() coroutine; receive_chunk(delta, ...)
-    "ChannelAdapter",  # validate_send/on_accepted name their last parameter `state`
-    "NetworkPlugin",  # ag2's plugin builder methods (tool, prompt, observer, middleware...)
-    "WsLink",  # client() factory (LinkFactory)
-    "parse_duration",  # parameter named `s` in ag2
-}
+# The gap, name by name: empty since issue 14 closed it. A name added here runs as a non-strict xfail,
+# for a gap found later that cannot be closed at once.
+KNOWN_MISSING: set[str] = set()
 
 POSITIONAL = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
 # ag2's kind -> kinds that accept every call ag2's accepts
