@@ -566,9 +566,9 @@ class HubClient:
         limit: int | None = 50,
         all_channels: bool = False,
     ) -> list[ChannelMetadata]:
-        """Channels of ``agent_id`` (or, with ``all_channels=True``, every channel the hub lets you see)."""
-        if agent_id is None and not all_channels and self._clients:
-            agent_id = next(iter(self._clients))
+        """Channels of ``agent_id``; without it, every channel the hub lets this connection see (in-process:
+        all of them; over a socket: those of the identities bound to it), as in ag2. ``all_channels`` is
+        kept for older callers and changes nothing."""
         result = await self.call(
             "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
         )

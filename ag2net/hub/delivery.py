@@ -50,7 +50,7 @@ class Delivery:
             endpoint = self._endpoints.get(endpoint_id)
             if endpoint is None:
                 raise NotFoundError(
-                    f"endpoint not attached: {endpoint_id!r}; attach it with hub.attach_endpoint(endpoint) first"
+                    f"endpoint not attached: {endpoint_id} (attach it with hub.attach_endpoint(endpoint) first)"
                 )
         else:
             endpoint = endpoint_id
