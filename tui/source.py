@@ -18,11 +18,7 @@ from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
 from tui.formatting import channel_label
-from tui.widgets.channel_list import ChannelRow
-from tui.widgets.peer_card import PeerInfo
-from tui.widgets.projected_view import ProjectionData
-
-TailItem = tuple[Envelope, int, str]
+from tui.models import ChannelRow, PeerInfo, ProjectionData, TailItem
 
 
 def channel_row(md: ChannelMetadata, name_for: Any, count: int = 0, last: str = "") -> ChannelRow:

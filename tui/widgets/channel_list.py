@@ -7,7 +7,6 @@ Filter with the box above the table, cycle the sort with ``o``; Enter announces 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.text import Text
@@ -20,35 +19,12 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 from textual.widgets.data_table import RowKey
 
-from tui.formatting import channel_label, short_time
+from tui.formatting import short_time
+from tui.models import ChannelRow
 
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
 STATE_ORDER = {"active": 0, "pending": 1, "closed": 2, "expired": 3}
-
-
-@dataclass(slots=True)
-class ChannelRow:
-    """What the list shows about one channel."""
-
-    channel_id: str
-    type: str
-    state: str
-    participants: list[str] = field(default_factory=list)
-    count: int = 0
-    last_activity: str = ""
-    close_reason: str = ""
-    participant_ids: list[str] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return channel_label(self.type, self.channel_id)
-
-    def matches(self, query: str) -> bool:
-        hay = " ".join(
-            [self.type, self.state, self.channel_id, *self.participants, self.close_reason]
-        ).lower()
-        return all(word in hay for word in query.lower().split())
 
 
 class ChannelList(Vertical):

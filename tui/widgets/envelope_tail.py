@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -26,16 +26,9 @@ from textual.strip import Strip
 from ag2net.envelope import Envelope
 from tui.filtering import FilterSpec
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
+from tui.models import TailRow
 
 DEFAULT_LIMIT = 100_000
-
-
-class TailRow(NamedTuple):
-    """One row of the tail: what it renders and the envelope the detail screen opens."""
-
-    seq: int | None
-    envelope: Envelope
-    channel: str
 
 
 def _fit(text: str, width: int) -> str:

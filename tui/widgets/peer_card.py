@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.table import Table
@@ -24,53 +23,8 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ag2net.identity import Passport, Resume
 from ag2net.skills import parse_skill_frontmatter
-
-
-@dataclass(slots=True)
-class PeerInfo:
-    """Everything a card shows about one registered identity."""
-
-    passport: Passport
-    resume: Resume
-    skill_md: str
-    generated: bool = False
-
-    @property
-    def agent_id(self) -> str:
-        return self.passport.agent_id or ""
-
-    @property
-    def name(self) -> str:
-        return self.passport.name
-
-    def capabilities(self) -> list[str]:
-        return self.resume.capabilities()
-
-    def matches(self, query: str) -> bool:
-        """``cap:x`` (or ``capability:x``) terms must be capabilities; other words must appear somewhere."""
-        for word in query.lower().split():
-            key, sep, value = word.partition(":")
-            if sep and key in ("cap", "capability"):
-                if not any(value in c.lower() for c in self.capabilities()):
-                    return False
-            elif sep and key == "kind":
-                if self.passport.effective_kind != value:
-                    return False
-            elif word not in self._haystack():
-                return False
-        return True
-
-    def _haystack(self) -> str:
-        parts = [
-            self.name,
-            self.resume.summary,
-            " ".join(self.capabilities()),
-            " ".join(self.resume.domains),
-            self.skill_md,
-        ]
-        return "\n".join(parts).lower()
+from tui.models import PeerInfo
 
 
 def _cell(value: Any) -> str:

@@ -26,7 +26,6 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label, Markdown, Select, Static, TabbedContent, TabPane
 
 from ag2net.agent.tokens import default_counter
-from ag2net.client.turns import TurnPreview, TurnRecord
 from ag2net.errors import NetworkError
 from ag2net.events import (
     BaseEvent,
@@ -39,20 +38,9 @@ from ag2net.events import (
     part_text,
 )
 from ag2net.views import registered_views, view_from_spec
+from tui.models import ProjectionData
 
 IN_FORCE = "__in_force__"
-
-
-@dataclass(slots=True)
-class ProjectionData:
-    """What the pane shows for one (channel, participant, view) choice."""
-
-    channel_id: str
-    participant_id: str
-    in_force: dict[str, Any]
-    preview: TurnPreview
-    turn: TurnRecord | None = None
-    replay: list[BaseEvent] | None = None
 
 
 ProjectionLoader = Callable[[str, str, "dict[str, Any] | None"], Awaitable[ProjectionData]]
