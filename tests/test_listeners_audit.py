@@ -127,9 +127,12 @@ async def test_a_failing_listener_breaks_neither_posting_nor_later_listeners(cap
     try:
         hc, alice, bob, ch = await conversation(hub)
         got: list[str] = []
-        bob.on_envelope(
-            lambda env: got.append(env.event_data.get("text")) if env.event_type == EV_TEXT else None
-        )
+
+        async def receive(env: Envelope) -> None:
+            if env.event_type == EV_TEXT:
+                got.append(env.event_data.get("text"))
+
+        bob.on_envelope(receive)
         envelope_id = await alice.send(ch.channel_id, "still delivered")
         assert envelope_id
         for _ in range(100):
