@@ -1,12 +1,12 @@
 """The live WAL tail: a Line-API ``ScrollView`` over envelopes, with follow mode, filter, search and a cursor.
 
-Rows are kept as small tuples (seq, envelope, channel label); nothing becomes a widget and no Rich work is
-done until a row is on screen, where its strip is cached in an LRU keyed by the row's absolute index.
+The rows, their index and the filters live in a ``TailModel`` (``tui/tail_model.py``); this widget owns
+only what is on screen: the cursor, following, and the strips. Nothing becomes a widget and no Rich work
+is done until a row is on screen, where its strip is cached in an LRU keyed by the row's absolute index.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,8 +27,7 @@ from ag2net.envelope import Envelope
 from tui.filtering import FilterSpec
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
 from tui.models import TailRow
-
-DEFAULT_LIMIT = 100_000
+from tui.tail_model import DEFAULT_LIMIT, TailModel
 
 
 def _fit(text: str, width: int) -> str:
@@ -261,17 +260,9 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        if limit < 1:
-            raise ValueError(f"tail limit must be at least 1, got {limit}")
-        self.name_for: Callable[[str], str] = name_for or (lambda agent_id: agent_id)
-        self.limit = limit
-        self._rows: list[TailRow] = []
-        self._base = 0
-        self._view: list[int] | None = None
+        self.model = TailModel(name_for, limit=limit)
+        """The rows and their index; change them through this widget so the screen follows."""
         self._cursor: int | None = None
-        self._channel_filter: str | None = None
-        self._filter = FilterSpec()
-        self._search = FilterSpec()
         self._strips: LRUCache[tuple[int, bool], Strip] = LRUCache(1024)
         self._styles: dict[str, Style] | None = None
         self._width = 0
@@ -279,39 +270,44 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     # ------------------------------------------------------------------ public API
 
     @property
+    def name_for(self) -> Callable[[str], str]:
+        return self.model.name_for
+
+    @property
+    def limit(self) -> int:
+        return self.model.limit
+
+    @property
     def row_count(self) -> int:
         """Rows held (after the limit dropped the oldest), regardless of filters."""
-        return len(self._rows)
+        return self.model.row_count
 
     @property
     def visible_count(self) -> int:
         """Rows that pass the channel filter and the filter."""
-        return len(self._view) if self._view is not None else len(self._rows)
+        return self.model.visible_count
 
     @property
     def channel_filter(self) -> str | None:
-        return self._channel_filter
+        return self.model.channel_filter
 
     @property
     def filter_spec(self) -> FilterSpec:
-        return self._filter
+        return self.model.filter_spec
 
     @property
     def search_spec(self) -> FilterSpec:
-        return self._search
+        return self.model.search_spec
 
     @property
     def cursor_row(self) -> TailRow | None:
         """The row under the cursor (the last visible row while following)."""
         index = self._cursor_abs()
-        return None if index is None else self._rows[index - self._base]
+        return None if index is None else self.model.row(index)
 
     def visible_rows(self) -> list[TailRow]:
         """The rows that pass the filters, oldest first (for tests and exports; O(rows))."""
-        if self._view is None:
-            return list(self._rows)
-        base = self._base
-        return [self._rows[i - base] for i in self._view]
+        return self.model.visible_rows()
 
     def append(self, envelope: Envelope, seq: int | None = None, channel_label: str = "") -> None:
         """Add one envelope at the end."""
@@ -319,20 +315,13 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def append_many(self, items: Iterable[tuple[Envelope, int | None, str]]) -> None:
         """Add envelopes at the end in one batch: one virtual-size update and one refresh."""
-        start = self._base + len(self._rows)
-        new = [TailRow(seq, env, label) for env, seq, label in items]
-        if not new:
+        model = self.model
+        before = model.row_count + model.base
+        added = model.append(items)
+        if model.row_count + model.base == before:
             return
-        self._rows.extend(new)
-        if self._view is None:
-            added = len(new)
-        else:
-            accept = self._accept
-            view = self._view
-            before = len(view)
-            view.extend(start + i for i, row in enumerate(new) if accept(row))
-            added = len(view) - before
-        self._trim()
+        if self._cursor is not None and self._cursor < model.base:
+            self._cursor = model.index_at(0) if self.visible_count else None
         self._after_change()
         if self.following:
             self._scroll_to_end()
@@ -345,31 +334,19 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         Never pushes newer rows out: when the limit is reached the oldest of ``items`` are dropped.
         The view does not move (a paused reader keeps looking at the same rows).
         """
-        new = [TailRow(seq, env, label) for env, seq, label in items]
-        room = self.limit - len(self._rows)
-        if room <= 0 or not new:
+        kept, shown = self.model.prepend(items)
+        if not kept:
             return 0
-        new = new[-room:]
-        self._base -= len(new)
-        self._rows[0:0] = new
-        shown = len(new)
-        if self._view is not None:
-            accepted = [self._base + i for i, row in enumerate(new) if self._accept(row)]
-            self._view[0:0] = accepted
-            shown = len(accepted)
         self._after_change()
         if self.following:
             self._scroll_to_end()
         elif shown:
             self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True, force=True)
-        return len(new)
+        return kept
 
     def clear(self) -> None:
         """Forget every row (filters stay)."""
-        self._base += len(self._rows)
-        self._rows.clear()
-        if self._view is not None:
-            self._view.clear()
+        self.model.clear()
         self._cursor = None
         self._strips.clear()
         self.pending_count = 0
@@ -377,37 +354,30 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def set_channel_filter(self, channel_id: str | None) -> None:
         """Show only one channel's envelopes (None: every channel)."""
-        if channel_id == self._channel_filter:
+        keep = self._cursor_abs()
+        if not self.model.set_channel_filter(channel_id):
             return
-        self._channel_filter = channel_id
         self.show_channel = channel_id is None
-        self._rebuild_view()
+        self._view_changed(keep)
 
     def set_filter(self, spec: FilterSpec | str | None) -> None:
         """Show only rows matching ``spec`` (a ``FilterSpec`` or a query string; raises ``FilterError``)."""
-        if spec is None:
-            spec = FilterSpec()
-        elif isinstance(spec, str):
-            spec = FilterSpec.parse(spec)
-        self._filter = spec
-        self._rebuild_view()
+        keep = self._cursor_abs()
+        self.model.set_filter(spec)
+        self._view_changed(keep)
 
     def set_search(self, spec: FilterSpec | str | None) -> bool:
         """Mark rows matching ``spec`` and move to the next match after the cursor; False when none matches."""
-        if spec is None:
-            spec = FilterSpec()
-        elif isinstance(spec, str):
-            spec = FilterSpec.parse(spec)
-        self._search = spec
+        self.model.set_search(spec)
         self._strips.clear()
         self.refresh()
         self.post_message(self.StateChanged(self))
-        if spec.empty:
+        if self.model.search_spec.empty:
             return True
         line = self._cursor_line()
-        found = self._find(line if line is not None else -1, forward=True, inclusive=True)
+        found = self.model.find_match(line if line is not None else -1, forward=True, inclusive=True)
         if found is None:
-            found = self._find(-1, forward=True, inclusive=False)
+            found = self.model.find_match(-1, forward=True, inclusive=False)
         if found is not None:
             self._move_cursor_to_line(found)
             return True
@@ -423,38 +393,27 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def goto_seq(self, seq: int) -> bool:
         """Move the cursor to the newest visible row with this per-channel ``seq``; False when absent."""
-        count = self.visible_count
-        for line in range(count - 1, -1, -1):
-            if self._row_at_line(line).seq == seq:
-                self._move_cursor_to_line(line)
-                return True
-        return False
+        line = self.model.line_of_seq(seq)
+        if line is None:
+            return False
+        self._move_cursor_to_line(line)
+        return True
 
     def goto_envelope(self, envelope_id: str) -> bool:
         """Move the cursor to the visible row of ``envelope_id``; False when it is not shown."""
-        count = self.visible_count
-        for line in range(count - 1, -1, -1):
-            if self._row_at_line(line).envelope.envelope_id == envelope_id:
-                self._move_cursor_to_line(line)
-                return True
-        return False
+        line = self.model.line_of_envelope(envelope_id)
+        if line is None:
+            return False
+        self._move_cursor_to_line(line)
+        return True
 
     def recent_rows(self, channel_id: str, limit: int = 25) -> list[TailRow]:
         """The newest held rows of ``channel_id`` (filters ignored), newest first."""
-        found: list[TailRow] = []
-        for row in reversed(self._rows):
-            if row.envelope.channel_id == channel_id:
-                found.append(row)
-                if len(found) >= limit:
-                    break
-        return found
+        return self.model.recent_rows(channel_id, limit)
 
     def find_envelope(self, envelope_id: str) -> TailRow | None:
         """Any held row (filtered or not) carrying ``envelope_id``."""
-        for row in reversed(self._rows):
-            if row.envelope.envelope_id == envelope_id:
-                return row
-        return None
+        return self.model.find_envelope(envelope_id)
 
     def follow(self) -> None:
         """Resume following: cursor to the last row, pending count reset."""
@@ -524,9 +483,9 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("search_next", "search_prev"):
-            return not self._search.empty
+            return not self.model.search_spec.empty
         if action == "clear_query":
-            return not (self._search.empty and self._filter.empty)
+            return not (self.model.search_spec.empty and self.model.filter_spec.empty)
         if action == "open_envelope":
             return True if self.visible_count else None
         return True
@@ -596,12 +555,12 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         line = int(self.scroll_y) + y - 1
         if line >= self.visible_count:
             return Strip.blank(width, self.rich_style)
-        index = self._abs_at_line(line)
+        index = self.model.index_at(line)
         is_cursor = index == self._cursor_abs()
         key = (index, is_cursor)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_row(self._rows[index - self._base], width, is_cursor, styles)
+            strip = self._render_row(self.model.row(index), width, is_cursor, styles)
             self._strips[key] = strip
         return strip
 
@@ -646,7 +605,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         c = self._columns(width)
         base = styles["base"]
         text = Text(style=base, no_wrap=True, end="")
-        matched = not self._search.empty and self._search.matches(env, self.name_for, row.seq)
+        matched = self.model.is_match(row)
         seq = "·" if row.seq is None else str(row.seq)
         text.append(seq.rjust(c.seq)[-c.seq :], styles["match"] if matched else styles["seq"])
         text.append(" ")
@@ -685,24 +644,11 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     # ------------------------------------------------------------------ internals
 
-    def _accept(self, row: TailRow) -> bool:
-        if self._channel_filter is not None and row.envelope.channel_id != self._channel_filter:
-            return False
-        return self._filter.empty or self._filter.matches(row.envelope, self.name_for, row.seq)
-
-    def _rebuild_view(self) -> None:
-        keep = self._cursor_abs()
-        if self._channel_filter is None and self._filter.empty:
-            self._view = None
-        else:
-            base = self._base
-            accept = self._accept
-            self._view = [base + i for i, row in enumerate(self._rows) if accept(row)]
+    def _view_changed(self, keep: int | None) -> None:
+        """After the shown rows changed: keep the cursor on its envelope (or the nearest row before it)."""
         if not self.following and keep is not None:
-            # keep the cursor on the same envelope, or the nearest row before it
-            self._cursor = keep
-            line = self._nearest_line(keep)
-            self._cursor = None if line is None else self._abs_at_line(line)
+            line = self.model.line_of(keep)
+            self._cursor = None if line is None else self.model.index_at(line)
         self.pending_count = 0
         self._strips.clear()
         self._after_change()
@@ -712,19 +658,6 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             self._scroll_cursor_into_view()
         self.post_message(self.StateChanged(self))
 
-    def _trim(self) -> None:
-        excess = len(self._rows) - self.limit
-        if excess <= 0:
-            return
-        del self._rows[:excess]
-        self._base += excess
-        if self._view is not None:
-            cut = bisect_left(self._view, self._base)
-            if cut:
-                del self._view[:cut]
-        if self._cursor is not None and self._cursor < self._base:
-            self._cursor = self._abs_at_line(0) if self.visible_count else None
-
     def _after_change(self) -> None:
         self.virtual_size = Size(self._width, self.visible_count + 1)
         self.refresh()
@@ -732,33 +665,15 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def _body_height(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
 
-    def _abs_at_line(self, line: int) -> int:
-        return self._view[line] if self._view is not None else self._base + line
-
-    def _row_at_line(self, line: int) -> TailRow:
-        return self._rows[self._abs_at_line(line) - self._base]
-
     def _cursor_abs(self) -> int | None:
         if self._cursor is not None:
             return self._cursor
         count = self.visible_count
-        return self._abs_at_line(count - 1) if count else None
-
-    def _nearest_line(self, index: int) -> int | None:
-        """The line of ``index``, or of the closest visible row at or before it (else the first)."""
-        count = self.visible_count
-        if not count:
-            return None
-        if self._view is None:
-            return min(max(index - self._base, 0), count - 1)
-        pos = bisect_left(self._view, index)
-        if pos < count and self._view[pos] == index:
-            return pos
-        return max(pos - 1, 0)
+        return self.model.index_at(count - 1) if count else None
 
     def _cursor_line(self) -> int | None:
         index = self._cursor_abs()
-        return None if index is None else self._nearest_line(index)
+        return None if index is None else self.model.line_of(index)
 
     def _move_by(self, delta: int) -> None:
         count = self.visible_count
@@ -774,7 +689,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def _move_cursor_to_line(self, line: int) -> None:
         old = self._cursor_abs()
-        self._cursor = self._abs_at_line(line)
+        self._cursor = self.model.index_at(line)
         if self.following and line != self.visible_count - 1:
             self._set_following(False)
         if old is not None:
@@ -817,30 +732,8 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         else:
             self.border_subtitle = "paused · End to follow"
 
-    def _find(self, line: int, *, forward: bool, inclusive: bool) -> int | None:
-        count = self.visible_count
-        search = self._search
-        name_for = self.name_for
-        if forward:
-            lines: Iterable[int] = range(line if inclusive else line + 1, count)
-        else:
-            lines = range(line if inclusive else line - 1, -1, -1)
-        for candidate in lines:
-            if candidate < 0:
-                continue
-            row = self._row_at_line(candidate)
-            if search.matches(row.envelope, name_for, row.seq):
-                return candidate
-        return None
-
     def _step_search(self, *, forward: bool) -> bool:
-        if self._search.empty or not self.visible_count:
-            return False
-        line = self._cursor_line()
-        line = self.visible_count - 1 if line is None else line
-        found = self._find(line, forward=forward, inclusive=False)
-        if found is None:  # wrap around
-            found = self._find(-1 if forward else self.visible_count, forward=forward, inclusive=False)
+        found = self.model.step_match(self._cursor_line(), forward=forward)
         if found is None:
             return False
         self._move_cursor_to_line(found)
