@@ -326,3 +326,43 @@ def test_the_names_are_exported_at_top_level() -> None:
         "ensure_parts",
     ):
         assert name in ag2net.__all__
+
+
+class _NothingVisible:
+    """A view that shows the model no history: the turn input then comes from ``extract_turn_input``."""
+
+    name = "nothing_visible"
+
+    async def project(self, wal, *, participant_id, channel, **_):
+        return []
+
+
+class PartsTallyAdapter(TallyAdapter):
+    """An ag2-style adapter whose ``extract_turn_input`` returns input parts, not a string."""
+
+    def default_view_policy(self, metadata, participant_id):
+        return _NothingVisible()
+
+    def extract_turn_input(self, envelope):
+        text = default_extract_turn_input(envelope)
+        return [TextInput(f"asked: {text}"), TextInput("")] if text else []
+
+
+async def test_turn_input_given_as_parts_reaches_the_model() -> None:
+    adapter = PartsTallyAdapter(limit=2)
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
+    try:
+        hub.register_adapter(adapter)
+        hc = HubClient.local(hub)
+        model = ScriptedModel("two")
+        counter = await hc.register(Agent("counter", model))
+        assert counter.plugin is not None  # the applied NetworkPlugin is kept for its builders
+        ana = await hc.register_human(Passport(name="ana", kind="human"))
+        ch = await ana.open(type="tally", target="counter")
+        await ana.send(ch.channel_id, "one")
+        await ana.next_envelope(predicate=lambda e: e.event_type == EV_CHANNEL_CLOSED, timeout=3)
+        # parts pass through as parts (empty text dropped), not str() of a list
+        assert model.calls[0].inputs == [TextInput("asked: one")]
+        await hc.close()
+    finally:
+        await hub.close()

@@ -51,6 +51,9 @@ class AgentClient(ParticipantClient):
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._suppressed: set[str] = set()
         self._owns_connection = False
+        #: The ``NetworkPlugin`` registration applied to the agent (None with ``attach_plugin=False``); its
+        #: builders (``tool``, ``prompt``, ``observer``…) add to this agent's turns.
+        self.plugin: Any = None
         if getattr(agent, "task_sink", "missing") is None:
             agent.task_sink = self
 

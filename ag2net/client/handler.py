@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from ag2net.adapters.base import ensure_parts
 from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, HUB_DEP
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.client.channel import Channel
@@ -72,8 +73,9 @@ def _current_input(projected: list[BaseEvent], adapter: Any, envelope: Envelope)
             return [p for p in first.parts if not (isinstance(p, TextInput) and not p.content)]
         if isinstance(first, ModelMessage) and first.content:
             return [TextInput(first.content)]
-    text = adapter.extract_turn_input(envelope)
-    return [TextInput(text)] if text else []
+    # ag2's adapters may return input parts here, ours a string: both become parts, empty text dropped
+    parts = ensure_parts(adapter.extract_turn_input(envelope))
+    return [p for p in parts if not (isinstance(p, TextInput) and not p.content)]
 
 
 async def ack_invite(client: Any, envelope: Envelope) -> None:

@@ -274,7 +274,8 @@ class HubClient:
         if attach_plugin:
             from ag2net.client.plugin import NetworkPlugin
 
-            NetworkPlugin(client).apply(agent)
+            client.plugin = plugin = NetworkPlugin(client)
+            plugin.apply(agent)
         return client
 
     def _seat_human(
@@ -356,7 +357,8 @@ class HubClient:
         if attach_plugin:
             from ag2net.client.plugin import NetworkPlugin
 
-            NetworkPlugin(client).apply(agent)
+            client.plugin = plugin = NetworkPlugin(client)
+            plugin.apply(agent)
         return client
 
     def _bind_credentials(self, name: str, passport: Passport | None) -> dict[str, Any]:
