@@ -22,6 +22,8 @@ from ag2net.channel import (
     ChannelState,
 )
 from ag2net.envelope import (
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_EXPIRED,
     EV_TASK_CANCEL_REQUEST,
     Envelope,
 )
@@ -378,11 +380,27 @@ class Hub(
                 wal = logs[cid]
                 if len(wal):
                     self._last_activity[cid] = wal[-1].created_at
+                    if await self._finish_interrupted_close(cid, wal[-1]):
+                        continue
                 cache.install(cid, wal)
         for data in await self.store.load_tasks():
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
         self._cursors = await self.store.load_cursors()
+
+    async def _finish_interrupted_close(self, channel_id: str, last: Envelope) -> bool:
+        """A live channel whose WAL ends with its close or expiry envelope was closed by a hub that stopped
+        before it wrote the channel's row: write it now. Returns whether the channel was terminal."""
+        if last.event_type not in (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED):
+            return False
+        md = self.channels[channel_id]
+        md.state = ChannelState.EXPIRED if last.event_type == EV_CHANNEL_EXPIRED else ChannelState.CLOSED
+        reason = last.event_data.get("reason") if isinstance(last.event_data, dict) else None
+        md.close_reason = reason if isinstance(reason, str) else ""
+        md.closed_at = last.created_at
+        await self.store.put_channel(md.to_dict())
+        self._states.pop(channel_id, None)
+        return True
 
     def _restore_snapshot(self, text: str | None, live: list[str]) -> list[str]:
         """Take adapter states from a clean shutdown's snapshot; returns the channels still to fold.

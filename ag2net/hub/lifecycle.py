@@ -296,18 +296,6 @@ class ChannelLifecycle:
         for task in list(self._tasks.values()):
             if task.channel_id == channel_id and task.state not in TERMINAL_TASKS:
                 await self.update_task(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
-        now = self.clock()
-        await self.store.put_channel(
-            {**md.to_dict(), "state": new_state.value, "close_reason": reason, "closed_at": now}
-        )
-        md.state = new_state
-        md.close_reason = reason
-        md.closed_at = now
-        self._fired.pop(channel_id, None)
-        waiter = self._open_waiters.get(channel_id)
-        if was_pending and waiter is not None and not waiter.done():
-            waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
-            waiter.exception()  # mark retrieved: the creator may already have given up
         expired = new_state == ChannelState.EXPIRED
         env = Envelope(
             channel_id=channel_id,
@@ -317,7 +305,26 @@ class ChannelLifecycle:
             event_data={"reason": reason, "channel_id": channel_id},
         )
         self._stamp(env)
+        now = env.created_at
+        # The closing envelope is in the WAL before the channel reads as terminal anywhere (in memory or in
+        # the store): whoever sees the state can read the envelope. A crash between the two writes is
+        # repaired by ``hydrate`` (a live channel whose WAL ends with its close is closed).
         await self._append(md, env)
+        try:
+            await self.store.put_channel(
+                {**md.to_dict(), "state": new_state.value, "close_reason": reason, "closed_at": now}
+            )
+        except Exception:
+            # the WAL already says closed (the source of truth); the next hydrate writes the row
+            log.exception("channel %s: closed in the WAL, but its metadata row was not updated", channel_id)
+        md.state = new_state
+        md.close_reason = reason
+        md.closed_at = now
+        self._fired.pop(channel_id, None)
+        waiter = self._open_waiters.get(channel_id)
+        if was_pending and waiter is not None and not waiter.done():
+            waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
+            waiter.exception()  # mark retrieved: the creator may already have given up
         adapter = self._adapters.get((md.manifest.type, md.manifest.version))
         state = self._states.get(channel_id)
         if adapter is not None and state is not None:
