@@ -444,12 +444,6 @@ async def test_one_ws_connection_is_not_shared_by_two_hub_clients(ws_hub):
         await first.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="HubClient(link) must take link.client() from any LinkFactory, not only LocalLink "
-    "(ag2net/client/hub_client.py; change requested)",
-)
 async def test_three_hub_clients_on_one_ws_link(ws_hub):
     async with serve_ws(ws_hub, "127.0.0.1", 0) as server:
         link = WsLink(server.url(), ping_interval=None)

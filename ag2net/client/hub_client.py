@@ -17,7 +17,7 @@ from ag2net.envelope import Envelope
 from ag2net.errors import NotFoundError
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.tasks import TaskMetadata
-from ag2net.transport.link import Link, LocalLink
+from ag2net.transport.link import Link, LinkFactory, LocalLink
 
 if TYPE_CHECKING:
     from ag2net.client.agent_client import AgentClient
@@ -58,7 +58,7 @@ class HubClient:
         """A client on ``link``: a ``LocalLink`` (shareable: this client takes its own connection from it
         with ``link.client()``), a ``LocalLinkClient``, or a ``WsLink``. ``hub`` names the in-process hub
         (ag2's signature); it must be the link's own hub when the link has one."""
-        if isinstance(link, LocalLink):
+        if isinstance(link, LinkFactory):  # LocalLink, WsLink: one connection per client
             link = link.client()
         link_hub = getattr(link, "hub", None)
         if hub is not None and link_hub is not None and link_hub is not hub:
