@@ -2,8 +2,9 @@
 
 ``tests/side_by_side/program.py`` is written the way an ``ag2.network`` user writes it (three agents on
 one ``LocalLink``, consulting channels, a workflow with a custom transition target and condition, an
-arbiter refusing a custom event type, a checkpointed task, the async getters). It takes the network
-module's name as its argument and prints a JSON transcript with ids replaced by labels.
+arbiter refusing a custom event type, a checkpointed task, a human, a failing model, the async getters).
+It takes the network module's name as its argument and prints a JSON transcript with ids replaced by
+labels. A second argument ``ws`` runs the same program over ``serve_ws`` / ``WsLink`` instead.
 
 The ag2 run uses the interop virtualenv of ``test_ws_interop.py`` (skipped, saying why, only when that
 environment cannot be built). The two transcripts must be equal, except that an error message may say
@@ -24,10 +25,10 @@ PROGRAM = Path(__file__).parent / "side_by_side" / "program.py"
 RUN_TIMEOUT = 300
 
 
-def run_program(python: Path | str, network: str, cwd: Path) -> dict[str, Any]:
+def run_program(python: Path | str, network: str, transport: str, cwd: Path) -> dict[str, Any]:
     """Runs the program under ``python`` with ``network`` as the module; returns its transcript."""
     done = subprocess.run(
-        [str(python), str(PROGRAM), network],
+        [str(python), str(PROGRAM), network, transport],
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
@@ -35,8 +36,8 @@ def run_program(python: Path | str, network: str, cwd: Path) -> dict[str, Any]:
     )
     lines = done.stdout.strip().splitlines()
     assert lines, (
-        f"the program printed no transcript under {network} (exit {done.returncode}); stderr ends:\n"
-        + "\n".join(done.stderr.strip().splitlines()[-25:])
+        f"the program printed no transcript under {network} over {transport} (exit {done.returncode}); "
+        "stderr ends:\n" + "\n".join(done.stderr.strip().splitlines()[-25:])
     )
     result = json.loads(lines[-1])
     result["exit_code"] = done.returncode
@@ -122,8 +123,8 @@ def test_differences_compares_errors_by_class_and_ag2s_words():
     ) == ['[x]: crashed on ag2net: {"class": "TypeError", "message": "m"}']
 
 
-def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python, tmp_path):  # noqa: F811
-    theirs = run_program(ag2_python, "ag2.network", tmp_path)
+def side_by_side(python: Path, transport: str, cwd: Path) -> None:
+    theirs = run_program(python, "ag2.network", transport, cwd)
     # ag2's run is the ground truth: it must have gone through every section without a crash.
     crashed = [r for r in theirs["transcript"] if "crash" in r]
     assert theirs["exit_code"] == 0 and not crashed, (crashed, theirs["stderr_tail"])
@@ -131,8 +132,16 @@ def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python
     steps = [record["step"] for record in theirs["transcript"]]
     assert len(steps) == len(set(steps)), f"step names must be unique: {steps}"
 
-    ours = run_program(sys.executable, "ag2net", tmp_path)
+    ours = run_program(sys.executable, "ag2net", transport, cwd)
     found = transcript_differences(theirs["transcript"], ours["transcript"])
     if ours["exit_code"] != 0:
         found.append(f"ag2net's run exited {ours['exit_code']}: " + " | ".join(ours["stderr_tail"]))
-    assert not found, "ag2net differs from ag2 1.2.1 on the same program:\n" + "\n".join(found)
+    assert not found, f"ag2net differs from ag2 1.2.1 on the same program ({transport}):\n" + "\n".join(found)
+
+
+def test_the_same_program_gives_the_same_transcript_on_ag2_and_ag2net(ag2_python, tmp_path):  # noqa: F811
+    side_by_side(ag2_python, "local", tmp_path)
+
+
+def test_the_same_program_over_websockets_gives_the_same_transcript(ag2_python, tmp_path):  # noqa: F811
+    side_by_side(ag2_python, "ws", tmp_path)

@@ -10,7 +10,9 @@ What it does, in order:
 1. A hub on an in-memory store with an arbiter that refuses one custom event type, and a listener.
 2. Three agents (alice, bob, carol) on ONE ``LocalLink``: ``link = LocalLink(hub)`` then
    ``HubClient(link, hub=hub)`` per agent. Each agent runs the default handler over a scripted model
-   that always gives the same one-line answer.
+   that always gives the same one-line answer. With ``ws`` as the second argument the hub is served
+   with ``serve_ws`` instead and the three share ONE ``WsLink`` (the human and the fourth agent of
+   later sections each get a ``WsLink`` of their own).
 3. Two consulting channels: alice asks bob, carol asks alice; each closes after the reply.
 4. A workflow channel whose graph uses a custom ``TransitionTarget`` and a custom
    ``TransitionCondition`` registered with ``register_target`` / ``register_condition``; graphs naming
@@ -32,6 +34,7 @@ difference between two implementations shows up as a difference in the transcrip
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import re
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 NETWORK = sys.argv[1] if len(sys.argv) > 1 else "ag2.network"
+TRANSPORT = sys.argv[2] if len(sys.argv) > 2 else "local"  # or "ws": the same over serve_ws/WsLink
 net = importlib.import_module(NETWORK)
 
 # The framework side (the agent class, a scripted model, an in-memory store) is not part of
@@ -214,6 +218,11 @@ def is_closed(envelope) -> bool:
 
 
 async def main() -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        await run(stack)
+
+
+async def run(stack: contextlib.AsyncExitStack) -> None:
     hub = await net.Hub.open(
         MemoryStore(),
         ttl_sweep_interval=0,
@@ -225,9 +234,28 @@ async def main() -> None:
     hub.register_listener(recorder)
     record("hub", arbiter=type(hub.arbiter).__name__)
 
-    # Three agents, three HubClients, ONE LocalLink.
-    link = net.LocalLink(hub)
-    clients = {name: net.HubClient(link, hub=hub) for name in ("alice", "bob", "carol")}
+    if TRANSPORT == "local":
+        # Three agents, three HubClients, ONE LocalLink (the human and the fourth agent join it too).
+        link = net.LocalLink(hub)
+
+        def on_the_link():
+            return net.HubClient(link, hub=hub)
+
+        on_its_own_link = on_the_link
+    else:
+        # The same over WebSocket: the three agents share ONE WsLink (a connection per HubClient);
+        # the human and the fourth agent each get a WsLink of their own.
+        server = await stack.enter_async_context(net.serve_ws(hub, "127.0.0.1", 0))
+        url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        link = net.WsLink(url)
+
+        def on_the_link():
+            return net.HubClient(link, rpc_timeout=20)
+
+        def on_its_own_link():
+            return net.HubClient(net.WsLink(url), rpc_timeout=20)
+
+    clients = {name: on_the_link() for name in ("alice", "bob", "carol")}
     replies = {
         "alice": "Alice here: the budget is approved.",
         "bob": "Bob: four, and the agenda is done.",
@@ -426,7 +454,7 @@ async def main() -> None:
 
     async def human() -> None:
         # A person on the same link: asks carol, reads the answer from the pull queue.
-        dana_client = net.HubClient(link, hub=hub)
+        dana_client = on_its_own_link()
         dana = await dana_client.register_human(net.Passport(name="dana", kind="human"))
         labels[dana.agent_id] = "dana"
         channel = await dana.open(type="consulting", target="carol")
@@ -460,7 +488,7 @@ async def main() -> None:
 
     async def failing_turn() -> None:
         # An agent whose model fails: the turn is reported to listeners with the exception itself.
-        erin_client = net.HubClient(link, hub=hub)
+        erin_client = on_its_own_link()
         failing = scripted_agent("erin", RuntimeError("model unavailable"))
         async with await erin_client.register(failing) as erin:
             labels[erin.agent_id] = "erin"
@@ -592,4 +620,4 @@ if __name__ == "__main__":
     try:
         asyncio.run(asyncio.wait_for(main(), PROGRAM_TIMEOUT))
     finally:
-        print(json.dumps({"network": NETWORK, "transcript": transcript}, default=str))
+        print(json.dumps({"network": NETWORK, "transport": TRANSPORT, "transcript": transcript}, default=str))
