@@ -74,6 +74,10 @@ transcript: list[dict[str, Any]] = []
 labels: dict[str, str] = {}  # id -> stable label (agent names, channel labels)
 
 
+def id_of(label: str) -> str:
+    return next(ident for ident, known in labels.items() if known == label)
+
+
 def norm(value: Any) -> Any:
     """Replace every known id inside ``value`` (strings, lists, dicts) by its label."""
     if isinstance(value, str):
@@ -572,6 +576,14 @@ async def run(stack: contextlib.AsyncExitStack) -> None:
             alice_channels=sorted((md.manifest.type, md.state.value, md.close_reason) for md in mine),
             alice_live=len(live),
             alice_all=len(everything),
+            # A channel alice is not in (dana asked carol): in-process any client reads it; over the
+            # wire only connections with a participant may.
+            alice_reads_dana_channel=await _outcome(
+                _state_of(clients["alice"].get_channel(id_of("consult dana->carol")))
+            ),
+            alice_reads_dana_wal=await _outcome(
+                _count(clients["alice"].read_wal(id_of("consult dana->carol")))
+            ),
             closed_only=len(await hub.list_channels(state=net.ChannelState.CLOSED)),
             pending_turns={n: len(await hub.pending_turns_for(a.agent_id)) for n, a in agents.items()},
             health={k: health.get(k) for k in ("active_channels", "registered_agents")},
@@ -600,6 +612,14 @@ def _knows(registry, name: str) -> bool:
     except net.NetworkError:
         return False
     return True
+
+
+async def _state_of(awaitable) -> str:
+    return (await awaitable).state.value
+
+
+async def _count(awaitable) -> int:
+    return len(await awaitable)
 
 
 def _call(fn) -> Any:
