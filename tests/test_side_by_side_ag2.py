@@ -65,6 +65,8 @@ def differences(theirs: Any, ours: Any, where: str = "") -> list[str]:
                 f"{where}: error message {ours.get('message')!r} does not contain ag2's {theirs['message']!r}"
             )
         return found
+    if is_error(theirs) != is_error(ours):
+        return [f"{where}: {short(ours)} (ag2: {short(theirs)})"]
     if isinstance(theirs, dict) and isinstance(ours, dict):
         found = []
         for key in list(theirs) + [k for k in ours if k not in theirs]:
@@ -117,6 +119,9 @@ def test_differences_compares_errors_by_class_and_ag2s_words():
     assert differences(ag2_error, {**subclass, "is_a": ["FrameError", "ValueError"]})
     assert differences({"a": [1, 2]}, {"a": [1, 3]}) == [".a[1]: 3 (ag2: 2)"]
     assert differences({"a": 1}, {"a": 1, "b": 2}) == [".b: extra 2 (not in ag2's)"]
+    assert differences({"r": ag2_error}, {"r": {"step": 3}}) == [
+        '.r: {"step": 3} (ag2: {"class": "ProtocolError", "message": "channel \'c\' is closed"})'
+    ]
     assert transcript_differences([{"step": "x", "v": 1}], []) == ["[x]: missing from ag2net's transcript"]
     assert transcript_differences(
         [{"step": "x", "v": 1}], [{"step": "x", "crash": {"class": "TypeError", "message": "m"}}]

@@ -437,6 +437,10 @@ async def run(stack: contextlib.AsyncExitStack) -> None:
         via_client = await clients["alice"].read_task_checkpoint(task_id)
         await clients["alice"].checkpoint_task(task_id, {"step": 3, "done": ["venue", "agenda"]})
         via_hub = await net.HubBackedCheckpointStore(hub).read(task_id)
+        # Another agent's client (in-process: the hub trusts it; over the wire: not its task).
+        bob_reads = await _outcome(clients["bob"].read_task_checkpoint(task_id))
+        bob_writes = await _outcome(clients["bob"].checkpoint_task(task_id, {"step": 666}))
+        after_bob = await clients["alice"].read_task_checkpoint(task_id)
         try:
             net.TaskMirror(owner_id=alice.agent_id)
             mirror = "built"
@@ -450,6 +454,9 @@ async def run(stack: contextlib.AsyncExitStack) -> None:
             via_client=via_client,
             via_hub_after_third_write=via_hub,
             other_task=await store.read("never-written"),
+            bob_reads=bob_reads,
+            bob_writes=bob_writes,
+            step_after_bob=after_bob["step"],
             mirror_without_hub=mirror,
             mirror=mirror_ok,
         )
