@@ -1,7 +1,9 @@
-"""Control-plane ops by name: the one door through which every client (local or remote) reaches the hub.
+"""The hub's behaviour for each op of the catalogue (``ag2net.protocol.ops``): the one door through which
+every client (local or remote) reaches the hub.
 
-Params may hold Python records (in-process link) or their JSON dicts (WebSocket); each op decodes
-what it needs. Results are Python records; the WebSocket server encodes them with ``to_wire``.
+``run_op`` looks the op up in the catalogue, checks the caller's access (the endpoint's ``authorize``),
+decodes the typed params with the op's codecs (in-process callers pass objects through) and runs the
+handler. Results are Python values; the WebSocket server encodes them with the op's codec at its edge.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
 from ag2net.identity import Passport, Resume, Rule
+from ag2net.protocol.codec import to_wire
+from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TaskMetadata, TaskState
 from ag2net.transport.link import LocalEndpoint
 
@@ -25,6 +29,12 @@ OPS: dict[str, Op] = {}
 
 
 def op(name: str) -> Callable[[Op], Op]:
+    """Register the hub's handler of the catalogue's op ``name``."""
+    if name not in CATALOGUE or CATALOGUE[name].connection:
+        raise ValueError(
+            f"op {name!r} is not a hub op of the catalogue; declare it in ag2net/protocol/ops.py"
+        )
+
     def register(fn: Op) -> Op:
         OPS[name] = fn
         return fn
@@ -101,7 +111,7 @@ async def run_op(hub: Hub, endpoint: Any, name: str, params: dict[str, Any]) -> 
     authorize = getattr(endpoint, "authorize", None)
     if authorize is not None:
         await authorize(hub, name, params)
-    return await fn(hub, endpoint, params)
+    return await fn(hub, endpoint, CATALOGUE[name].decode_params(params))
 
 
 @op("register")
@@ -303,11 +313,11 @@ async def _can_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> bool:
 
 
 @op("explain_send")
-async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Any]:
+async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> tuple[bool, str]:
     ok, why = await hub.explain_send(
         _str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type")
     )
-    return [ok, why]
+    return (ok, why)
 
 
 @op("pending_turns_for")
@@ -468,19 +478,6 @@ async def _observe_position(hub: Hub, endpoint: Any, p: dict[str, Any]) -> int:
 @op("adapter_types")
 async def _adapter_types(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[str]:
     return hub.adapter_types()
-
-
-def to_wire(value: Any) -> Any:
-    """Encode an op result as JSON-able data (records via ``to_dict``, passports without claims)."""
-    if isinstance(value, Passport):
-        return value.public_dict()
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [to_wire(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_wire(v) for k, v in value.items()}
-    return value
 
 
 __all__ = ["OPS", "caller_agents", "caller_is_operator", "envelope_param", "op", "run_op", "to_wire"]

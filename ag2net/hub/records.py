@@ -20,6 +20,7 @@ from ag2net.identity import (
     Resume,
     Rule,
 )
+from ag2net.protocol.records import PendingTurn
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
@@ -39,20 +40,6 @@ class AgentRecord:
     rule: Rule
     skill_md: str | None = None
     owners: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class PendingTurn:
-    channel_id: str
-    triggering_envelope_id: str | None
-    expected_at: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "channel_id": self.channel_id,
-            "triggering_envelope_id": self.triggering_envelope_id,
-            "expected_at": self.expected_at,
-        }
 
 
 class AuditHandler:

@@ -53,14 +53,12 @@ import asyncio
 import contextlib
 import hmac
 import http
-import json
 import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -71,9 +69,10 @@ from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Env
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
 from ag2net.hub.checkpoints import authorize_checkpoint
-from ag2net.hub.ops import to_wire
 from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES, check_resume_size, check_skill_size
 from ag2net.ids import make_id
+from ag2net.protocol.codec import dumps, to_wire
+from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TASK_ID_RE
 from ag2net.transport.frames import (
     MAX_JSON_DEPTH,
@@ -199,25 +198,10 @@ def classified_ops() -> frozenset[str]:
     return OPEN_OPS | frozenset(AGENT_OPS) | CHANNEL_OPS | OPERATOR_OPS | SPECIAL_OPS
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (set, frozenset, Sequence)) and not isinstance(value, (str, bytes)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, default=_json_default, separators=(",", ":"))
-
-
-def encode_result(value: Any) -> Any:
-    """An op result as JSON-able data: ``to_wire`` plus read-only sequences (``WalSlice``) as lists."""
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, list, tuple)):
-        value = list(value)
-    return to_wire(value)
+def encode_result(value: Any, op: str | None = None) -> Any:
+    """An op result as JSON data, by the op's codec (the one encoder of ``ag2net.protocol.codec``)."""
+    spec = CATALOGUE.get(op) if op is not None else None
+    return spec.encode_result(value) if spec is not None else to_wire(value)
 
 
 def _param(params: dict[str, Any], name: str) -> str:
@@ -909,7 +893,7 @@ class WsEndpoint(WsLinkEndpoint):
                 data["identity_secret"] = secret
             try:
                 # Encoded only now, holding the writer: queued answers stay references to hub objects.
-                data["result"] = encode_result(result)
+                data["result"] = encode_result(result, frame.op)
                 text = dumps(data)
             except (TypeError, ValueError, RecursionError) as exc:
                 log.exception("result of op %s is not JSON", frame.op)

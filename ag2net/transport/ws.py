@@ -23,7 +23,6 @@ import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -31,9 +30,9 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from ag2net.envelope import Envelope
 from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_code
-from ag2net.hub.observe import ObservedEvent
-from ag2net.identity import Passport
 from ag2net.ids import make_id
+from ag2net.protocol.codec import to_wire
+from ag2net.protocol.observe import ObservedEvent
 from ag2net.transport.frames import (
     ErrorFrame,
     HelloFrame,
@@ -62,17 +61,7 @@ class ConnectionLostError(NetworkError, ConnectionError):
 
 def to_json_params(value: Any) -> Any:
     """Op params as JSON data: records via ``to_dict`` (a passport keeps its claim: the hub checks it)."""
-    if isinstance(value, Passport):
-        return value.to_dict(include_claim=True)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_json_params(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json_params(v) for v in value]
-    return value
+    return to_wire(value, claims=True)
 
 
 @dataclass(slots=True)
