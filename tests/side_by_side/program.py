@@ -65,7 +65,7 @@ else:
 
 SECTION_TIMEOUT = 20.0  # each section takes well under 5 s on ag2
 PROGRAM_TIMEOUT = 240.0
-INVITE_ACK_TIMEOUT = 4.0  # the hub gives up on an invite nobody acknowledges after this
+INVITE_ACK_TIMEOUT = 6.0  # the hub gives up on an invite nobody acknowledges after this
 GOSSIP = "acme.gossip"  # the custom event type the arbiter refuses
 NOTE = "acme.note"  # a custom event type it lets through
 
