@@ -177,7 +177,7 @@ def serve(
 
                     network_obj = await start_demo(hub, pace=0.5)
                     demo_task = asyncio.create_task(network_obj.run())
-                server = importlib.import_module("ag2net.transport.server")
+                server = importlib.import_module("ag2net.server")
                 try:
                     await server.serve_cli(
                         hub,

@@ -48,8 +48,8 @@ def percentile(values: list[float], q: float) -> float:
 
 async def serve(store: str) -> None:
     from ag2net.hub import Hub
+    from ag2net.server import serve_ws
     from ag2net.store import MemoryStore, SqliteStore
-    from ag2net.transport.server import serve_ws
 
     tmp = tempfile.mkdtemp(prefix="ag2net-bench-ws-")
     backend = SqliteStore(Path(tmp) / "hub.db") if store == "sqlite" else MemoryStore()

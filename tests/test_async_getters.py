@@ -26,7 +26,7 @@ from ag2net import (
     TaskSpec,
     TaskState,
 )
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 
 def quiet(**kw):

@@ -12,9 +12,9 @@ import pytest
 
 from ag2net import EV_TEXT, Agent, AuthError, HubClient, NotFoundError, Passport, ScriptedModel
 from ag2net.hub import Hub
+from ag2net.hub.local import LocalLink
 from ag2net.identity import AccessBlock, Resume, Rule
-from ag2net.transport.link import LocalLink
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 API = json.loads((Path(__file__).parent / "data" / "ag2_network_1_2_1_api.json").read_text())
 

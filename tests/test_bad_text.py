@@ -15,9 +15,9 @@ from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import Envelope, HubClient, Passport, ProtocolError, Resume
 from ag2net.hub import Hub
+from ag2net.server import serve_ws
 from ag2net.store import MemoryStore, SqliteStore, StoreError
 from ag2net.store.sqlite import _APPEND
-from ag2net.transport.server import serve_ws
 
 LONE = "\ud800"
 

@@ -12,7 +12,7 @@ from test_ws_interop import _run, ag2_python  # noqa: F401  (ag2_python is a fix
 
 from ag2net import HubBackedCheckpointStore
 from ag2net.hub import Hub
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 
 async def test_a_real_ag2_client_checkpoints_a_task_on_an_ag2net_server(ag2_python):  # noqa: F811

@@ -280,7 +280,7 @@ async def test_run_demo_cli_rejects_a_bad_model_name():
 
 async def test_demo_over_websocket():
     """``start_demo`` on a remote HubClient: the same traffic through the wire."""
-    from ag2net.transport.server import serve_ws
+    from ag2net.server import serve_ws
 
     hub = await open_hub()
     try:

@@ -14,8 +14,8 @@ import pytest
 from ag2net import EV_CHANNEL_CLOSED, EV_TEXT, Agent, HubClient, ScriptedModel
 from ag2net.channel import ChannelState
 from ag2net.hub import Hub
+from ag2net.hub.local import LocalLink, LocalLinkClient
 from ag2net.store import MemoryStore
-from ag2net.transport.link import LocalLink, LocalLinkClient
 
 
 async def consult(asker, target: str, question: str) -> str:

@@ -725,7 +725,7 @@ async def test_tool_error_string_reaches_the_model(hub, hc):
 @pytest.mark.parametrize("connections", ["one", "two"])
 async def test_delegate_from_inside_a_turn_over_websocket(hub, connections):
     """The same in-turn delegate with every client attached over a real WebSocket (127.0.0.1)."""
-    from ag2net.transport.server import serve_ws
+    from ag2net.server import serve_ws
 
     async with serve_ws(hub, "127.0.0.1", 0) as server:
         first = HubClient.connect(server.url(), rpc_timeout=10)

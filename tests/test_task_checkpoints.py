@@ -20,9 +20,9 @@ from ag2net import (
 from ag2net.hub import Hub
 from ag2net.hub.checkpoints import checkpoint_writers
 from ag2net.hub.ops import OPS
+from ag2net.server import classified_ops, serve_ws
 from ag2net.store import SqliteStore
 from ag2net.tasks import TaskMetadata, TaskSpec
-from ag2net.transport.server import classified_ops, serve_ws
 
 OPERATOR = "op-secret-ckpt"
 

@@ -22,7 +22,7 @@ from ag2net import (
     decode_frame,
 )
 from ag2net.hub import Hub
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 ag2_python = interop.ag2_python  # the fixture building (or finding) the ag2 1.2.1 virtualenv
 HELPERS = interop.HELPERS

@@ -13,7 +13,7 @@ import pytest
 from ag2net import AccessDeniedError, HubClient, Passport
 from ag2net.client.turns import TurnRecord
 from ag2net.hub import Hub
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 from tui.source import HubSource
 from tui.widgets.projected_view import ProjectedView
 

@@ -29,8 +29,8 @@ from ag2net.hub import Hub
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, NoAuth
 from ag2net.hub.ops import OPS
 from ag2net.identity import AuthBlock
+from ag2net.server import WsEndpoint, classified_ops, serve_cli, serve_ws
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
-from ag2net.transport.server import WsEndpoint, classified_ops, serve_cli, serve_ws
 from ag2net.transport.ws import ConnectionLostError, WsLink
 
 OPERATOR = "op-secret-1"
@@ -556,7 +556,7 @@ async def test_unauthenticated_server_is_loopback_only(hub, caplog):
     ):
         async with serve_ws(hub, "0.0.0.0", 0):
             pass
-    with caplog.at_level(logging.WARNING, logger="ag2net.transport.server"):
+    with caplog.at_level(logging.WARNING, logger="ag2net.server"):
         async with serve_ws(hub, "0.0.0.0", 0, allow_unauthenticated=True) as srv:
             client = HubClient.connect(f"ws://127.0.0.1:{srv.port}")
             assert (await client.health())["registered_agents"] == 0

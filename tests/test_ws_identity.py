@@ -20,8 +20,8 @@ from websockets.exceptions import ConnectionClosed
 from ag2net import EV_TEXT, AccessDeniedError, Agent, AuthError, HubClient, Passport, ScriptedModel
 from ag2net.hub import Hub
 from ag2net.hub.auth import SECRET_META_PREFIX, secret_digest
+from ag2net.server import serve_ws
 from ag2net.store import SqliteStore
-from ag2net.transport.server import serve_ws
 
 TOKEN = "team-token"
 HELPERS = Path(__file__).parent / "ws_helpers"

@@ -18,7 +18,7 @@ import pytest
 
 from ag2net import EV_TEXT, Agent, HubClient, Passport, ScriptedModel
 from ag2net.hub import Hub
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 HELPERS = Path(__file__).parent / "ws_helpers"
 AG2_REQUIREMENTS = ["ag2==1.2.1", "websockets>=14,<17"]

@@ -3,7 +3,7 @@
 import asyncio
 
 from ag2net import Hub, HubClient, Passport
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 
 async def test_observe_cut_before_its_first_answer_resumes_after_the_reconnect():

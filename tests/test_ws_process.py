@@ -13,7 +13,7 @@ from pathlib import Path
 from ag2net import EV_TEXT, Agent, HubClient, NetworkError, Passport, ScriptedModel, tool_call
 from ag2net.events import ToolResultEvent
 from ag2net.hub import Hub
-from ag2net.transport.server import serve_ws
+from ag2net.server import serve_ws
 
 HELPERS = Path(__file__).parent / "ws_helpers"
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from tui.app import WorkbenchApp
+
+class CommandSource(Protocol):
+    """What the provider needs of its app (``WorkbenchApp`` is one): the commands that apply now."""
+
+    def domain_commands(self) -> list[DomainCommand]: ...
 
 
 @dataclass(slots=True)
@@ -25,7 +28,7 @@ class WorkbenchCommands(Provider):
     """Open/close channels, compose envelopes, go to a seq, switch the agent view, start the demo."""
 
     def _commands(self) -> list[DomainCommand]:
-        app: WorkbenchApp = self.app  # type: ignore[assignment]
+        app: CommandSource = self.app  # type: ignore[assignment]
         return app.domain_commands()
 
     async def discover(self) -> Hits:

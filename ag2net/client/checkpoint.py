@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ag2net.errors import NotFoundError
 from ag2net.ids import utc_now
+from ag2net.protocol.ports import HubPort
 from ag2net.tasks import TERMINAL_TASK_STATES, TaskMetadata, TaskState
 
 if TYPE_CHECKING:
     from ag2net.client.hub_client import HubClient
-    from ag2net.hub.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,8 @@ async def _maybe_await(value: Any) -> Any:
 
 
 def _is_hub(obj: Any) -> bool:
-    from ag2net.hub.hub import Hub
-
-    return isinstance(obj, Hub)
+    """A hub in this process (it answers ops itself), as opposed to a ``HubClient``."""
+    return isinstance(obj, HubPort)
 
 
 class HubBackedCheckpointStore:
@@ -47,23 +46,20 @@ class HubBackedCheckpointStore:
     task has no checkpoint. Both go through the hub's ``checkpoint_task`` / ``read_task_checkpoint``.
     """
 
-    def __init__(self, hub: Hub | HubClient) -> None:
+    def __init__(self, hub: HubPort | HubClient) -> None:
         self._hub = hub
 
     async def write(self, task_id: str, state: dict[str, Any]) -> None:
         payload = dict(state)
         if _is_hub(self._hub) and not hasattr(self._hub, "checkpoint_task"):
-            from ag2net.hub.checkpoints import write_checkpoint
-
-            await write_checkpoint(self._hub, task_id, payload)
+            # A hub in this process: through its op door, as the hub itself (no endpoint).
+            await self._hub.handle_op(None, "checkpoint_task", {"task_id": task_id, "state": payload})
             return
         await self._hub.checkpoint_task(task_id, payload)
 
     async def read(self, task_id: str) -> dict[str, Any] | None:
         if _is_hub(self._hub) and not hasattr(self._hub, "read_task_checkpoint"):
-            from ag2net.hub.checkpoints import read_checkpoint
-
-            return await read_checkpoint(self._hub, task_id)
+            return await self._hub.handle_op(None, "read_task_checkpoint", {"task_id": task_id})
         return await self._hub.read_task_checkpoint(task_id)
 
 
@@ -80,7 +76,7 @@ class TaskMirror:
         self,
         *,
         hub_client: HubClient | None = None,
-        hub: Hub | None = None,
+        hub: HubPort | None = None,
         owner_id: str,
         channel_id: str | None = None,
     ) -> None:

@@ -16,27 +16,16 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.errors import NotFoundError
 from ag2net.identity import Passport, Resume, Rule
+from ag2net.protocol.observe import ObservedEvent
+from ag2net.protocol.ports import HubPort, InProcessLink, Link, LinkFactory
 from ag2net.tasks import TaskMetadata
-from ag2net.transport.link import Link, LinkFactory, LocalLink
 
 if TYPE_CHECKING:
     from ag2net.client.agent_client import AgentClient
     from ag2net.client.human_client import HumanClient
     from ag2net.client.turns import TurnPreview, TurnRecord
-    from ag2net.hub.hub import Hub
-    from ag2net.hub.observe import ObservedEvent
 
 log = logging.getLogger(__name__)
-
-
-def _as(cls: type, value: Any) -> Any:
-    if value is None or isinstance(value, cls):
-        return value
-    return cls.from_dict(value)
-
-
-def _as_envelope(value: Any) -> Envelope:
-    return value if isinstance(value, Envelope) else Envelope.from_dict(value)
 
 
 class _NotRegisteredError(NotFoundError, ValueError):
@@ -54,7 +43,9 @@ class HubClient:
     #: Whether default-handler turns of agents on this connection store a turn record (off: benchmarks).
     record_turns: bool = True
 
-    def __init__(self, link: Link | LocalLink, *, hub: Hub | None = None, rpc_timeout: float = 30.0) -> None:
+    def __init__(
+        self, link: Link | LinkFactory, *, hub: HubPort | None = None, rpc_timeout: float = 30.0
+    ) -> None:
         """A client on ``link``: a ``LocalLink`` (shareable: this client takes its own connection from it
         with ``link.client()``), a ``LocalLinkClient``, or a ``WsLink``. ``hub`` names the in-process hub
         (ag2's signature); it must be the link's own hub when the link has one."""
@@ -66,8 +57,10 @@ class HubClient:
                 "HubClient(link, hub=...): hub is not the Hub this link connects to; pass the link's own hub "
                 "or leave hub out"
             )
-        self.link = link
+        self.link: Link = link  # type: ignore[assignment]
         self._hub = hub if hub is not None else link_hub
+        # The in-process link answers ag2's synchronous lookups (names, adapters) without a round trip.
+        self._in_process: InProcessLink | None = link if isinstance(link, InProcessLink) else None
         self.rpc_timeout = rpc_timeout
         self._clients: dict[str, Any] = {}
         self._names: dict[str, str] = {}
@@ -79,8 +72,9 @@ class HubClient:
         self._open_lock = asyncio.Lock()
 
     @classmethod
-    def local(cls, hub: Hub, **kwargs: Any) -> HubClient:
-        return cls(LocalLink(hub), **kwargs)
+    def local(cls, hub: Any, **kwargs: Any) -> HubClient:
+        """A client of the ``Hub`` in this process (through its in-process link)."""
+        return cls(hub.local_link(), **kwargs)
 
     @classmethod
     def connect(
@@ -125,7 +119,7 @@ class HubClient:
         return cls(link, rpc_timeout=rpc_timeout)
 
     @property
-    def hub(self) -> Hub | None:
+    def hub(self) -> Any:
         """The in-process ``Hub`` (of a local link, or given as ``hub=``); ``None`` when remote."""
         return self._hub
 
@@ -227,9 +221,8 @@ class HubClient:
                 "register() is for agent-kind participants; use HubClient.register_human(...) for kind='human' passports"
             )
         resume = resume or Resume()
-        stamped = _as(
-            Passport,
-            await self.call("register", passport=passport, resume=resume, skill_md=skill_md, rule=rule),
+        stamped: Passport = await self.call(
+            "register", passport=passport, resume=resume, skill_md=skill_md, rule=rule
         )
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
@@ -240,10 +233,10 @@ class HubClient:
 
     async def _bound_identity(self, name: str) -> tuple[Passport, Resume, Rule]:
         """Bind this connection to the existing identity ``name``; its passport, resume and rule."""
-        passport = _as(Passport, await self.call("bind", name=name))
+        passport = await self.call("bind", name=name)
         self._remember(passport)
-        resume = _as(Resume, await self.call("get_resume", agent_id=passport.agent_id))
-        rule = _as(Rule, await self.call("get_rule", agent_id=passport.agent_id))
+        resume = await self.call("get_resume", agent_id=passport.agent_id)
+        rule = await self.call("get_rule", agent_id=passport.agent_id)
         return passport, resume, rule
 
     def _new_agent_client(
@@ -336,17 +329,15 @@ class HubClient:
             )
         # Seat the client before binding, so a delivery that arrives right after the bind (or a replayed
         # one) finds it.
-        existing = _as(Passport, await self.call("get_agent", name_or_id=agent_id))
-        existing_resume = _as(Resume, await self.call("get_resume", agent_id=agent_id))
-        existing_rule = _as(Rule, await self.call("get_rule", agent_id=agent_id))
+        existing = await self.call("get_agent", name_or_id=agent_id)
+        existing_resume = await self.call("get_resume", agent_id=agent_id)
+        existing_rule = await self.call("get_rule", agent_id=agent_id)
         client = self._new_agent_client(
             agent, existing, existing_resume, existing_rule, attach_default_handler
         )
         self._clients[agent_id] = client
         try:
-            bound = _as(
-                Passport, await self.call("bind", name=name, **self._bind_credentials(name, passport))
-            )
+            bound: Passport = await self.call("bind", name=name, **self._bind_credentials(name, passport))
             self._remember(bound)
             if self.remote and since_envelope_id is not None:
                 await self._resend_unacked(agent_id, since_envelope_id)
@@ -399,7 +390,7 @@ class HubClient:
             raise ValueError(f"register_human() requires kind='human' (or None); got {passport.kind!r}")
         passport.kind = "human"
         resume = resume or Resume()
-        stamped = _as(Passport, await self.call("register", passport=passport, resume=resume, rule=rule))
+        stamped = await self.call("register", passport=passport, resume=resume, rule=rule)
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
@@ -426,15 +417,15 @@ class HubClient:
         self._forget(agent_id)
 
     async def get_agent(self, name_or_id: str) -> Passport:
-        passport = _as(Passport, await self.call("get_agent", name_or_id=name_or_id))
+        passport = await self.call("get_agent", name_or_id=name_or_id)
         self._remember(passport)
         return passport
 
     async def get_resume(self, agent_id: str) -> Resume:
-        return _as(Resume, await self.call("get_resume", agent_id=agent_id))
+        return await self.call("get_resume", agent_id=agent_id)
 
     async def get_rule(self, agent_id: str) -> Rule:
-        return _as(Rule, await self.call("get_rule", agent_id=agent_id))
+        return await self.call("get_rule", agent_id=agent_id)
 
     async def get_skill(self, agent_id: str) -> str | None:
         return await self.call("get_skill", agent_id=agent_id)
@@ -444,9 +435,8 @@ class HubClient:
 
     def find_agent_id(self, name: str) -> str | None:
         """Sync lookup from the local name cache (filled by every passport this client has seen)."""
-        hub = self.hub
-        if hub is not None:
-            return hub.find_agent_id(name)
+        if self._in_process is not None:
+            return self._in_process.find_agent_id(name)
         return self._ids_by_name.get(name)
 
     async def find_agent_id_remote(self, name: str) -> str | None:
@@ -464,9 +454,8 @@ class HubClient:
         """Sync: passport name for an id (cached; in-process reads the hub)."""
         name = self._names.get(agent_id)
         if name is None:
-            hub = self.hub
-            if hub is not None and agent_id in hub.agents:
-                name = hub.name_for(agent_id)
+            name = self._in_process.known_name(agent_id) if self._in_process is not None else None
+            if name is not None:
                 self._names[agent_id] = name
         if name is not None:
             return name
@@ -487,19 +476,19 @@ class HubClient:
         result = await self.call(
             "list_agents", capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit
         )
-        passports = [_as(Passport, p) for p in result]
+        passports = [(p) for p in result]
         for p in passports:
             self._remember(p)
         return passports
 
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
-        return _as(Resume, await self.call("set_resume", agent_id=agent_id, resume=resume))
+        return await self.call("set_resume", agent_id=agent_id, resume=resume)
 
     async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
         await self.call("set_skill", agent_id=agent_id, skill_md=skill_md)
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        return _as(Rule, await self.call("set_rule", agent_id=agent_id, rule=rule))
+        return await self.call("set_rule", agent_id=agent_id, rule=rule)
 
     # ------------------------------------------------------------------ channels
 
@@ -516,29 +505,24 @@ class HubClient:
         intent: str | None = None,
         labels: dict[str, Any] | None = None,
     ) -> ChannelMetadata:
-        md = _as(
-            ChannelMetadata,
-            await self.call(
-                "create_channel",
-                creator_id=creator_id,
-                manifest_type=manifest_type,
-                manifest_version=manifest_version,
-                participants=participants,
-                required_acks=required_acks,
-                ttl=ttl,
-                knobs=knobs,
-                intent=intent,
-                labels=labels,
-            ),
+        md: ChannelMetadata = await self.call(
+            "create_channel",
+            creator_id=creator_id,
+            manifest_type=manifest_type,
+            manifest_version=manifest_version,
+            participants=participants,
+            required_acks=required_acks,
+            ttl=ttl,
+            knobs=knobs,
+            intent=intent,
+            labels=labels,
         )
         if self.remote:
             await self.names_for(md.participant_ids())
         return self._cache_channel(md)
 
     async def get_channel(self, channel_id: str) -> ChannelMetadata:
-        return self._cache_channel(
-            _as(ChannelMetadata, await self.call("get_channel", channel_id=channel_id))
-        )
+        return self._cache_channel(await self.call("get_channel", channel_id=channel_id))
 
     def _cache_channel(self, metadata: ChannelMetadata) -> ChannelMetadata:
         """Remember the newest metadata seen for a channel (``adapter_for``/``default_view_policy`` read it)."""
@@ -550,9 +534,8 @@ class HubClient:
         return metadata
 
     def _cached_channel(self, channel_id: str) -> ChannelMetadata:
-        hub = self.hub
-        if hub is not None:
-            return hub.lookup_channel(channel_id)
+        if self._in_process is not None:
+            return self._in_process.lookup_channel(channel_id)
         metadata = self._channel_meta.get(channel_id)
         if metadata is None:
             raise NotFoundError(
@@ -574,32 +557,27 @@ class HubClient:
         result = await self.call(
             "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
         )
-        return [self._cache_channel(_as(ChannelMetadata, m)) for m in result]
+        return [self._cache_channel(m) for m in result]
 
     async def channel_stats(self) -> dict[str, dict[str, Any]]:
         return await self.call("channel_stats")
 
     async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
-        return _as(ChannelMetadata, await self.call("close_channel", channel_id=channel_id, reason=reason))
+        return await self.call("close_channel", channel_id=channel_id, reason=reason)
 
     async def post_envelope(self, envelope: Envelope) -> str:
         return await self.call("post_envelope", envelope=envelope)
 
     async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
-        result = await self.call("read_wal", channel_id=channel_id, since=since, until=until)
-        return result if self.link.local else [_as_envelope(e) for e in result]
+        return await self.call("read_wal", channel_id=channel_id, since=since, until=until)
 
     async def read_wal_seq(
         self, channel_id: str, first_seq: int, last_seq: int
     ) -> list[tuple[int, Envelope]]:
-        result = await self.call(
-            "read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq
-        )
-        return [(int(seq), _as_envelope(env)) for seq, env in result]
+        return await self.call("read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
 
     async def read_wal_until(self, channel_id: str, envelope_id: str) -> list[Envelope]:
-        result = await self.call("read_wal_until", channel_id=channel_id, envelope_id=envelope_id)
-        return result if self.link.local else [_as_envelope(e) for e in result]
+        return await self.call("read_wal_until", channel_id=channel_id, envelope_id=envelope_id)
 
     async def wal_count(self, channel_id: str) -> int:
         return await self.call("wal_count", channel_id=channel_id)
@@ -607,13 +585,12 @@ class HubClient:
     async def find_envelope_by_causation(
         self, channel_id: str, *, sender_id: str, causation_id: str
     ) -> Envelope | None:
-        result = await self.call(
+        return await self.call(
             "find_envelope_by_causation",
             channel_id=channel_id,
             sender_id=sender_id,
             causation_id=causation_id,
         )
-        return None if result is None else _as_envelope(result)
 
     async def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
         return await self.call("can_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type)
@@ -621,10 +598,9 @@ class HubClient:
     async def explain_send(
         self, channel_id: str, sender_id: str, *, event_type: str | None = None
     ) -> tuple[bool, str]:
-        ok, why = await self.call(
+        return await self.call(
             "explain_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type
         )
-        return bool(ok), str(why)
 
     async def pending_turns_for(self, agent_id: str) -> list[Any]:
         return await self.call("pending_turns_for", agent_id=agent_id)
@@ -632,21 +608,23 @@ class HubClient:
     async def report_turn_failure(
         self, *, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str
     ) -> None:
+        """Tell the hub a turn failed. In-process the exception itself reaches the hub's listeners (as in
+        ag2); over a socket its text and type name do."""
+        local = self._in_process is not None and isinstance(exc, BaseException)
         await self.call(
             "report_turn_failure",
             channel_id=channel_id,
             agent_id=agent_id,
             envelope_id=envelope_id,
             exc_type=type(exc).__name__ if isinstance(exc, BaseException) else "Error",
-            error=str(exc),
+            error=exc if local else str(exc),
         )
 
     # ------------------------------------------------------------------ adapters (local helpers)
 
     def _adapter_registry(self) -> dict[tuple[str, int], Any]:
-        hub = self.hub
-        if hub is not None:
-            return hub._adapters
+        if self._in_process is not None:
+            return self._in_process.adapters()
         if self._adapters is None:
             from ag2net.adapters import default_adapters
 
@@ -654,8 +632,8 @@ class HubClient:
         return self._adapters
 
     def register_adapter(self, adapter: Any) -> None:
-        if self.hub is not None:
-            self.hub.register_adapter(adapter)
+        if self._in_process is not None:
+            self._in_process.register_adapter(adapter)
         else:
             self._adapter_registry()[(adapter.manifest.type, adapter.manifest.version)] = adapter
 
@@ -674,9 +652,8 @@ class HubClient:
 
     async def adapter_state(self, channel_id: str, metadata: ChannelMetadata | None = None) -> Any:
         """The channel's adapter state: folded locally from the WAL (works the same remote or local)."""
-        hub = self.hub
-        if hub is not None:
-            state = hub.adapter_state(channel_id)
+        if self._in_process is not None:
+            state = self._in_process.adapter_state(channel_id)
             if state is not None:
                 return state
         md = metadata or await self.get_channel(channel_id)
@@ -697,7 +674,7 @@ class HubClient:
     # ------------------------------------------------------------------ tasks
 
     async def get_task(self, task_id: str) -> TaskMetadata:
-        return _as(TaskMetadata, await self.call("get_task", task_id=task_id))
+        return await self.call("get_task", task_id=task_id)
 
     async def list_tasks(
         self,
@@ -714,24 +691,21 @@ class HubClient:
             state=getattr(state, "value", state),
             limit=limit,
         )
-        return [_as(TaskMetadata, t) for t in result]
+        return [(t) for t in result]
 
     async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
-        return _as(TaskMetadata, await self.call("observe_task", metadata=metadata))
+        return await self.call("observe_task", metadata=metadata)
 
     async def update_task(
         self, task_id: str, *, state: Any = None, progress: Any = None, result: Any = None, error: Any = None
     ) -> TaskMetadata:
-        return _as(
-            TaskMetadata,
-            await self.call(
-                "update_task",
-                task_id=task_id,
-                state=getattr(state, "value", state),
-                progress=progress,
-                result=result,
-                error=error,
-            ),
+        return await self.call(
+            "update_task",
+            task_id=task_id,
+            state=getattr(state, "value", state),
+            progress=progress,
+            result=result,
+            error=error,
         )
 
     async def record_observation(
@@ -806,7 +780,7 @@ class HubClient:
     async def list_audit(
         self, *, since: int = 0, limit: int | None = None
     ) -> list[tuple[int, dict[str, Any]]]:
-        return [(int(pos), rec) for pos, rec in await self.call("list_audit", since=since, limit=limit)]
+        return await self.call("list_audit", since=since, limit=limit)
 
     async def health(self) -> dict[str, Any]:
         return await self.call("health")

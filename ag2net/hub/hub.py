@@ -41,6 +41,7 @@ from ag2net.hub.expectations import default_evaluators
 from ag2net.hub.gate import ChannelGates
 from ag2net.hub.lifecycle import ChannelLifecycle
 from ag2net.hub.listeners import Listeners
+from ag2net.hub.local import LocalLink
 from ag2net.hub.observe import ObservedEvent, ObserveLog
 from ag2net.hub.records import (
     SNAPSHOT_KEY,
@@ -769,6 +770,10 @@ class Hub(
             raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
 
         return await run_op(self, endpoint, op, params)
+
+    def local_link(self) -> LocalLink:
+        """An in-process link to this hub: ``HubClient(hub.local_link())`` (what ``HubClient.local`` does)."""
+        return LocalLink(self)
 
 
 __all__ = ["AgentRecord", "Hub", "PendingTurn"]

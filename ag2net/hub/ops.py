@@ -15,11 +15,11 @@ from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
+from ag2net.hub.local import LocalEndpoint
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.protocol.codec import to_wire
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TaskMetadata, TaskState
-from ag2net.transport.link import LocalEndpoint
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub

@@ -78,7 +78,7 @@ class EnvelopeTracer:
                 "tracer_provider must be an OpenTelemetry TracerProvider (it has get_tracer); "
                 f"got {type(tracer_provider).__name__}"
             )
-        from ag2net import __version__
+        from ag2net.version import __version__
 
         self.tracer = get_tracer(INSTRUMENTATION_NAME, __version__)
         self._stamp = dict(span_attributes or {})

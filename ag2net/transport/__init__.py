@@ -1,6 +1,10 @@
-"""Transports between clients and the hub: frames, the link seam, the in-process link and WebSocket."""
+"""Client-side transports: the link seam and the WebSocket link (frames live in ``ag2net.protocol``).
 
-from ag2net.transport.frames import (
+The in-process link is ``ag2net.hub.local`` (it knows the hub); the WebSocket server is ``ag2net.server``.
+Nothing here imports the hub: a remote agent loads none.
+"""
+
+from ag2net.protocol.frames import (
     FRAME_TYPES,
     ErrorFrame,
     Frame,
@@ -17,24 +21,9 @@ from ag2net.transport.frames import (
     frame_from_json,
     frame_to_json,
 )
-from ag2net.transport.link import (
-    Endpoint,
-    Link,
-    LinkClient,
-    LinkEndpoint,
-    LinkFactory,
-    LocalEndpoint,
-    LocalLink,
-    LocalLinkClient,
-    LocalLinkEndpoint,
-    NotifyHandler,
-)
+from ag2net.protocol.ports import Endpoint, Link, LinkClient, LinkEndpoint, LinkFactory, NotifyHandler
 
 _LAZY = {
-    "WsEndpoint": "ag2net.transport.server",
-    "WsServer": "ag2net.transport.server",
-    "serve_cli": "ag2net.transport.server",
-    "serve_ws": "ag2net.transport.server",
     "ConnectionLostError": "ag2net.transport.ws",
     "WsLink": "ag2net.transport.ws",
     "WsLinkClient": "ag2net.transport.ws",
@@ -43,7 +32,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    # The WebSocket pieces import ``websockets`` and the hub's op table: loaded on first use only.
+    # The WebSocket link imports ``websockets``: loaded on first use only.
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ag2net.transport' has no attribute {name!r}")
@@ -63,10 +52,6 @@ __all__ = [
     "LinkClient",
     "LinkEndpoint",
     "LinkFactory",
-    "LocalEndpoint",
-    "LocalLink",
-    "LocalLinkClient",
-    "LocalLinkEndpoint",
     "NotifyFrame",
     "NotifyHandler",
     "PingFrame",
@@ -75,15 +60,11 @@ __all__ = [
     "RequestFrame",
     "ResponseFrame",
     "WelcomeFrame",
-    "WsEndpoint",
     "WsLink",
     "WsLinkClient",
     "WsLinkEndpoint",
-    "WsServer",
     "decode_frame",
     "encode_frame",
     "frame_from_json",
     "frame_to_json",
-    "serve_cli",
-    "serve_ws",
 ]

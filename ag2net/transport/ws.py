@@ -33,6 +33,8 @@ from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_cod
 from ag2net.ids import make_id
 from ag2net.protocol.codec import to_wire
 from ag2net.protocol.observe import ObservedEvent
+from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.protocol.ports import NotifyHandler
 from ag2net.transport.frames import (
     ErrorFrame,
     HelloFrame,
@@ -43,7 +45,6 @@ from ag2net.transport.frames import (
     decode_frame,
     encode_frame,
 )
-from ag2net.transport.link import NotifyHandler
 from ag2net.transport.secret_file import SecretFile
 
 log = logging.getLogger(__name__)
@@ -266,7 +267,13 @@ class WsLinkClient:
             self._pending.pop(request_id, None)
             secret = self._issued.pop(request_id, None)
         self._remember(op, wire, result, secret)
-        return result
+        spec = CATALOGUE.get(op)
+        if spec is None:
+            return result
+        try:
+            return spec.decode_result(result)  # the same typed result the in-process link returns
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"the hub's answer to {op!r} is not a {spec.result!r}: {exc}") from None
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""

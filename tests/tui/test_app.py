@@ -387,7 +387,7 @@ async def test_escape_leaves_the_chat_for_the_pane_focused_before(network) -> No
 
 async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
     from ag2net import Hub, HubClient, Passport
-    from ag2net.transport.server import serve_ws
+    from ag2net.server import serve_ws
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     local = HubClient.local(hub)
@@ -427,7 +427,7 @@ async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
 async def test_a_request_that_meets_a_lost_connection_leaves_the_workbench_running() -> None:
     """Loading peers while the hub is unreachable: the request fails, the workbench carries on."""
     from ag2net import Hub, HubClient, Passport
-    from ag2net.transport.server import serve_ws
+    from ag2net.server import serve_ws
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     serving = serve_ws(hub, "127.0.0.1", 0)

@@ -6,8 +6,8 @@ import argparse
 import asyncio
 
 from ag2net.hub import Hub
+from ag2net.server import serve_ws
 from ag2net.store import SqliteStore
-from ag2net.transport.server import serve_ws
 
 
 async def main(path: str, port: int, operator_token: str | None) -> None:

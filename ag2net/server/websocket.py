@@ -1,4 +1,5 @@
-"""The hub's WebSocket server: frames in and out, authentication at hello/register, authorisation per op.
+"""The hub's WebSocket server: frames in and out, authentication at hello/register, authorisation per op
+(by the policy object handed to ``serve_ws``: ``ag2net.server.policy``).
 
 Auth in one place (reference §7.3-7.4, plus ag2net's operator role):
 
@@ -65,16 +66,13 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
-from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
-from ag2net.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
+from ag2net.envelope import Envelope
+from ag2net.errors import AccessDeniedError, AuthError, NetworkError, ProtocolError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
-from ag2net.hub.checkpoints import authorize_checkpoint
-from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES, check_resume_size, check_skill_size
+from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES
 from ag2net.ids import make_id
 from ag2net.protocol.codec import dumps, to_wire
-from ag2net.protocol.ops import OPS as CATALOGUE
-from ag2net.tasks import TASK_ID_RE
-from ag2net.transport.frames import (
+from ag2net.protocol.frames import (
     MAX_JSON_DEPTH,
     ErrorFrame,
     FrameTooDeep,
@@ -90,12 +88,14 @@ from ag2net.transport.frames import (
     parse_json,
     top_level_fields,
 )
+from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.server.policy import MIRROR_FAILED_KEYS, WirePolicy
 from ag2net.transport.ws import WsLinkEndpoint
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ag2net.server")
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 OPERATOR_SCHEME = "operator"
@@ -112,117 +112,36 @@ DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256
 CLOSE_GRACE = 1.0  # seconds a closing handshake may take before the socket is dropped
 FAIR_SHARE = 0.002  # seconds one connection's reader may keep the event loop before it yields
 
-# Per-op wire authorisation (reference §7.4). Every op of the hub's table must appear in exactly one
-# of these; a test keeps them in step. Ops missing here are refused to non-operators.
-OPEN_OPS = frozenset(
-    {
-        "get_agent",
-        "get_resume",
-        "get_rule",
-        "get_skill",
-        "get_skill_info",
-        "find_agent_id",
-        "names_for",
-        "list_agents",
-        "health",
-        "adapter_types",
-    }
-)
-# op -> (param naming the agent, operators allowed too)
+
+# Per-op wire authorisation: each op's rule is declared in the catalogue (``ag2net.protocol.ops``) and
+# enforced by the server's policy object (``ag2net.server.policy.WirePolicy``). These sets are views of
+# the catalogue, kept for readers of the old names.
+def _ops_with(rule: str) -> frozenset[str]:
+    return frozenset(n for n, spec in CATALOGUE.items() if spec.access.rule == rule and not spec.connection)
+
+
+DIRECTORY_OPS = _ops_with("directory")
+OPEN_OPS = _ops_with("open") | DIRECTORY_OPS
 AGENT_OPS: dict[str, tuple[str, bool]] = {
-    "set_resume": ("agent_id", False),
-    "set_skill": ("agent_id", False),
-    "set_rule": ("agent_id", False),
-    "unregister": ("agent_id", False),
-    "unbind": ("agent_id", False),
-    "add_knowledge": ("agent_id", False),
-    "create_channel": ("creator_id", False),
-    "pending_turns_for": ("agent_id", True),
-    "can_send": ("sender_id", True),
-    "explain_send": ("sender_id", True),
-    "search_knowledge": ("agent_id", True),
+    n: (spec.access.param or "agent_id", spec.access.operators_too)
+    for n, spec in CATALOGUE.items()
+    if spec.access.rule == "agent"
 }
-CHANNEL_OPS = frozenset(
-    {
-        "get_channel",
-        "close_channel",
-        "read_wal",
-        "read_wal_seq",
-        "read_wal_until",
-        "wal_count",
-        "find_envelope_by_causation",
-    }
-)
-OPERATOR_OPS = frozenset({"list_audit", "observe_position"})
-SPECIAL_OPS = frozenset(
-    {
-        "register",
-        "bind",
-        "post_envelope",
-        "report_turn_failure",
-        "record_turn",
-        "record_observation",
-        "list_turns",
-        "list_channels",
-        "channel_stats",
-        "get_task",
-        "list_tasks",
-        "observe_task",
-        "update_task",
-        "fire_task_event",
-        "checkpoint_task",
-        "read_task_checkpoint",
-    }
-)
-CONNECTION_OPS = frozenset({"observe", "unobserve"})
-# Open ops that read the directory: refused to unauthenticated connections on a token server unless the
-# operator opted in (public_directory). find_agent_id and adapter_types stay open: a client looks a name
-# up before it registers or attaches.
-DIRECTORY_OPS = frozenset(
-    {
-        "list_agents",
-        "get_agent",
-        "get_skill",
-        "get_skill_info",
-        "get_resume",
-        "get_rule",
-        "names_for",
-        "health",
-    }
-)
-MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
+CHANNEL_OPS = _ops_with("channel")
+OPERATOR_OPS = _ops_with("operator")
+SPECIAL_OPS = _ops_with("policy")
+CONNECTION_OPS = frozenset(n for n, spec in CATALOGUE.items() if spec.connection)
 
 
 def classified_ops() -> frozenset[str]:
-    """Every op name this server has an authorisation rule for."""
-    return OPEN_OPS | frozenset(AGENT_OPS) | CHANNEL_OPS | OPERATOR_OPS | SPECIAL_OPS
+    """Every op name this server has an authorisation rule for (every op of the catalogue)."""
+    return frozenset(n for n, spec in CATALOGUE.items() if not spec.connection)
 
 
 def encode_result(value: Any, op: str | None = None) -> Any:
     """An op result as JSON data, by the op's codec (the one encoder of ``ag2net.protocol.codec``)."""
     spec = CATALOGUE.get(op) if op is not None else None
     return spec.encode_result(value) if spec is not None else to_wire(value)
-
-
-def _param(params: dict[str, Any], name: str) -> str:
-    value = params.get(name)
-    if not isinstance(value, str):
-        raise ProtocolError(f"params.{name} must be a string")
-    return value
-
-
-def _nested(params: dict[str, Any], outer: str, name: str) -> Any:
-    value = params.get(outer)
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
-
-
-def _check_task_id(task_id: Any) -> None:
-    if task_id is None:
-        return
-    if not isinstance(task_id, str) or TASK_ID_RE.fullmatch(task_id) is None:
-        raise ProtocolError(f"invalid task_id {task_id!r}; use 1-128 of letters, digits, '.', '_' or '-'")
 
 
 _INCARNATIONS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -239,14 +158,6 @@ def _incarnation_of(observe_log: Any) -> str:
 def _token_matches(claim: Any, expected: str) -> bool:
     token = claim.get("token") if isinstance(claim, dict) else None
     return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
-
-
-def _check_sizes(op: str, params: dict[str, Any]) -> None:
-    """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
-    if op in ("register", "set_skill"):
-        check_skill_size(params.get("skill_md"), "params.skill_md")
-    if op in ("register", "set_resume"):
-        check_resume_size(params.get("resume"), "params.resume")
 
 
 def _address_of(connection: Any) -> str:
@@ -344,252 +255,13 @@ class WsEndpoint(WsLinkEndpoint):
         await self.shut(1000, "")  # bounded: a peer that stopped reading does not hold the hub's shutdown
 
     async def authorize(self, hub: Hub, op: str, params: dict[str, Any]) -> None:
-        """Refuse ``op`` unless this connection may run it (reference §7.4); may narrow ``params``."""
-        _check_task_id(params.get("task_id"))
-        _check_sizes(op, params)
-        if op in OPEN_OPS:
-            if op in DIRECTORY_OPS and not self._may_read_directory():
-                raise AccessDeniedError(
-                    f"{op!r} reads the directory, which this server shows only to authenticated connections; "
-                    "connect with the server's token (HubClient.connect(url, token=...)) or ask its operator "
-                    "for --public-directory"
-                )
-            return
-        if op in AGENT_OPS:
-            name, operator_ok = AGENT_OPS[op]
-            if not (operator_ok and self.operator):
-                self._require_bound(params.get(name))
-            return
-        if op in CHANNEL_OPS:
-            self._require_channel(_param(params, "channel_id"))
-            return
-        if op in OPERATOR_OPS:
-            self._require_operator(op)
-            return
-        special = getattr(self, f"_authorize_{op}", None)
-        if special is not None:
-            await special(params)
-            return
-        if not self.operator:
-            raise AccessDeniedError(f"op {op!r} is not available over this connection")
-
-    # ------------------------------------------------------------------ rules
-
-    def _may_read_directory(self) -> bool:
-        server = self.server
-        return server.token is None or server.public_directory or self.authenticated or self.operator
-
-    def _is_bound(self, agent_id: Any) -> bool:
-        return isinstance(agent_id, str) and agent_id in self.bound
-
-    def _require_bound(self, agent_id: Any) -> None:
-        if not self._is_bound(agent_id):
-            raise AccessDeniedError(f"connection is not bound to agent '{agent_id}'")
-
-    def _require_operator(self, what: str) -> None:
-        if not self.operator:
-            raise AccessDeniedError(
-                f"{what!r} needs the operator role; connect with operator_token=... (hello auth_scheme 'operator')"
-            )
-
-    def _participates(self, channel_id: str) -> bool:
-        md = self.hub.channels.get(channel_id)
-        return md is not None and any(p in self.bound for p in md.participant_ids())
-
-    def _require_channel(self, channel_id: str) -> Any:
-        md = self.hub.lookup_channel(channel_id)
-        if not self.operator and not any(p in self.bound for p in md.participant_ids()):
-            raise AccessDeniedError(f"connection has no participant in channel '{channel_id}'")
-        return md
-
-    def _task_visible(self, task: Any) -> bool:
-        return (
-            self.operator
-            or task.owner_id in self.bound
-            or (task.channel_id is not None and self._participates(task.channel_id))
-        )
-
-    async def _authorize_register(self, params: dict[str, Any]) -> None:
-        passport = params.get("passport")
-        if isinstance(passport, dict):
-            kind = passport.get("kind")
-            auth = passport.get("auth") if isinstance(passport.get("auth"), dict) else {}
-            scheme = auth.get("scheme", "none")
-        else:
-            kind = getattr(passport, "kind", None)
-            scheme = getattr(getattr(passport, "auth", None), "scheme", "none")
-        if kind == "remote_agent":
-            if not self.hub.allow_remote_agent_registration:
-                raise AccessDeniedError(
-                    "remote_agent registration is disabled on this hub; open it with allow_remote_agent_registration=True"
-                )
-            if not any(
-                self.hub.agents[a].passport.kind != "remote_agent" for a in self.bound if a in self.hub.agents
-            ):
-                raise AccessDeniedError(
-                    "a remote_agent is registered by a connection that holds its owner agent"
-                )
-            return
-        if scheme == "none" and not self.server.open_mode:
-            raise AuthError(
-                "this server requires authentication; register with the 'api_key' scheme "
-                "(HubClient.connect(url, token=...))"
-            )
-        if (
-            self.server.secrets is not None
-            and not self.server.legacy_identities
-            and params.get("_identity_secret") is not True
-        ):
-            raise AuthError(
-                "this server gives every identity its own secret, and this client did not ask for one "
-                "(ag2 1.2.1 clients cannot); register with ag2net's HubClient.connect(url, token=...), or ask "
-                "the operator to start the server with --legacy-identities"
-            )
-
-    async def _authorize_bind(self, params: dict[str, Any]) -> None:
-        passport = self.hub.lookup_agent(_param(params, "name"))
-        scheme = params.get("auth_scheme")
-        await self.server.check_identity(self, passport, scheme, params.get("auth_claim") or {})
-
-    async def _authorize_post_envelope(self, params: dict[str, Any]) -> None:
-        env = params.get("envelope")
-        if isinstance(env, dict):
-            env = Envelope.from_dict(env)
-            params["envelope"] = env
-        if not isinstance(env, Envelope):
-            raise ProtocolError("post_envelope needs params.envelope as an envelope object")
-        self._require_bound(env.sender_id)
-        _check_task_id(env.task_id)
-        event_type = env.event_type
-        if event_type.startswith("ag2.channel.") and event_type not in (
-            EV_CHANNEL_INVITE_ACK,
-            EV_CHANNEL_INVITE_REJECT,
-        ):
-            raise ProtocolError(f"'{event_type}' is emitted only by the hub")
-        md = self.hub.channels.get(env.channel_id)
-        if env.audience is not None and md is not None:
-            participants = set(md.participant_ids())
-            if not all(a in participants for a in env.audience):
-                raise ProtocolError("audience must list only participants of the channel")
-
-    async def _authorize_report_turn_failure(self, params: dict[str, Any]) -> None:
-        self._require_bound(params.get("agent_id"))
-        channel_id = _param(params, "channel_id")
-        md = self.hub.lookup_channel(channel_id)
-        if params.get("agent_id") not in md.participant_ids():
-            raise AccessDeniedError(
-                f"agent '{params.get('agent_id')}' does not participate in channel '{channel_id}'"
-            )
-
-    async def _authorize_record_turn(self, params: dict[str, Any]) -> None:
-        record = params.get("record")
-        if not isinstance(record, dict):
-            raise ProtocolError("params.record must be a turn record object")
-        self._require_bound(record.get("agent_id"))
-
-    async def _authorize_record_observation(self, params: dict[str, Any]) -> None:
-        owner_id = params.get("owner_id")
-        self._require_bound(owner_id)
-        task_id = params.get("task_id")
-        task = self.hub._tasks.get(task_id) if isinstance(task_id, str) else None
-        if task is not None and task.owner_id != owner_id:
-            raise AccessDeniedError(f"task '{task_id}' is not owned by '{owner_id}'")
-
-    async def _authorize_list_turns(self, params: dict[str, Any]) -> None:
-        if self.operator:
-            return
-        channel_id = params.get("channel_id")
-        agent_id = params.get("agent_id")
-        if channel_id is None and agent_id is None:
-            raise AccessDeniedError("list_turns needs channel_id or agent_id, or the operator role")
-        if channel_id is not None:
-            self._require_channel(_param(params, "channel_id"))
-        if agent_id is not None and channel_id is None:
-            self._require_bound(agent_id)
-
-    async def _authorize_list_channels(self, params: dict[str, Any]) -> None:
-        agent_id = params.get("agent_id")
-        if agent_id is not None:
-            if not self.operator:
-                self._require_bound(agent_id)
-            return
-        if not self.operator:
-            params["_filter_limit"] = params.get("limit", 50)
-            params["limit"] = None
-
-    async def _authorize_channel_stats(self, params: dict[str, Any]) -> None:
-        return None  # narrowed after the op for non-operators
-
-    async def _authorize_get_task(self, params: dict[str, Any]) -> None:
-        task_id = _param(params, "task_id")
-        task = self.hub._tasks.get(task_id)
-        if task is None or not self._task_visible(task):
-            raise NotFoundError(f"task not found: {task_id}")
-
-    async def _authorize_list_tasks(self, params: dict[str, Any]) -> None:
-        if not self.operator:
-            params["_filter_limit"] = params.get("limit", 50)
-            params["limit"] = None
-
-    async def _authorize_observe_task(self, params: dict[str, Any]) -> None:
-        task_id = _nested(params, "metadata", "task_id")
-        owner_id = _nested(params, "metadata", "owner_id")
-        channel_id = _nested(params, "metadata", "channel_id")
-        _check_task_id(task_id)
-        self._require_bound(owner_id)
-        if channel_id is not None:
-            md = self.hub.lookup_channel(channel_id)
-            if owner_id not in md.participant_ids():
-                raise AccessDeniedError(
-                    f"task channel '{channel_id}' does not include its owner '{owner_id}'"
-                )
-        existing = self.hub._tasks.get(task_id) if isinstance(task_id, str) else None
-        if existing is not None:
-            self._require_bound(existing.owner_id)
-
-    async def _owned_task(self, params: dict[str, Any]) -> Any:
-        task_id = _param(params, "task_id")
-        task = self.hub._tasks.get(task_id)
-        if task is None:
-            raise NotFoundError(f"task not found: {task_id}")
-        self._require_bound(task.owner_id)
-        return task
-
-    async def _authorize_update_task(self, params: dict[str, Any]) -> None:
-        await self._owned_task(params)
-
-    async def _authorize_fire_task_event(self, params: dict[str, Any]) -> None:
-        await self._owned_task(params)
-        if params.get("kind") != "mirror_failed":
-            raise ProtocolError("fire_task_event over the wire accepts only kind 'mirror_failed'")
-        payload = params.get("payload") or {}
-        if not isinstance(payload, dict) or not set(payload) <= MIRROR_FAILED_KEYS:
-            raise ProtocolError(f"fire_task_event payload keys must be among {sorted(MIRROR_FAILED_KEYS)}")
-        params["payload"] = {k: (v[:500] if isinstance(v, str) else v) for k, v in payload.items()}
-
-    async def _authorize_checkpoint_task(self, params: dict[str, Any]) -> None:
-        task_id = _param(params, "task_id")
-        await authorize_checkpoint(self.hub, task_id, bound=self.bound, operator=self.operator, write=True)
-
-    async def _authorize_read_task_checkpoint(self, params: dict[str, Any]) -> None:
-        task_id = _param(params, "task_id")
-        await authorize_checkpoint(self.hub, task_id, bound=self.bound, operator=self.operator, write=False)
+        """Refuse ``op`` unless this connection may run it: the server's policy decides (it may narrow
+        ``params``)."""
+        await self.server.policy.authorize(self, op, params)
 
     def narrow(self, op: str, params: dict[str, Any], result: Any) -> Any:
-        """Cut a listing down to what a non-operator connection may see."""
-        if self.operator:
-            return result
-        if op == "list_channels" and "_filter_limit" in params:
-            out = [md for md in result if any(p in self.bound for p in md.participant_ids())]
-            limit = params["_filter_limit"]
-            return out if limit is None else out[: int(limit)]
-        if op == "list_tasks" and "_filter_limit" in params:
-            out = [t for t in result if self._task_visible(t)]
-            limit = params["_filter_limit"]
-            return out if limit is None else out[: int(limit)]
-        if op == "channel_stats":
-            return {cid: stats for cid, stats in result.items() if self._participates(cid)}
-        return result
+        """Cut a listing down to what this connection may see (the server's policy)."""
+        return self.server.policy.narrow(self, op, params, result)
 
     # ------------------------------------------------------------------ socket side
 
@@ -949,7 +621,7 @@ class WsEndpoint(WsLinkEndpoint):
     # ------------------------------------------------------------------ observe
 
     async def _connection_op(self, request_id: str, op: str, params: dict[str, Any]) -> Any:
-        self._require_operator(op)
+        self.server.policy.require_operator(self, op)
         sub = params.get("subscription")
         if not isinstance(sub, str) or not sub:
             raise ProtocolError(f"{op} needs params.subscription as a non-empty string")
@@ -1016,8 +688,11 @@ class WsServer:
         max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
+        policy: WirePolicy | None = None,
     ) -> None:
         self.hub = hub
+        #: Who may run which op over a connection (``WirePolicy``: the catalogue's rules plus its own).
+        self.policy = policy if policy is not None else WirePolicy()
         self.token = token
         self.operator_token = operator_token
         self.open_mode = open_mode
@@ -1237,6 +912,7 @@ async def serve_ws(
     send_timeout: float = DEFAULT_SEND_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    policy: WirePolicy | None = None,
 ) -> AsyncIterator[WsServer]:
     """Serve ``hub`` on ``ws://host:port`` (port 0 picks one: read ``server.port``) until the block exits.
 
@@ -1249,6 +925,8 @@ async def serve_ws(
     ``max_connections`` / ``max_connections_per_address``: handshakes beyond them get HTTP 503.
     ``compression="deflate"`` enables permessage-deflate (off by default: on loopback and LANs it costs
     more CPU than the bytes it saves).
+    ``policy`` decides who may run which op over a connection (default ``WirePolicy()``: the access rules
+    of the op catalogue, ``ag2net.protocol.ops``, plus its own rule for each op marked ``policy``).
     """
     for name, value in (
         ("auth_timeout", auth_timeout),
@@ -1307,6 +985,7 @@ async def serve_ws(
         max_connections_per_address=max_connections_per_address,
         ping_interval=ping_interval,
         ping_timeout=ping_timeout,
+        policy=policy,
     )
     try:
         async with serve(
@@ -1382,11 +1061,14 @@ async def serve_cli(
 __all__ = [
     "DIRECTORY_OPS",
     "LOOPBACK_HOSTS",
+    "MAX_INFLIGHT_REQUESTS",
     "MAX_JSON_DEPTH",
     "MAX_RESUME_BYTES",
     "MAX_SKILL_BYTES",
+    "MIRROR_FAILED_KEYS",
     "OBSERVED_KIND",
     "OPERATOR_SCHEME",
+    "WirePolicy",
     "WsEndpoint",
     "WsServer",
     "classified_ops",

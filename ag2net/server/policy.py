@@ -1,0 +1,322 @@
+"""Who may run which op over one WebSocket connection: the server's authorisation, as one policy object.
+
+``serve_ws(hub, ..., policy=WirePolicy())`` hands it to the server (as websockets hands
+``process_request`` to ``serve``). Every op's access rule is declared in the catalogue
+(``ag2net.protocol.ops``): ``open``, ``directory``, ``agent``, ``channel`` and ``operator`` are read from
+there; an op whose rule is ``policy`` has its own method here, named like the op (a test checks each one
+has). ``narrow`` cuts a listing down to what a non-operator connection may see. Subclass it to tighten or
+loosen a rule; in-process callers never pass through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
+from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
+from ag2net.hub.checkpoints import authorize_checkpoint
+from ag2net.identity import check_resume_size, check_skill_size
+from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.tasks import TASK_ID_RE
+
+#: The payload keys a remote ``fire_task_event`` (kind ``mirror_failed``) may carry.
+MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
+
+
+class Connection(Protocol):
+    """What the policy reads of a connection (``WsEndpoint`` is one)."""
+
+    bound: set[str]
+    operator: bool
+    authenticated: bool
+    hub: Any
+    server: Any
+
+
+def _param(params: dict[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str):
+        raise ProtocolError(f"params.{name} must be a string")
+    return value
+
+
+def _nested(params: dict[str, Any], outer: str, name: str) -> Any:
+    value = params.get(outer)
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def check_task_id(task_id: Any) -> None:
+    if task_id is None:
+        return
+    if not isinstance(task_id, str) or TASK_ID_RE.fullmatch(task_id) is None:
+        raise ProtocolError(f"invalid task_id {task_id!r}; use 1-128 of letters, digits, '.', '_' or '-'")
+
+
+def check_sizes(op: str, params: dict[str, Any]) -> None:
+    """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
+    if op in ("register", "set_skill"):
+        check_skill_size(params.get("skill_md"), "params.skill_md")
+    if op in ("register", "set_resume"):
+        check_resume_size(params.get("resume"), "params.resume")
+
+
+class WirePolicy:
+    """The default authorisation of a remote connection (reference §7.4, SPEC decisions 21-23)."""
+
+    async def authorize(self, conn: Connection, op: str, params: dict[str, Any]) -> None:
+        """Refuse ``op`` unless ``conn`` may run it; a rule may narrow ``params`` (listing limits)."""
+        check_task_id(params.get("task_id"))
+        check_sizes(op, params)
+        spec = CATALOGUE.get(op)
+        access = spec.access if spec is not None else None
+        rule = access.rule if access is not None else None
+        if rule == "open":
+            return
+        if rule == "directory":
+            if not self.may_read_directory(conn):
+                raise AccessDeniedError(
+                    f"{op!r} reads the directory, which this server shows only to authenticated connections; "
+                    "connect with the server's token (HubClient.connect(url, token=...)) or ask its operator "
+                    "for --public-directory"
+                )
+            return
+        if rule == "agent":
+            assert access is not None and access.param is not None
+            if not (access.operators_too and conn.operator):
+                self.require_bound(conn, params.get(access.param))
+            return
+        if rule == "channel":
+            self.require_channel(conn, _param(params, "channel_id"))
+            return
+        if rule == "operator":
+            self.require_operator(conn, op)
+            return
+        special = getattr(self, op, None) if rule == "policy" else None
+        if special is not None:
+            await special(conn, params)
+            return
+        if not conn.operator:
+            raise AccessDeniedError(f"op {op!r} is not available over this connection")
+
+    # ------------------------------------------------------------------ shared checks
+
+    def may_read_directory(self, conn: Connection) -> bool:
+        server = conn.server
+        return server.token is None or server.public_directory or conn.authenticated or conn.operator
+
+    def require_bound(self, conn: Connection, agent_id: Any) -> None:
+        if not (isinstance(agent_id, str) and agent_id in conn.bound):
+            raise AccessDeniedError(f"connection is not bound to agent '{agent_id}'")
+
+    def require_operator(self, conn: Connection, what: str) -> None:
+        if not conn.operator:
+            raise AccessDeniedError(
+                f"{what!r} needs the operator role; connect with operator_token=... (hello auth_scheme 'operator')"
+            )
+
+    def participates(self, conn: Connection, channel_id: str) -> bool:
+        md = conn.hub.channels.get(channel_id)
+        return md is not None and any(p in conn.bound for p in md.participant_ids())
+
+    def require_channel(self, conn: Connection, channel_id: str) -> Any:
+        md = conn.hub.lookup_channel(channel_id)
+        if not conn.operator and not any(p in conn.bound for p in md.participant_ids()):
+            raise AccessDeniedError(f"connection has no participant in channel '{channel_id}'")
+        return md
+
+    def task_visible(self, conn: Connection, task: Any) -> bool:
+        return (
+            conn.operator
+            or task.owner_id in conn.bound
+            or (task.channel_id is not None and self.participates(conn, task.channel_id))
+        )
+
+    def owned_task(self, conn: Connection, params: dict[str, Any]) -> Any:
+        task_id = _param(params, "task_id")
+        task = conn.hub._tasks.get(task_id)
+        if task is None:
+            raise NotFoundError(f"task not found: {task_id}")
+        self.require_bound(conn, task.owner_id)
+        return task
+
+    # ------------------------------------------------------------------ the ops whose rule is "policy"
+
+    async def register(self, conn: Connection, params: dict[str, Any]) -> None:
+        hub, server = conn.hub, conn.server
+        passport = params.get("passport")
+        if isinstance(passport, dict):
+            kind = passport.get("kind")
+            auth = passport.get("auth") if isinstance(passport.get("auth"), dict) else {}
+            scheme = auth.get("scheme", "none")
+        else:
+            kind = getattr(passport, "kind", None)
+            scheme = getattr(getattr(passport, "auth", None), "scheme", "none")
+        if kind == "remote_agent":
+            if not hub.allow_remote_agent_registration:
+                raise AccessDeniedError(
+                    "remote_agent registration is disabled on this hub; open it with allow_remote_agent_registration=True"
+                )
+            if not any(hub.agents[a].passport.kind != "remote_agent" for a in conn.bound if a in hub.agents):
+                raise AccessDeniedError(
+                    "a remote_agent is registered by a connection that holds its owner agent"
+                )
+            return
+        if scheme == "none" and not server.open_mode:
+            raise AuthError(
+                "this server requires authentication; register with the 'api_key' scheme "
+                "(HubClient.connect(url, token=...))"
+            )
+        if (
+            server.secrets is not None
+            and not server.legacy_identities
+            and params.get("_identity_secret") is not True
+        ):
+            raise AuthError(
+                "this server gives every identity its own secret, and this client did not ask for one "
+                "(ag2 1.2.1 clients cannot); register with ag2net's HubClient.connect(url, token=...), or ask "
+                "the operator to start the server with --legacy-identities"
+            )
+
+    async def bind(self, conn: Connection, params: dict[str, Any]) -> None:
+        passport = conn.hub.lookup_agent(_param(params, "name"))
+        scheme = params.get("auth_scheme")
+        await conn.server.check_identity(conn, passport, scheme, params.get("auth_claim") or {})
+
+    async def post_envelope(self, conn: Connection, params: dict[str, Any]) -> None:
+        env = params.get("envelope")
+        if isinstance(env, dict):
+            env = Envelope.from_dict(env)
+            params["envelope"] = env
+        if not isinstance(env, Envelope):
+            raise ProtocolError("post_envelope needs params.envelope as an envelope object")
+        self.require_bound(conn, env.sender_id)
+        check_task_id(env.task_id)
+        event_type = env.event_type
+        if event_type.startswith("ag2.channel.") and event_type not in (
+            EV_CHANNEL_INVITE_ACK,
+            EV_CHANNEL_INVITE_REJECT,
+        ):
+            raise ProtocolError(f"'{event_type}' is emitted only by the hub")
+        md = conn.hub.channels.get(env.channel_id)
+        if env.audience is not None and md is not None:
+            participants = set(md.participant_ids())
+            if not all(a in participants for a in env.audience):
+                raise ProtocolError("audience must list only participants of the channel")
+
+    async def report_turn_failure(self, conn: Connection, params: dict[str, Any]) -> None:
+        self.require_bound(conn, params.get("agent_id"))
+        channel_id = _param(params, "channel_id")
+        md = conn.hub.lookup_channel(channel_id)
+        if params.get("agent_id") not in md.participant_ids():
+            raise AccessDeniedError(
+                f"agent '{params.get('agent_id')}' does not participate in channel '{channel_id}'"
+            )
+
+    async def record_turn(self, conn: Connection, params: dict[str, Any]) -> None:
+        record = params.get("record")
+        if not isinstance(record, dict):
+            raise ProtocolError("params.record must be a turn record object")
+        self.require_bound(conn, record.get("agent_id"))
+
+    async def record_observation(self, conn: Connection, params: dict[str, Any]) -> None:
+        owner_id = params.get("owner_id")
+        self.require_bound(conn, owner_id)
+        task_id = params.get("task_id")
+        task = conn.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is not None and task.owner_id != owner_id:
+            raise AccessDeniedError(f"task '{task_id}' is not owned by '{owner_id}'")
+
+    async def list_turns(self, conn: Connection, params: dict[str, Any]) -> None:
+        if conn.operator:
+            return
+        channel_id = params.get("channel_id")
+        agent_id = params.get("agent_id")
+        if channel_id is None and agent_id is None:
+            raise AccessDeniedError("list_turns needs channel_id or agent_id, or the operator role")
+        if channel_id is not None:
+            self.require_channel(conn, _param(params, "channel_id"))
+        if agent_id is not None and channel_id is None:
+            self.require_bound(conn, agent_id)
+
+    async def list_channels(self, conn: Connection, params: dict[str, Any]) -> None:
+        agent_id = params.get("agent_id")
+        if agent_id is not None:
+            if not conn.operator:
+                self.require_bound(conn, agent_id)
+            return
+        if not conn.operator:
+            params["_filter_limit"] = params.get("limit", 50)
+            params["limit"] = None
+
+    async def channel_stats(self, conn: Connection, params: dict[str, Any]) -> None:
+        return None  # narrowed after the op for non-operators
+
+    async def get_task(self, conn: Connection, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        task = conn.hub._tasks.get(task_id)
+        if task is None or not self.task_visible(conn, task):
+            raise NotFoundError(f"task not found: {task_id}")
+
+    async def list_tasks(self, conn: Connection, params: dict[str, Any]) -> None:
+        if not conn.operator:
+            params["_filter_limit"] = params.get("limit", 50)
+            params["limit"] = None
+
+    async def observe_task(self, conn: Connection, params: dict[str, Any]) -> None:
+        task_id = _nested(params, "metadata", "task_id")
+        owner_id = _nested(params, "metadata", "owner_id")
+        channel_id = _nested(params, "metadata", "channel_id")
+        check_task_id(task_id)
+        self.require_bound(conn, owner_id)
+        if channel_id is not None:
+            md = conn.hub.lookup_channel(channel_id)
+            if owner_id not in md.participant_ids():
+                raise AccessDeniedError(
+                    f"task channel '{channel_id}' does not include its owner '{owner_id}'"
+                )
+        existing = conn.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        if existing is not None:
+            self.require_bound(conn, existing.owner_id)
+
+    async def update_task(self, conn: Connection, params: dict[str, Any]) -> None:
+        self.owned_task(conn, params)
+
+    async def fire_task_event(self, conn: Connection, params: dict[str, Any]) -> None:
+        self.owned_task(conn, params)
+        if params.get("kind") != "mirror_failed":
+            raise ProtocolError("fire_task_event over the wire accepts only kind 'mirror_failed'")
+        payload = params.get("payload") or {}
+        if not isinstance(payload, dict) or not set(payload) <= MIRROR_FAILED_KEYS:
+            raise ProtocolError(f"fire_task_event payload keys must be among {sorted(MIRROR_FAILED_KEYS)}")
+        params["payload"] = {k: (v[:500] if isinstance(v, str) else v) for k, v in payload.items()}
+
+    async def checkpoint_task(self, conn: Connection, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        await authorize_checkpoint(conn.hub, task_id, bound=conn.bound, operator=conn.operator, write=True)
+
+    async def read_task_checkpoint(self, conn: Connection, params: dict[str, Any]) -> None:
+        task_id = _param(params, "task_id")
+        await authorize_checkpoint(conn.hub, task_id, bound=conn.bound, operator=conn.operator, write=False)
+
+    # ------------------------------------------------------------------ after the op
+
+    def narrow(self, conn: Connection, op: str, params: dict[str, Any], result: Any) -> Any:
+        """Cut a listing down to what a non-operator connection may see."""
+        if conn.operator:
+            return result
+        if op == "list_channels" and "_filter_limit" in params:
+            out = [md for md in result if any(p in conn.bound for p in md.participant_ids())]
+            limit = params["_filter_limit"]
+            return out if limit is None else out[: int(limit)]
+        if op == "list_tasks" and "_filter_limit" in params:
+            out = [t for t in result if self.task_visible(conn, t)]
+            limit = params["_filter_limit"]
+            return out if limit is None else out[: int(limit)]
+        if op == "channel_stats":
+            return {cid: stats for cid, stats in result.items() if self.participates(conn, cid)}
+        return result
+
+
+__all__ = ["MIRROR_FAILED_KEYS", "Connection", "WirePolicy", "check_sizes", "check_task_id"]
