@@ -1,54 +1,54 @@
-"""Admission: the checks every envelope passes before it is stamped, stored, folded and dispatched."""
+"""Admission's shell: drives the pure checks of ``ag2net.hub.core`` around the durable append.
+
+``post_envelope`` = admit (``core.admit_*``, asking a registered arbiter between them) → stamp and fold →
+``await store.append`` → ``core.apply`` → dispatch → observe, inside the channel's gate.
+``explain_send``/``can_send`` run the same ``core.admit`` on a probe envelope.
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from ag2net.channel import (
-    ChannelMetadata,
-    ChannelState,
-)
+from ag2net.channel import ChannelMetadata
 from ag2net.envelope import (
     EV_CHANNEL_INVITE_ACK,
     EV_CHANNEL_INVITE_REJECT,
-    EV_TASK_CANCEL_REQUEST,
+    EV_TEXT,
     Envelope,
-    check_shape,
     encode_envelope,
     is_protocol_event,
 )
-from ag2net.errors import NetworkError, NotFoundError, ProtocolError
-from ag2net.hub import rules
-from ag2net.hub.records import (
-    TERMINAL,
-    TERMINAL_TASKS,
-    AgentRecord,
+from ag2net.errors import NetworkError, NotFoundError
+from ag2net.hub.core import (
+    Admitted,
+    Refused,
+    admit,
+    admit_channel,
+    admit_send,
+    admit_sender,
+    apply,
+    is_peer_cancel,
 )
 from ag2net.views.wal import ENVELOPE_OVERHEAD
+
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
 
 log = logging.getLogger(__name__)
 
 
-class Admission:
+class Admission(HubShape):
     """Mixin of ``Hub``: ``post_envelope`` and ``can_send``."""
 
     def _stamp(self, env: Envelope) -> None:
         env.envelope_id = self._ids()
         env.created_at = self.clock()
 
-    async def _append(self, md: ChannelMetadata, env: Envelope, text: str | None = None) -> int:
-        """Durably append one stamped envelope, then count and cache it; returns its seq.
-
-        The caller holds the channel's gate. Nothing in memory changes until the store has committed,
-        so a failed append leaves ``wal_count``, the cache and the adapter state as they were.
-        """
-        cid = md.channel_id
-        if text is None:
-            text = env.to_json()
-        seq = self._wal_counts.get(cid, 0) + 1
-        await self.store.append(cid, env.envelope_id, text)
-        self._wal_counts[cid] = seq
-        self._last_activity[cid] = env.created_at
+    def _remember(self, cid: str, env: Envelope, text: str, seq: int) -> None:
+        """Cache an appended envelope (when its channel's log is cached) and publish it to observers."""
         cache = self._wal_cache
         wal = cache.peek(cid)  # an uncached channel is read from the store when next needed
         if wal is not None:
@@ -60,6 +60,19 @@ class Admission:
         self.observe_log.append(
             "envelope", channel_id=cid, seq=seq, envelope=env, size=len(text) + ENVELOPE_OVERHEAD
         )
+
+    async def _append(self, md: ChannelMetadata, env: Envelope, text: str | None = None) -> int:
+        """Durably append one stamped envelope, then count and cache it; returns its seq.
+
+        The caller holds the channel's gate. Nothing in memory changes until the store has committed,
+        so a failed append leaves ``wal_count``, the cache and the adapter state as they were.
+        """
+        cid = md.channel_id
+        if text is None:
+            text = env.to_json()
+        await self.store.append(cid, env.envelope_id, text)
+        seq = self.channel_table.note_appended(cid, env)
+        self._remember(cid, env, text, seq)
         return seq
 
     async def post_envelope(self, envelope: Envelope) -> str:
@@ -74,21 +87,10 @@ class Admission:
             raise
 
     async def _admit(self, env: Envelope) -> str:
-        check_shape(env)
-        sender = self.agents.get(env.sender_id)
-        if sender is None:
-            raise NotFoundError(f"sender not registered: {env.sender_id}")
+        core = self.core
+        sender = admit_sender(core, env)
         arbiter = self._arbiter_custom
-        if arbiter is None:  # the default RuleBasedArbiter, decided synchronously (same rules, same errors)
-            audience = env.audience
-            if audience and sender.rule.access.outbound_to != ["*"]:
-                names = [
-                    self.agents[a].passport.name for a in audience if a in self.agents and a != env.sender_id
-                ]
-                if names:
-                    rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
-            rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
-        else:
+        if arbiter is not None:
             await self._arbitrate_send(arbiter, env, sender)
         cid = env.channel_id
         if cid not in self.channels:
@@ -96,73 +98,39 @@ class Admission:
         # Validation -> append -> fold -> dispatch run inside the channel's gate: adapter state,
         # wal_count and the WAL always agree, whatever else is posted concurrently.
         async with self._gates(cid):
-            return await self._admit_in_gate(env, sender)
-
-    async def _admit_in_gate(self, env: Envelope, sender: AgentRecord) -> str:
-        cid = env.channel_id
-        audience = env.audience
-        md = self.channels.get(cid)
-        if md is None:
-            raise NotFoundError(f"channel not found: {cid}")
-        if md.state in TERMINAL:
-            raise ProtocolError(f"channel '{cid}' is {md.state.value}")
-        event_type = env.event_type
-        protocol = is_protocol_event(event_type)
-        if not protocol and md.state != ChannelState.ACTIVE:
-            raise ProtocolError(f"channel '{cid}' not active (state={md.state.value})")
-        participants = [p.agent_id for p in md.participants]
-        peer_cancel = False
-        if env.sender_id not in participants:
-            if not self._is_peer_cancel(md, env):
-                raise ProtocolError(
-                    f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'"
-                )
-            peer_cancel = True
-        if audience:
-            for a in audience:
-                if a not in participants:
-                    await self._resolve_audience(md, env, participants)  # refuses unless an arbiter resolves
+            gated = admit_channel(core, env)
+            if arbiter is not None:
+                md = gated.metadata
+                if gated.unresolved:  # refuses unless the arbiter resolves the unknown ids
+                    await self._resolve_audience(md, env, md.participant_ids())
+                if not is_protocol_event(env.event_type):
                     audience = env.audience
-                    break
-        adapter = self._adapters.get((md.manifest.type, md.manifest.version))
-        if adapter is None:
-            raise ProtocolError(
-                f"channel '{cid}' has no registered adapter (manifest {md.manifest.type!r}@v{md.manifest.version})"
-            )
-        if not protocol:
-            recipients = audience if audience is not None else [p for p in participants if p != env.sender_id]
-            arbiter = self._arbiter_custom
-            for rid in recipients:
-                if rid == env.sender_id:
-                    continue
-                rec = self.agents.get(rid)
-                if rec is not None:
-                    pending = self._unacked.get(rid)
-                    if arbiter is None:
-                        rules.check_inbox(
-                            rid, len(pending) if pending else 0, rec.rule.limits.inbox.max_pending
-                        )
-                    else:
-                        await self._arbitrate_inbox(arbiter, env, rec, len(pending) if pending else 0)
-        state = self._states.get(cid)
-        if state is None:
-            raise ProtocolError(f"channel '{cid}' has no adapter state")
-        if peer_cancel and env.sender_id in self._peer_cancellers.get(env.task_id or "", ()):
-            raise ProtocolError(
-                f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'"
-            )
-        adapter.validate_send(md, env, state)
+                    recipients = (
+                        audience
+                        if audience is not None
+                        else [p for p in md.participant_ids() if p != env.sender_id]
+                    )
+                    for rid in recipients:
+                        rec = self.agents.get(rid)
+                        if rid != env.sender_id and rec is not None:
+                            await self._arbitrate_inbox(arbiter, env, rec, self.inboxes.pending(rid))
+            return await self._commit(admit_send(core, env, sender, gated))
+
+    async def _commit(self, admitted: Admitted) -> str:
+        """Stamp, fold, append durably, apply, dispatch and observe one admitted envelope (in its gate)."""
+        env = admitted.envelope
+        md = admitted.metadata
+        cid = md.channel_id
+        protocol = admitted.protocol
         self._stamp(env)
         if self._tracer is not None and not protocol:
             self._tracer.start_envelope(env)  # writes the span's traceparent into trace_id before the WAL
         text = encode_envelope(env)
-        new_state = adapter.fold(env, state)
-        result = adapter.on_accepted(md, env, new_state)
-        await self._append(md, env, text)
-        self._states[cid] = new_state
-        if peer_cancel:
-            self._peer_cancellers.setdefault(env.task_id or "", set()).add(env.sender_id)
-        if event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
+        admitted.fold()
+        await self.store.append(cid, env.envelope_id, text)
+        seq = apply(self.core, admitted)
+        self._remember(cid, env, text, seq)
+        if env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
             await self._handshake(md, env)
             return env.envelope_id
         if self._arbiter_custom is None:
@@ -173,26 +141,13 @@ class Admission:
             self._tracer.end_envelope(env)
         if self._listeners or self._own_hooks:
             await self._fan_out("on_envelope_posted", env, md)
+        result = admitted.result
         if result is not None and result.next_state is not None:
             await self._transition(cid, result.next_state, result.auto_close_reason)
         return env.envelope_id
 
     def _is_peer_cancel(self, md: ChannelMetadata, env: Envelope) -> bool:
-        if env.event_type != EV_TASK_CANCEL_REQUEST or not env.task_id:
-            return False
-        task = self._tasks.get(env.task_id)
-        data = env.event_data
-        return (
-            task is not None
-            and task.state not in TERMINAL_TASKS
-            and md.state == ChannelState.ACTIVE
-            and task.channel_id == md.channel_id
-            and env.audience == [task.owner_id]
-            and set(data) == {"task_id", "reason"}
-            and data.get("task_id") == env.task_id
-            and isinstance(data.get("reason"), str)
-            and len(data["reason"]) <= 500
-        )
+        return is_peer_cancel(self.core, md, env)
 
     def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
         """Whether ``sender_id`` may send a substantive envelope on the channel now (synchronous, as in ag2)."""
@@ -207,31 +162,12 @@ class Admission:
     def why_not_send(
         self, channel_id: str, sender_id: str, *, event_type: str | None = None
     ) -> tuple[bool, str]:
-        """``explain_send``'s synchronous body."""
-        from ag2net.envelope import EV_TEXT
-
-        md = self.channels.get(channel_id)
-        if md is None:
-            return False, f"channel '{channel_id}' not found"
-        if md.is_terminal():
-            reason = f" (reason: {md.close_reason})" if md.close_reason else ""
-            return False, f"channel '{channel_id}' is {md.state.value}{reason}; open a new one"
-        if md.state != ChannelState.ACTIVE:
-            return (
-                False,
-                f"channel '{channel_id}' not active (state={md.state.value}); wait for every invitee to ack",
-            )
-        if sender_id not in md.participant_ids():
-            return False, f"you are not a participant of channel '{channel_id}'"
-        state = self._states.get(channel_id)
-        adapter = self._adapters.get((md.manifest.type, md.manifest.version))
-        if state is None or adapter is None:
-            return False, f"channel '{channel_id}' has no adapter"
+        """``explain_send``'s synchronous body: the admission a post runs, on a probe envelope
+        (``event_data={"text": ""}``, no audience); a refusal is the message the post would raise."""
         probe = Envelope(channel_id, sender_id, None, event_type or EV_TEXT, {"text": ""})
-        try:
-            adapter.validate_send(md, probe, state)
-        except NetworkError as exc:
-            return False, str(exc)
+        verdict = admit(self.core, probe)
+        if isinstance(verdict, Refused):
+            return False, verdict.message
         return True, ""
 
 

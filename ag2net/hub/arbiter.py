@@ -253,6 +253,7 @@ class ArbiterSeat:
         _check_arbiter(arbiter)
         self._arbiter = arbiter
         self._arbiter_custom = None if type(arbiter) is RuleBasedArbiter else arbiter
+        self.core.rules = self._arbiter_custom is None  # the core then decides the rules itself
 
     @property
     def arbiter(self) -> HubArbiter:

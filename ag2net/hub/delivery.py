@@ -157,7 +157,8 @@ class Delivery:
 
     async def _flush_cursors(self) -> None:
         self._cursor_flush = None
-        dirty, self._dirty_cursors = self._dirty_cursors, set()
+        dirty = list(self._dirty_cursors)
+        self._dirty_cursors.clear()
         for agent_id, channel_id in dirty:
             value = self._cursors.get(agent_id, {}).get(channel_id)
             if value:

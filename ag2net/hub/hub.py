@@ -35,8 +35,8 @@ from ag2net.hub.audit import (
 )
 from ag2net.hub.auth import AuthRegistry
 from ag2net.hub.checkpoints import TaskCheckpoints
+from ag2net.hub.core import HubCore
 from ag2net.hub.delivery import Delivery
-from ag2net.hub.dispatch import Mailbox
 from ag2net.hub.expectations import default_evaluators
 from ag2net.hub.gate import ChannelGates
 from ag2net.hub.lifecycle import ChannelLifecycle
@@ -107,34 +107,41 @@ class Hub(
         self.invite_ack_timeout = invite_ack_timeout
         self.allow_remote_agent_registration = allow_remote_agent_registration
         self._ids = MonotonicIds()
-        self.agents: dict[str, AgentRecord] = {}
-        self._names: dict[str, str] = {}
-        self.channels: dict[str, ChannelMetadata] = {}
-        self._states: dict[str, Any] = {}
+        # The synchronous state lives in components that own it (ag2net.hub.core); the names below are
+        # the same dicts and sets, for the parts of the shell that read them.
+        self.core = core = HubCore()
+        self.identities = core.identities
+        self.channel_table = core.channel_table
+        self.inboxes = core.inboxes
+        self.task_book = core.task_book
+        self.agents = core.identities.agents
+        self._names = core.identities.names
+        self._reserved_names = core.identities.reserved
+        self.channels = core.channel_table.channels
+        self._states = core.channel_table.states
+        self._adapters = core.channel_table.adapters
+        self._wal_counts = core.channel_table.wal_counts
+        self._last_activity = core.channel_table.last_activity
+        self._endpoints = core.inboxes.endpoints
+        self._bindings = core.inboxes.bindings
+        self._mailboxes = core.inboxes.mailboxes
+        self._unacked = core.inboxes.unacked
+        self._pressure_fired = core.inboxes.pressure_fired
+        self._cursors = core.inboxes.cursors
+        self._dirty_cursors = core.inboxes.dirty_cursors
+        self._tasks = core.task_book.tasks
+        self._observed_outcomes = core.task_book.observed_outcomes
+        self._peer_cancellers = core.task_book.peer_cancellers
         # The WALs in memory: a bounded cache over the store (newest envelopes of recently used live
         # channels); ``cache_mb`` bounds it and the observe buffer (a quarter of it) together.
         self._wal_cache = WalCache(self.store, cache_mb=cache_mb, window=wal_window)
         self._gates = ChannelGates()
-        self._wal_counts: dict[str, int] = {}
-        self._last_activity: dict[str, str] = {}
-        self._adapters: dict[tuple[str, int], Any] = {}
         self._evaluators: dict[str, Any] = {}
         self._violation_handlers: dict[str, Any] = {}
         self._fired: dict[str, set[tuple[int, str, str]]] = {}
         self._open_waiters: dict[str, asyncio.Future[ChannelMetadata]] = {}
-        self._endpoints: dict[str, Any] = {}
-        self._bindings: dict[str, Any] = {}
-        self._mailboxes: dict[str, Mailbox] = {}
-        self._unacked: dict[str, set[str]] = {}
-        self._pressure_fired: set[str] = set()
-        self._cursors: dict[str, dict[str, str]] = {}
-        self._dirty_cursors: set[tuple[str, str]] = set()
         self._cursor_flush: asyncio.TimerHandle | None = None
-        self._tasks: dict[str, TaskMetadata] = {}
-        self._observed_outcomes: set[tuple[str, str]] = set()
-        self._peer_cancellers: dict[str, set[str]] = {}
         self._agent_locks: dict[str, asyncio.Lock] = {}
-        self._reserved_names: set[str] = set()
         # listeners, the audit log (every audit record goes through it) and, with a tracer provider,
         # OpenTelemetry spans (ag2net.hub.listeners, ag2net.hub.telemetry)
         self._init_listeners(tracer_provider)
@@ -338,7 +345,8 @@ class Hub(
             )
             self.agents[passport.agent_id] = record
             self._names[passport.name] = passport.agent_id
-        self._wal_counts = await self.store.wal_counts()
+        self._wal_counts.clear()
+        self._wal_counts.update(await self.store.wal_counts())
         live: list[str] = []
         for data in await self.store.load_channels():
             md = ChannelMetadata.from_dict(data)
@@ -387,7 +395,8 @@ class Hub(
         for data in await self.store.load_tasks():
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
-        self._cursors = await self.store.load_cursors()
+        self._cursors.clear()
+        self._cursors.update(await self.store.load_cursors())
 
     async def _finish_interrupted_close(self, channel_id: str, last: Envelope) -> bool:
         """A live channel whose WAL ends with its close or expiry envelope was closed by a hub that stopped
