@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from ag2net.hub.records import AgentRecord
     from ag2net.identity import Passport, Resume, Rule
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
@@ -237,7 +242,7 @@ def _check_arbiter(arbiter: Any) -> None:
             )
 
 
-class ArbiterSeat:
+class ArbiterSeat(HubShape):
     """Mixin of ``Hub``: holds the arbiter and asks it at each decision point.
 
     ``_arbiter_custom`` is ``None`` while the arbiter is a plain ``RuleBasedArbiter``: the hub then runs

@@ -33,6 +33,12 @@ WRITERS_META_PREFIX = "task_checkpoint_writers/"
 _CLAIM_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
+
 def encode_checkpoint(state: Any) -> str:
     """``state`` as JSON text, or a ``ProtocolError`` naming the field when it is not a JSON object."""
     if not isinstance(state, dict):
@@ -108,7 +114,7 @@ async def authorize_checkpoint(
         )
 
 
-class TaskCheckpoints:
+class TaskCheckpoints(HubShape):
     """Mixin of ``Hub``: ``checkpoint_task`` / ``read_task_checkpoint`` with ag2 1.2.1's signatures."""
 
     async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:

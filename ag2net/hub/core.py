@@ -33,8 +33,13 @@ class IdentityTable:
         self.reserved: set[str] = set()
 
     def add(self, record: AgentRecord) -> None:
-        self.agents[record.passport.agent_id] = record
-        self.names[record.passport.name] = record.passport.agent_id
+        agent_id = record.passport.agent_id
+        if agent_id is None:
+            raise ValueError(
+                f"agent {record.passport.name!r} has no agent_id; the hub stamps one at registration"
+            )
+        self.agents[agent_id] = record
+        self.names[record.passport.name] = agent_id
 
     def clear(self) -> None:
         self.agents.clear()

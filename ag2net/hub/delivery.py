@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import (
     ChannelMetadata,
@@ -21,10 +21,15 @@ from ag2net.hub.records import (
     AgentRecord,
 )
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
-class Delivery:
+class Delivery(HubShape):
     """Mixin of ``Hub``: from an admitted envelope to each recipient's connection."""
 
     def attach_endpoint(self, endpoint: Any) -> None:
@@ -42,7 +47,7 @@ class Delivery:
         with contextlib.suppress(Exception):
             await endpoint.close()
 
-    def bind_endpoint(self, endpoint_id: Any, agent_id: str) -> None:
+    def bind_endpoint(self, endpoint_id: Any, agent_id: str | None) -> None:
         """Bind ``agent_id`` to an endpoint, given by the id of an attached one (as in ag2) or by the
         endpoint itself; a re-bind moves the agent to the new endpoint. Raises ``NotFoundError`` for an
         id that is not attached or an agent that is not registered."""
@@ -54,6 +59,8 @@ class Delivery:
                 )
         else:
             endpoint = endpoint_id
+        if agent_id is None:  # a passport the hub has not stamped
+            raise NotFoundError("cannot bind an identity without an agent_id; register it first")
         self._record(agent_id)
         self._bindings[agent_id] = endpoint
         bound = getattr(endpoint, "bound", None)

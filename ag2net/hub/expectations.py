@@ -6,6 +6,7 @@ or ``None`` and does no I/O. Handlers (what to do about a violation) live with t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,12 +25,12 @@ class ExpectationContext:
 
     metadata: Any
     state: Any
-    wal: list[Envelope]
+    wal: Sequence[Envelope]  # a list, or a WalSlice of the cached log
     now_iso: str
     now_seconds: float
 
     @classmethod
-    def at(cls, metadata: Any, state: Any, wal: list[Envelope], now_iso: str) -> ExpectationContext:
+    def at(cls, metadata: Any, state: Any, wal: Sequence[Envelope], now_iso: str) -> ExpectationContext:
         """A context whose ``now_seconds`` (epoch seconds) is derived from ``now_iso``."""
         return cls(metadata, state, wal, now_iso, parse_time(now_iso).timestamp())
 

@@ -343,8 +343,7 @@ class Hub(
                 skill_md=rec.get("skill_md"),
                 owners=list(rec.get("owners") or []),
             )
-            self.agents[passport.agent_id] = record
-            self._names[passport.name] = passport.agent_id
+            self.identities.add(record)
         self._wal_counts.clear()
         self._wal_counts.update(await self.store.wal_counts())
         live: list[str] = []

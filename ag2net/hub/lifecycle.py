@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import (
     ChannelMetadata,
@@ -36,10 +36,15 @@ from ag2net.identity import (
 from ag2net.ids import add_seconds, make_id
 from ag2net.tasks import TaskState
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
-class ChannelLifecycle:
+class ChannelLifecycle(HubShape):
     """Mixin of ``Hub``: channels from invitation to their terminal state."""
 
     def _channel(self, channel_id: str) -> ChannelMetadata:

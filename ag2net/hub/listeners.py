@@ -20,6 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ag2net.hub.audit import AuditLog
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 #: The listener methods, in the order the reference lists them.
@@ -113,7 +118,7 @@ def overridden_hooks(cls: type) -> frozenset[str]:
     )
 
 
-class Listeners(BaseHubListener):
+class Listeners(BaseHubListener, HubShape):
     """Mixin of ``Hub``: its own no-op hook methods, the listener list, the audit log and the fan-out.
 
     ``_own_hooks`` names the hook methods a subclass overrides; with none and no listener registered,

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.hub.audit import (
@@ -37,10 +37,16 @@ from ag2net.ids import make_id
 from ag2net.skills import render_fallback_skill
 from ag2net.tasks import TaskState
 
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
-class IdentityRegistry:
+class IdentityRegistry(HubShape):
     """Mixin of ``Hub``: who is registered, and what they say about themselves."""
 
     def _record(self, agent_id: str) -> AgentRecord:
@@ -150,7 +156,9 @@ class IdentityRegistry:
         ``AgentClient``. ``kw`` are ag2net's own ``HubClient.register`` options."""
         from ag2net.client.hub_client import HubClient
 
-        client = HubClient(link, hub=self) if link is not None else HubClient.local(self)
+        client = (
+            HubClient(link, hub=cast("Hub", self)) if link is not None else HubClient.local(cast("Hub", self))
+        )
         try:
             agent_client = await client.register(
                 agent, passport, resume, skill_md=skill_md, rule=rule, attach_plugin=attach_plugin, **kw

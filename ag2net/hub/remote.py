@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 REMOTE_AGENT_KIND = "remote_agent"
 
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
+
 @runtime_checkable
 class RemoteAgentProxy(Protocol):
     """Carries envelopes from this hub to participants whose passport has ``kind="remote_agent"``.
@@ -82,7 +88,7 @@ class _RemoteProxyEndpoint:
         return None
 
 
-class RemoteProxies:
+class RemoteProxies(HubShape):
     """Mixin of ``Hub``: the registry of ``RemoteAgentProxy`` objects by scheme, and the routing of
     deliveries to remote agents through them. Also ``auth_schemes``."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ag2net.channel import (
     ChannelState,
@@ -14,10 +15,15 @@ from ag2net.hub.expectations import ExpectationContext
 from ag2net.ids import parse_time
 from ag2net.tasks import TaskState
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
-class Sweeps:
+class Sweeps(HubShape):
     """Mixin of ``Hub``: what the periodic sweepers run."""
 
     async def expire_due(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.hub.audit import (
@@ -11,10 +11,15 @@ from ag2net.hub.audit import (
 )
 from ag2net.tasks import TASK_ID_RE, TaskMetadata, TaskState
 
+if TYPE_CHECKING:
+    from ag2net.hub.shape import HubShape
+else:
+    HubShape = object
+
 log = logging.getLogger(__name__)
 
 
-class TaskTable:
+class TaskTable(HubShape):
     """Mixin of ``Hub``: tasks mirrored from their owners."""
 
     async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:

@@ -80,7 +80,7 @@ class EnvelopeTracer:
             )
         from ag2net.version import __version__
 
-        self.tracer = get_tracer(INSTRUMENTATION_NAME, __version__)
+        self.tracer: Any = get_tracer(INSTRUMENTATION_NAME, __version__)
         self._stamp = dict(span_attributes or {})
         self._open: OrderedDict[str, Any] = OrderedDict()
 

@@ -79,6 +79,8 @@ class WalCache:
         loads = json.loads
 
         def cold(start: int, stop: int) -> list[Envelope]:
+            if reader is None:  # only made when the store reads blocks
+                return []
             texts = reader.read_wal_block(channel_id, start + 1, stop)
             return [Envelope(**loads(t)) for t in texts]
 
