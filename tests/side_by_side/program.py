@@ -23,7 +23,8 @@ What it does, in order:
    ``read_task_checkpoint``; ``TaskMirror`` construction.
 7. A human (``register_human``) on the same link asks carol and reads the answer from its queue.
 8. A fourth agent whose model fails, inside ``async with``: listeners get the exception itself.
-9. carol's HubClient closes: the others on the link keep working, an invite to carol times out.
+9. carol's HubClient closes: the others on the link keep working, an invite to carol times out;
+   a new HubClient takes her identity back with ``attach`` and she answers again.
 10. Edges ag2 code matches on: auth and registration errors, frames, URNs, ids.
 11. The hub's (async) getters, ``health()`` and the audit log after all that; everything is closed.
 
@@ -541,6 +542,16 @@ async def run(stack: contextlib.AsyncExitStack) -> None:
         )
 
     await section("carol left", carol_leaves)
+
+    async def carol_comes_back() -> None:
+        # A new HubClient takes carol's registered identity back with attach(); she answers again.
+        back = on_the_link()
+        clients["carol, back"] = back  # closed with the others
+        again = await back.attach(scripted_agent("carol", replies["carol"]), "carol")
+        record("carol back", same_id=again.agent_id == carol.agent_id, name=again.passport.name)
+        await consult(alice, clients["alice"], "carol", "Are you back?", "consult alice->carol after attach")
+
+    await section("carol back", carol_comes_back)
 
     async def edges() -> None:
         # Small things ag2 code matches on: error classes and their wording, frames, ids.
