@@ -47,7 +47,7 @@ class HubBackedCheckpointStore:
     """
 
     def __init__(self, hub: HubPort | HubClient) -> None:
-        self._hub = hub
+        self._hub: Any = hub
 
     async def write(self, task_id: str, state: dict[str, Any]) -> None:
         payload = dict(state)

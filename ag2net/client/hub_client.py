@@ -50,7 +50,7 @@ class HubClient:
         with ``link.client()``), a ``LocalLinkClient``, or a ``WsLink``. ``hub`` names the in-process hub
         (ag2's signature); it must be the link's own hub when the link has one."""
         if isinstance(link, LinkFactory):  # LocalLink, WsLink: one connection per client
-            link = link.client()
+            link = link.client()  # type: ignore[assignment]  # their clients are Links too
         link_hub = getattr(link, "hub", None)
         if hub is not None and link_hub is not None and link_hub is not hub:
             raise ValueError(
@@ -263,7 +263,7 @@ class HubClient:
         attach_default_handler: bool,
     ) -> AgentClient:
         client = self._new_agent_client(agent, passport, resume, rule, attach_default_handler)
-        self._clients[passport.agent_id] = client
+        self._clients[passport.agent_id] = client  # type: ignore[index]  # stamped by register/bind
         if attach_plugin:
             from ag2net.client.plugin import NetworkPlugin
 
@@ -279,7 +279,7 @@ class HubClient:
         human = HumanClient(
             passport=passport, resume=resume, rule=rule, hub_client=self, auto_ack_invites=auto_ack_invites
         )
-        self._clients[passport.agent_id] = human
+        self._clients[passport.agent_id] = human  # type: ignore[index]  # stamped by register/bind
         return human
 
     async def attach(

@@ -8,7 +8,7 @@ handler. Results are Python values; the WebSocket server encodes them with the o
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata, ChannelState
@@ -291,7 +291,7 @@ async def _read_wal_seq(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[tupl
 
 
 @op("read_wal_until")
-async def _read_wal_until(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Envelope]:
+async def _read_wal_until(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Sequence[Envelope]:
     return await hub.read_wal_until(_str(p, "channel_id"), _str(p, "envelope_id"))
 
 
@@ -427,7 +427,7 @@ async def _record_observation(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Non
     await hub.record_observation(
         owner_id=_str(p, "owner_id"),
         capability=_str(p, "capability"),
-        outcome=p.get("outcome"),
+        outcome=p.get("outcome"),  # type: ignore[arg-type]  # the hub refuses a bad outcome itself
         latency_ms=p.get("latency_ms"),
         task_id=p.get("task_id"),
     )

@@ -148,8 +148,8 @@ class WirePolicy:
         passport = params.get("passport")
         if isinstance(passport, dict):
             kind = passport.get("kind")
-            auth = passport.get("auth") if isinstance(passport.get("auth"), dict) else {}
-            scheme = auth.get("scheme", "none")
+            auth = passport.get("auth")
+            scheme = auth.get("scheme", "none") if isinstance(auth, dict) else "none"
         else:
             kind = getattr(passport, "kind", None)
             scheme = getattr(getattr(passport, "auth", None), "scheme", "none")

@@ -4,6 +4,8 @@ The in-process link is ``ag2net.hub.local`` (it knows the hub); the WebSocket se
 Nothing here imports the hub: a remote agent loads none.
 """
 
+from typing import TYPE_CHECKING
+
 from ag2net.protocol.frames import (
     FRAME_TYPES,
     ErrorFrame,
@@ -22,6 +24,9 @@ from ag2net.protocol.frames import (
     frame_to_json,
 )
 from ag2net.protocol.ports import Endpoint, Link, LinkClient, LinkEndpoint, LinkFactory, NotifyHandler
+
+if TYPE_CHECKING:
+    from ag2net.transport.ws import ConnectionLostError, WsLink, WsLinkClient, WsLinkEndpoint
 
 _LAZY = {
     "ConnectionLostError": "ag2net.transport.ws",

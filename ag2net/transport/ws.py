@@ -584,7 +584,7 @@ class WsLinkClient:
             )
             self.displaced.pop(result["agent_id"], None)
         elif op in ("unregister", "unbind"):
-            ident = self._identities.pop(wire.get("agent_id"), None)
+            ident = self._identities.pop(str(wire.get("agent_id")), None)
             if op == "unregister" and ident is not None:
                 self._known_secrets.pop(ident.name, None)
                 if self.secrets is not None and "secret" in ident.claim:
