@@ -15,7 +15,9 @@ from ag2net.errors import ProtocolError
 
 
 class ChannelState(StrEnum):
-    """Lifecycle of a channel. ``CLOSING`` exists for wire compatibility; nothing enters it."""
+    """Lifecycle of a channel. ``CLOSING`` is held in memory only, while the hub makes a close durable
+    (the closing envelope, then the channel's row): nothing new starts, and ``CLOSED``/``EXPIRED`` are
+    seen only once the WAL holds the close."""
 
     PENDING = "pending"
     ACTIVE = "active"

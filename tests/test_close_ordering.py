@@ -95,3 +95,58 @@ async def test_reopening_finishes_a_close_whose_row_was_not_written(tmp_path):
         assert rows[ch.channel_id]["state"] == "closed"  # the row was written on reopen
     finally:
         await reread.close()
+
+
+class ProbingStore(MemoryStore):
+    """While the close is being made durable, asks the hub what a participant may do."""
+
+    hub: Hub | None = None
+    probe: tuple[str, str] | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, bool]] = []
+
+    async def append(self, channel_id: str, envelope_id: str, text: str) -> int:
+        if self.hub is not None and self.probe and json.loads(text)["event_type"] == EV_CHANNEL_CLOSED:
+            cid, sender = self.probe
+            self.seen.append((self.hub.lookup_channel(cid).state.value, self.hub.can_send(cid, sender)))
+        return await super().append(channel_id, envelope_id, text)
+
+
+async def test_nothing_new_starts_while_a_close_is_made_durable():
+    store = ProbingStore()
+    hub = await Hub.open(store, **quiet())
+    try:
+        hc, ana, ch = await _open_pair(hub)
+        store.hub, store.probe = hub, (ch.channel_id, ana.agent_id)
+        assert hub.can_send(ch.channel_id, ana.agent_id)
+        await hub.close_channel(ch.channel_id, reason="done")
+        # during the append: not closed yet (the WAL does not hold the close), but nobody may start a turn
+        assert store.seen == [("closing", False)]
+        assert hub.lookup_channel(ch.channel_id).state is ChannelState.CLOSED
+        await hc.close()
+    finally:
+        await hub.close()
+
+
+class CloseAppendFails(MemoryStore):
+    async def append(self, channel_id: str, envelope_id: str, text: str) -> int:
+        if json.loads(text)["event_type"] == EV_CHANNEL_CLOSED:
+            raise OSError("disk full")
+        return await super().append(channel_id, envelope_id, text)
+
+
+async def test_a_close_that_cannot_be_written_leaves_the_channel_as_it_was():
+    hub = await Hub.open(CloseAppendFails(), **quiet())
+    try:
+        hc, ana, ch = await _open_pair(hub)
+        try:
+            await hub.close_channel(ch.channel_id, reason="done")
+        except OSError:
+            pass
+        md = hub.lookup_channel(ch.channel_id)
+        assert md.state is ChannelState.ACTIVE and hub.can_send(ch.channel_id, ana.agent_id)
+        await hc.close()
+    finally:
+        await hub.close()

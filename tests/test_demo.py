@@ -95,7 +95,8 @@ async def test_demo_exercises_the_whole_surface(tmp_path):
             "request_changes",
             "approve",
         } <= used
-        assert not [c for t in turns for c in t.tool_calls if c["is_error"]]
+        errs = [c for t in turns for c in t.tool_calls if c["is_error"]]
+        assert not errs, [(c, t.channel_id) for t in turns for c in t.tool_calls if c["is_error"]]
         assert not [t for t in turns if t.error]
         by_type = {md.channel_id: md.manifest.type for md in channels}
         views = {(by_type[t.channel_id], t.view["name"]) for t in turns}

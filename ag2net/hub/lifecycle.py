@@ -298,6 +298,20 @@ class ChannelLifecycle(HubShape):
         if md.is_terminal():
             return
         was_pending = md.state == ChannelState.PENDING
+        previous = md.state
+        # ``closing`` until the close is durable: from now on nothing may start on this channel (a handler
+        # checking ``can_send`` stops), while readers never see ``closed`` before the WAL holds the close.
+        md.state = ChannelState.CLOSING
+        try:
+            await self._close_in_gate(md, channel_id, new_state, reason, was_pending)
+        except BaseException:
+            if md.state == ChannelState.CLOSING:
+                md.state = previous
+            raise
+
+    async def _close_in_gate(
+        self, md: ChannelMetadata, channel_id: str, new_state: ChannelState, reason: str, was_pending: bool
+    ) -> None:
         for task in list(self._tasks.values()):
             if task.channel_id == channel_id and task.state not in TERMINAL_TASKS:
                 await self.update_task(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
