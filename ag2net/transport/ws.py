@@ -527,7 +527,8 @@ class WsLinkClient:
     # ------------------------------------------------------------------ params and identities
 
     def _prepare(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        wire = to_json_params(params)
+        spec = CATALOGUE.get(op)
+        wire = spec.encode_params(params) if spec is not None else to_json_params(params)
         if op == "register" and self.token is not None:
             passport = wire.get("passport")
             if isinstance(passport, dict) and passport.get("kind") != "remote_agent":
