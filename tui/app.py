@@ -1,11 +1,11 @@
 """The workbench app: channels (left), the live WAL tail (centre), agent view and peers (right), chat and
-status at the bottom. It owns the connection: one observe-stream worker feeds every pane in batches.
+status at the bottom. Its data comes from one ``LiveFeed`` (tui/feed.py); the app routes the feed's
+messages to the panes with ``@on`` handlers and turns the person's actions into calls on ``HubSource``.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -17,12 +17,26 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Header, HelpPanel, Input, KeyPanel, TabbedContent, TabPane
 
-from ag2net.channel import ChannelMetadata
 from ag2net.client import HubClient, HumanClient
-from ag2net.envelope import ALL_EVENT_TYPES, EV_PACKET, EV_TEXT, Envelope
+from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError
 from ag2net.views import registered_views
 from tui.commands import DomainCommand, WorkbenchCommands
+from tui.feed import (
+    AgentsChanged,
+    ChannelChanged,
+    ChannelsLoaded,
+    ConnectionChanged,
+    FeedBatch,
+    HealthChanged,
+    HistoryBatch,
+    HumanAsked,
+    LiveFeed,
+    PeersLoaded,
+    Progress,
+    RateTick,
+    Ready,
+)
 from tui.filtering import FilterError
 from tui.formatting import preview
 from tui.screens.composer import ChannelChoice, EnvelopeComposer
@@ -39,7 +53,6 @@ from tui.widgets.projected_view import ProjectedView
 from tui.widgets.status_bar import StatusBar
 
 DemoStarter = Callable[[], Awaitable[Any]]
-FLUSH_INTERVAL = 0.1
 
 
 class WorkbenchApp(App[None]):
@@ -104,17 +117,11 @@ class WorkbenchApp(App[None]):
         self.load_history = load_history
         self.selected_channel: str | None = None
         self.ready = False
-        self._buffer: list[tuple[Envelope, int, str]] = []
-        self._activity: dict[str, list[Any]] = defaultdict(lambda: [0, ""])
-        self._max_seq: dict[str, int] = {}
-        self._min_seq: dict[str, int] = {}
-        self._rate_count = 0
-        self._custom_types: set[str] = set()
-        self._peers_dirty = False
+        """The first page is shown, peers and health loaded, observing begun (the feed's ``Ready``)."""
+        self.feed: LiveFeed
+        """Created on mount, over ``self.source`` as it is then."""
         self._query_mode = "filter"
-        self._tail_widget: EnvelopeTail | None = None
         self._focus_before_chat: Widget | None = None
-        self._connection: dict[str, Any] | None = None
         check_keymap(self.settings, self.binding_ids())
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -203,40 +210,85 @@ class WorkbenchApp(App[None]):
             )
         self.status.connection = self.source.connection_label
         self.status.progress = "loading channels…"
-        self._tail_widget = self.tail
         self.tail.focus()
         self.watch(self.tail, "pending_count", self._pending_changed, init=False)
-        self.set_interval(FLUSH_INTERVAL, self._flush_batch)
-        self.set_interval(1.0, self._tick_rate)
-        self.set_interval(3.0, self._refresh_health)
-        self._startup()
+        self.feed = LiveFeed(
+            self,
+            self.source,
+            first_page=self.settings.first_page,
+            history_limit=self.settings.tail_limit,
+            observe=self.observe_enabled,
+            load_history=self.load_history,
+        )
+        self.feed.start()
 
-    @work(exclusive=True, group="startup")
-    async def _startup(self) -> None:
-        source = self.source
-        try:
-            position = await source.observe_position()
-            rows = await source.load_channels()
-        except NetworkError as exc:
-            self.status.connected = False
+    def on_unmount(self) -> None:
+        self.feed.stop()
+
+    # ------------------------------------------------------------------ the feed, routed to the panes
+
+    @on(ChannelsLoaded)
+    def _channels_loaded(self, event: ChannelsLoaded) -> None:
+        self.channel_list.set_channels(event.rows)
+        if self.selected_channel:
+            self._sync_selected_channel()
+
+    @on(ChannelChanged)
+    def _channel_changed(self, event: ChannelChanged) -> None:
+        self.channel_list.upsert(event.row)
+        if event.channel_id == self.selected_channel:
+            self._sync_selected_channel()
+
+    @on(FeedBatch)
+    def _feed_batch(self, event: FeedBatch) -> None:
+        if event.items:
+            self.tail.append_many(event.items)
+        if event.activity:
+            self.channel_list.bump(event.activity)
+
+    @on(HistoryBatch)
+    def _history_batch(self, event: HistoryBatch) -> None:
+        kept = self.tail.prepend_many(event.items)
+        self.status.progress = f"history {event.done:,}/{event.total:,}"
+        if kept < len(event.items):  # the tail is full
+            self.feed.stop_history()
             self.status.progress = ""
-            self.notify(f"Cannot reach the hub: {exc}", severity="error", timeout=10)
-            return
-        if not self._panes_alive():
-            return
-        self.channel_list.set_channels(rows)
-        self.status.progress = "loading the newest envelopes…"
-        page = await source.last_page(rows, self.settings.first_page)
-        if not self._panes_alive():
-            return
-        self._note_loaded(page)
-        self.tail.append_many(page)
-        self.status.progress = ""
+
+    @on(AgentsChanged)
+    def _agents_changed(self) -> None:
+        self.tail.refresh_names()
+
+    @on(PeersLoaded)
+    def _peers_loaded(self, event: PeersLoaded) -> None:
+        self.peers.set_peers(event.peers)
+
+    @on(Progress)
+    def _progress(self, event: Progress) -> None:
+        self.status.progress = event.text
+
+    @on(RateTick)
+    def _rate_tick(self, event: RateTick) -> None:
+        self.status.push_rate(event.count)
+
+    @on(HealthChanged)
+    def _health_changed(self, event: HealthChanged) -> None:
+        self.status.health = event.text
+
+    @on(ConnectionChanged)
+    def _connection_changed(self, event: ConnectionChanged) -> None:
+        if event.reconnecting is not None:
+            self.status.reconnecting = event.reconnecting
+        if event.connected is not None:
+            self.status.connected = event.connected
+        if event.reconnected:
+            self.notify("reconnected", title=self.source.connection_label, timeout=4)
+        if event.error:
+            self.status.progress = ""
+            self.notify(event.error, severity="error", timeout=10)
+
+    @on(Ready)
+    def _feed_ready(self) -> None:
         self.ready = True
-        if self.observe_enabled:
-            self._observe(position)
-        self._load_peers()
-        await self._refresh_health()
         if self.autostart_demo:
             self.start_demo()
         elif self.offer_demo and self.demo is not None:
@@ -246,76 +298,11 @@ class WorkbenchApp(App[None]):
                 title="New here?",
                 timeout=12,
             )
-        if self.load_history:
-            self._load_history(rows)
 
-    def _note_loaded(self, items: list[tuple[Envelope, int, str]]) -> None:
-        for env, seq, _label in items:
-            cid = env.channel_id
-            if seq > self._max_seq.get(cid, 0):
-                self._max_seq[cid] = seq
-            if seq < self._min_seq.get(cid, seq + 1):
-                self._min_seq[cid] = seq
-            if env.event_type not in ALL_EVENT_TYPES:
-                self._custom_types.add(env.event_type)
-
-    @work(exclusive=True, group="history")
-    async def _load_history(self, rows: list[Any]) -> None:
-        """Older envelopes, newest pages first, with progress in the status bar (never a frozen screen)."""
-        loaded = dict(self._min_seq)
-        async for batch, done, total in self.source.older_pages(rows, loaded, self.settings.tail_limit):
-            if not self._panes_alive():
-                return
-            kept = self.tail.prepend_many(batch)
-            for env, _seq, _label in batch:
-                if env.event_type not in ALL_EVENT_TYPES:
-                    self._custom_types.add(env.event_type)
-            self.status.progress = f"history {done:,}/{total:,}"
-            if kept < len(batch):
-                break
-        self.status.progress = ""
-
-    @work(exclusive=True, group="observe")
-    async def _observe(self, position: int) -> None:
-        async for event in self.source.observe(position):
-            if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
-                seq = event.seq or 0
-                if seq and seq <= self._max_seq.get(event.channel_id, 0):
-                    continue  # already loaded by the first page
-                self._max_seq[event.channel_id] = seq
-                env = event.envelope
-                self._buffer.append((env, seq, self.source.label_for(event.channel_id)))
-                activity = self._activity[event.channel_id]
-                activity[0] += 1
-                activity[1] = env.created_at
-                self._rate_count += 1
-                if env.event_type not in ALL_EVENT_TYPES:
-                    self._custom_types.add(env.event_type)
-                if self.source.addressed_to_human(env):
-                    self._ask_human(env)
-            elif not self._panes_alive():
-                return
-            elif event.kind == "channel":
-                metadata = event.payload.get("metadata")
-                if isinstance(metadata, dict):
-                    self._flush_batch()
-                    row = self.source.remember(ChannelMetadata.from_dict(metadata))
-                    self.channel_list.upsert(row)
-                    if event.channel_id == self.selected_channel:
-                        self._sync_selected_channel()
-            elif event.kind == "agent":
-                self.tail.refresh_names()
-                self._peers_dirty = True
-
-    @work(group="ask")
-    async def _ask_human(self, envelope: Envelope) -> None:
+    @on(HumanAsked)
+    def _human_asked(self, event: HumanAsked) -> None:
         """Someone asks the human and it is the human's turn: say so, and show that channel if none is."""
-        try:
-            allowed, _reason = await self.source.can_send(envelope.channel_id)
-        except NetworkError:
-            return
-        if not allowed or not self._panes_alive():
-            return
+        envelope = event.envelope
         sender = self.source.name_for(envelope.sender_id)
         self.notify(
             f"{sender} asks you: {preview(envelope, 80)} — press i to answer",
@@ -323,97 +310,17 @@ class WorkbenchApp(App[None]):
             timeout=12,
         )
         if self.selected_channel is None:
-            self._flush_batch()
             self.channel_list.select(envelope.channel_id)
-
-    def _flush_batch(self) -> None:
-        """Move buffered envelopes into the panes: one batch per tick whatever the arrival rate."""
-        if not self._panes_alive():
-            return
-        if self._buffer:
-            batch, self._buffer = self._buffer, []
-            self.tail.append_many(batch)
-        if self._activity:
-            activity = {cid: (a[0], a[1]) for cid, a in self._activity.items()}
-            self._activity.clear()
-            self.channel_list.bump(activity)
-        if self._peers_dirty:
-            self._peers_dirty = False
-            self._load_peers()
-
-    def _panes_alive(self) -> bool:
-        # Timers and workers can fire once more while the app shuts down and the panes are gone.
-        # Cheap on purpose: the observe worker calls this for lifecycle events at full rate.
-        tail = self._tail_widget
-        return self.is_running and tail is not None and tail.is_attached
-
-    def _tick_rate(self) -> None:
-        if not self._panes_alive():
-            return
-        self.status.push_rate(self._rate_count)
-        self._rate_count = 0
-        self._poll_connection()
-
-    def _poll_connection(self) -> bool:
-        """Show whether the link is up; when it comes back, say so and reload what may have changed."""
-        state = self.source.connection_state()
-        before, self._connection = self._connection, state
-        connected = bool(state.get("connected", True))
-        self.status.reconnecting = not connected
-        if not connected:
-            return False
-        if before is not None and (
-            not before.get("connected", True) or state.get("reconnects", 0) > before.get("reconnects", 0)
-        ):
-            self.status.connected = True
-            self.notify("reconnected", title=self.source.connection_label, timeout=4)
-            self._reload_channels()
-        return True
-
-    @work(exclusive=True, group="reload")
-    async def _reload_channels(self) -> None:
-        try:
-            rows = await self.source.load_channels()
-        except NetworkError:
-            return  # down again: the next reconnect reloads
-        if not self._panes_alive():
-            return
-        self.channel_list.set_channels(rows)
-        if self.selected_channel:
-            self._sync_selected_channel()
-        self._load_peers()
-        await self._refresh_health()
-
-    async def _refresh_health(self) -> None:
-        if not self._panes_alive() or not self._poll_connection():
-            # while disconnected, everything shown stays as it was
-            return
-        try:
-            health = await self.source.health()
-        except NetworkError:
-            self.status.connected = False
-            return
-        if not self._panes_alive():
-            return
-        self.status.connected = True
-        self.status.health = (
-            f"{health.get('active_channels', 0)} active · {health.get('registered_agents', 0)} identities"
-        )
-
-    @work(exclusive=True, group="peers")
-    async def _load_peers(self) -> None:
-        try:
-            peers = await self.source.load_peers()
-        except NetworkError:
-            return  # the link is down: the peers shown stay, and the reconnect loads them again
-        if self._panes_alive():
-            self.peers.set_peers(peers)
 
     # ------------------------------------------------------------------ channels
 
+    # Messages from the panes below can still be waiting in the app's queue when Textual starts tearing
+    # the screen down (the test harness does that while the app loop runs). The app stops running before
+    # any pane is removed, so a handler that sees it running has every pane.
+
     @on(ChannelList.Selected)
     def _channel_selected(self, event: ChannelList.Selected) -> None:
-        if self._panes_alive():  # a selection can arrive while the app shuts down
+        if self.is_running:
             self.select_channel(event.channel_id)
 
     def select_channel(self, channel_id: str | None) -> None:
@@ -509,16 +416,15 @@ class WorkbenchApp(App[None]):
 
     @on(EnvelopeTail.FollowChanged)
     def _follow_changed(self, event: EnvelopeTail.FollowChanged) -> None:
-        if not self._panes_alive():
-            return
-        self.status.following = event.following
-        self.status.pending = self.tail.pending_count
+        if self.is_running:
+            self.status.following = event.following
+            self.status.pending = event.tail.pending_count
 
-    def on_envelope_tail_state_changed(self, event: EnvelopeTail.StateChanged) -> None:
-        # Posted by the tail; it can be handled once more after the panes went away at shutdown.
-        if not self._panes_alive():
+    @on(EnvelopeTail.StateChanged)
+    def _tail_state_changed(self, event: EnvelopeTail.StateChanged) -> None:
+        if not self.is_running:
             return
-        tail = self.tail
+        tail = event.tail
         parts = []
         if not tail.filter_spec.empty:
             parts.append(tail.filter_spec.query)
@@ -625,7 +531,7 @@ class WorkbenchApp(App[None]):
                 initial_channel=self.selected_channel,
                 recent_for=self._recent_for,
                 draft_path=self.settings.drafts_path,
-                custom_types=sorted(self._custom_types),
+                custom_types=sorted(self.feed.custom_types),
             )
         )
 

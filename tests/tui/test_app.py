@@ -386,8 +386,7 @@ async def test_escape_leaves_the_chat_for_the_pane_focused_before(network) -> No
 
 
 async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
-    from ag2net import Hub, HubClient, Passport
-    from ag2net.server import serve_ws
+    from ag2net import Hub, HubClient, Passport, serve_ws
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     local = HubClient.local(hub)
@@ -426,8 +425,7 @@ async def test_status_bar_shows_a_lost_connection_and_the_reconnect() -> None:
 
 async def test_a_request_that_meets_a_lost_connection_leaves_the_workbench_running() -> None:
     """Loading peers while the hub is unreachable: the request fails, the workbench carries on."""
-    from ag2net import Hub, HubClient, Passport
-    from ag2net.server import serve_ws
+    from ag2net import Hub, HubClient, Passport, serve_ws
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     serving = serve_ws(hub, "127.0.0.1", 0)
@@ -444,7 +442,7 @@ async def test_a_request_that_meets_a_lost_connection_leaves_the_workbench_runni
         peers = [p.name for p in app.peers.peers]
         await serving.__aexit__(None, None, None)
         await until(lambda: app.status.reconnecting, timeout=3)
-        await app._load_peers().wait()  # waits rpc_timeout for the link, then fails
+        await app.feed.load_peers().wait()  # waits rpc_timeout for the link, then fails
         await pilot.pause()
         assert app.is_running and app._exception is None
         assert [p.name for p in app.peers.peers] == peers

@@ -542,6 +542,12 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def watch_pending_count(self) -> None:
         self._update_subtitle()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # ScrollView moves the thumb only on scroll: rows that scrolled the tail before its scrollbar
+        # appeared would leave the thumb at the top.
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
+
     # ------------------------------------------------------------------ rendering
 
     def render_line(self, y: int) -> Strip:

@@ -1,0 +1,458 @@
+"""The workbench's live feed: everything the panes show arrives through it, as Textual messages.
+
+``LiveFeed`` owns the startup reads, the observe-stream worker, the seq bookkeeping (what is already
+shown), batching (one ``FeedBatch`` per tick whatever the arrival rate), the rate and activity counters,
+history paging, peers, health and the connection state. It renders nothing: it posts messages to the
+app, which routes them to the widgets with ``@on`` handlers (attributes down). The feed is live while
+its app runs; the app stops it when it unmounts. A message from a feed that is no longer live is not
+dispatched, so no handler runs while the panes are being torn down.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+from textual.worker import Worker
+
+from ag2net.channel import ChannelMetadata
+from ag2net.envelope import ALL_EVENT_TYPES, Envelope
+from ag2net.errors import NetworkError
+from tui.models import ChannelRow, PeerInfo, TailItem
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.timer import Timer
+
+    from tui.source import HubSource
+
+FLUSH_INTERVAL = 0.1
+RATE_INTERVAL = 1.0
+HEALTH_INTERVAL = 3.0
+GROUP = "feed"
+"""Prefix of the feed's worker groups (``feed-startup``, ``feed-observe``…)."""
+FAILURES = (NetworkError, TimeoutError)
+"""What a read from the hub raises when the hub fails or does not answer within the client's rpc_timeout."""
+
+
+def _why(exc: BaseException) -> str:
+    if str(exc):
+        return str(exc)
+    return "the hub did not answer in time" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
+class FeedMessage(Message, no_dispatch=None):
+    """Base of the feed's messages: ``feed`` is the sender; not dispatched once the feed is no longer live."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Textual's Message sets a class attribute ``no_dispatch`` per subclass unless told None: keep ours.
+        kwargs.setdefault("no_dispatch", None)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(self, feed: LiveFeed) -> None:
+        super().__init__()
+        self.feed = feed
+
+    @property
+    def no_dispatch(self) -> bool:  # type: ignore[override]
+        # Read when the app takes the message off its queue: once the app stops running (which happens
+        # before Textual removes any pane), queued feed messages are dropped instead of handled.
+        return not self.feed.live
+
+
+class FeedBatch(FeedMessage):
+    """New envelopes for the end of the tail (oldest first) and per-channel activity (count, last time)."""
+
+    def __init__(self, feed: LiveFeed, items: list[TailItem], activity: dict[str, tuple[int, str]]) -> None:
+        super().__init__(feed)
+        self.items = items
+        self.activity = activity
+
+
+class HistoryBatch(FeedMessage):
+    """Older envelopes for the start of the tail; ``done`` of ``total`` history rows are now loaded."""
+
+    def __init__(self, feed: LiveFeed, items: list[TailItem], done: int, total: int) -> None:
+        super().__init__(feed)
+        self.items = items
+        self.done = done
+        self.total = total
+
+
+class ChannelsLoaded(FeedMessage):
+    """Every channel, freshly read (at startup and after a reconnect)."""
+
+    def __init__(self, feed: LiveFeed, rows: list[ChannelRow]) -> None:
+        super().__init__(feed)
+        self.rows = rows
+
+
+class ChannelChanged(FeedMessage):
+    """One channel was created or changed state (observed)."""
+
+    def __init__(self, feed: LiveFeed, row: ChannelRow) -> None:
+        super().__init__(feed)
+        self.row = row
+
+    @property
+    def channel_id(self) -> str:
+        return self.row.channel_id
+
+
+class AgentsChanged(FeedMessage):
+    """An identity registered or changed: names may resolve differently; peers reload on the next tick."""
+
+
+class PeersLoaded(FeedMessage):
+    """Every registered identity with its résumé and skill card."""
+
+    def __init__(self, feed: LiveFeed, peers: list[PeerInfo]) -> None:
+        super().__init__(feed)
+        self.peers = peers
+
+
+class Progress(FeedMessage):
+    """What the feed is loading ("" when nothing)."""
+
+    def __init__(self, feed: LiveFeed, text: str) -> None:
+        super().__init__(feed)
+        self.text = text
+
+
+class Ready(FeedMessage):
+    """Startup is over: channels, the newest page, peers and health were loaded, observing has begun."""
+
+
+class HumanAsked(FeedMessage):
+    """Someone asks the human at the keyboard, and it is the human's turn in that channel."""
+
+    def __init__(self, feed: LiveFeed, envelope: Envelope) -> None:
+        super().__init__(feed)
+        self.envelope = envelope
+
+
+class RateTick(FeedMessage):
+    """Envelopes observed during the last second."""
+
+    def __init__(self, feed: LiveFeed, count: int) -> None:
+        super().__init__(feed)
+        self.count = count
+
+
+class HealthChanged(FeedMessage):
+    """The hub's health line."""
+
+    def __init__(self, feed: LiveFeed, text: str) -> None:
+        super().__init__(feed)
+        self.text = text
+
+
+class ConnectionChanged(FeedMessage):
+    """The link to the hub changed. None means unchanged.
+
+    ``connected``: the hub answered (False: a request failed). ``reconnecting``: the link is down and
+    the client is retrying. ``reconnected``: the link came back (channels and peers are being reloaded).
+    ``error``: a sentence for the person at the keyboard when a read failed.
+    """
+
+    def __init__(
+        self,
+        feed: LiveFeed,
+        *,
+        connected: bool | None = None,
+        reconnecting: bool | None = None,
+        reconnected: bool = False,
+        error: str | None = None,
+    ) -> None:
+        super().__init__(feed)
+        self.connected = connected
+        self.reconnecting = reconnecting
+        self.reconnected = reconnected
+        self.error = error
+
+
+class LiveFeed:
+    """The one source of the workbench's data: reads and observes the hub, posts messages to ``app``."""
+
+    def __init__(
+        self,
+        app: App[Any],
+        source: HubSource,
+        *,
+        first_page: int = 500,
+        history_limit: int = 100_000,
+        observe: bool = True,
+        load_history: bool = True,
+    ) -> None:
+        self.app = app
+        self.source = source
+        self.first_page = first_page
+        self.history_limit = history_limit
+        self.observe_enabled = observe
+        self.load_history = load_history
+        self.max_seq: dict[str, int] = {}
+        """Per channel, the highest seq already posted (observed events at or below it are skipped)."""
+        self.min_seq: dict[str, int] = {}
+        """Per channel, the lowest seq loaded by the first page (history continues below it)."""
+        self.custom_types: set[str] = set()
+        """Event types seen that are not built in (the composer offers them)."""
+        self._buffer: list[TailItem] = []
+        self._activity: dict[str, list[Any]] = defaultdict(lambda: [0, ""])
+        self._rate_count = 0
+        self._peers_dirty = False
+        self._connection: dict[str, Any] | None = None
+        self._connected = True
+        self._reconnecting = False
+        self._timers: list[Timer] = []
+        self._stopped = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def live(self) -> bool:
+        """True from ``start`` until ``stop`` or until the app stops running, whichever comes first."""
+        return not self._stopped and self.app.is_running
+
+    def start(self) -> None:
+        """Start the timers and the startup reads (call from the app's ``on_mount``)."""
+        app = self.app
+        self._timers = [
+            app.set_interval(FLUSH_INTERVAL, self.flush, name="feed flush"),
+            app.set_interval(RATE_INTERVAL, self._tick, name="feed rate"),
+            app.set_interval(HEALTH_INTERVAL, self.refresh_health, name="feed health"),
+        ]
+        self._run(self._startup(), "startup", exclusive=True)
+
+    def stop(self) -> None:
+        """Stop the timers and cancel every worker of the feed; nothing it posted is dispatched after this."""
+        self._stopped = True
+        for timer in self._timers:
+            timer.stop()
+        self._timers.clear()
+        for worker in list(self.app.workers):
+            if worker.group.startswith(GROUP + "-"):
+                worker.cancel()
+
+    def stop_history(self) -> None:
+        """Stop paging in older envelopes (the tail is full)."""
+        self.app.workers.cancel_group(self.app, f"{GROUP}-history")
+
+    # ------------------------------------------------------------------ startup
+
+    async def _startup(self) -> None:
+        source = self.source
+        try:
+            position = await source.observe_position()
+            rows = await source.load_channels()
+        except FAILURES as exc:
+            self._tell(connected=False, error=f"Cannot reach the hub: {_why(exc)}")
+            return
+        self._post(ChannelsLoaded(self, rows))
+        self._post(Progress(self, "loading the newest envelopes…"))
+        try:
+            page = await source.last_page(rows, self.first_page)
+        except FAILURES as exc:
+            self._tell(connected=False, error=f"Cannot read the newest envelopes: {_why(exc)}")
+            return
+        self._note_loaded(page)
+        self._post(FeedBatch(self, page, {}))
+        self._post(Progress(self, ""))
+        if self.observe_enabled:
+            self._run(self._observe(position), "observe", exclusive=True)
+        self.load_peers()
+        await self.refresh_health()
+        self._post(Ready(self))
+        if self.load_history:
+            self._run(self._load_history(rows), "history", exclusive=True)
+
+    def _note_loaded(self, items: list[TailItem]) -> None:
+        for env, seq, _label in items:
+            cid = env.channel_id
+            if seq > self.max_seq.get(cid, 0):
+                self.max_seq[cid] = seq
+            if seq < self.min_seq.get(cid, seq + 1):
+                self.min_seq[cid] = seq
+            if env.event_type not in ALL_EVENT_TYPES:
+                self.custom_types.add(env.event_type)
+
+    async def _load_history(self, rows: list[ChannelRow]) -> None:
+        """Older envelopes, newest pages first, with progress (never a frozen screen)."""
+        loaded = dict(self.min_seq)
+        try:
+            async for batch, done, total in self.source.older_pages(rows, loaded, self.history_limit):
+                for env, _seq, _label in batch:
+                    if env.event_type not in ALL_EVENT_TYPES:
+                        self.custom_types.add(env.event_type)
+                self._post(HistoryBatch(self, batch, done, total))
+        except FAILURES as exc:
+            self._tell(connected=False, error=f"Cannot load older envelopes: {_why(exc)}")
+        self._post(Progress(self, ""))
+
+    # ------------------------------------------------------------------ the observe stream
+
+    async def _observe(self, position: int) -> None:
+        source = self.source
+        async for event in source.observe(position):
+            if not self.live:
+                return
+            if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
+                seq = event.seq or 0
+                if seq and seq <= self.max_seq.get(event.channel_id, 0):
+                    continue  # already loaded by the first page
+                self.max_seq[event.channel_id] = seq
+                env = event.envelope
+                self._buffer.append((env, seq, source.label_for(event.channel_id)))
+                activity = self._activity[event.channel_id]
+                activity[0] += 1
+                activity[1] = env.created_at
+                self._rate_count += 1
+                if env.event_type not in ALL_EVENT_TYPES:
+                    self.custom_types.add(env.event_type)
+                if source.addressed_to_human(env):
+                    self._run(self._ask_human(env), "ask")
+            elif event.kind == "channel":
+                metadata = event.payload.get("metadata")
+                if isinstance(metadata, dict):
+                    self.flush()  # the rows before the change land first
+                    self._post(ChannelChanged(self, source.remember(ChannelMetadata.from_dict(metadata))))
+            elif event.kind == "agent":
+                self._post(AgentsChanged(self))
+                self._peers_dirty = True
+
+    async def _ask_human(self, envelope: Envelope) -> None:
+        try:
+            allowed, _reason = await self.source.can_send(envelope.channel_id)
+        except FAILURES:
+            return
+        if allowed:
+            self.flush()  # the question is in the tail before its channel is selected
+            self._post(HumanAsked(self, envelope))
+
+    def flush(self) -> None:
+        """Post what arrived since the last tick as one ``FeedBatch`` (and reload peers if they changed)."""
+        if not self.live:
+            return
+        if self._buffer or self._activity:
+            items, self._buffer = self._buffer, []
+            activity = {cid: (a[0], a[1]) for cid, a in self._activity.items()}
+            self._activity.clear()
+            self._post(FeedBatch(self, items, activity))
+        if self._peers_dirty:
+            self._peers_dirty = False
+            self.load_peers()
+
+    # ------------------------------------------------------------------ rate, connection, health, peers
+
+    def _tick(self) -> None:
+        if not self.live:
+            return
+        count, self._rate_count = self._rate_count, 0
+        self._post(RateTick(self, count))
+        self.poll_connection()
+
+    def poll_connection(self) -> bool:
+        """Report whether the link is up; when it comes back, say so and reload what may have changed."""
+        state = self.source.connection_state()
+        before, self._connection = self._connection, state
+        connected = bool(state.get("connected", True))
+        if not connected:
+            self._tell(reconnecting=True)
+            return False
+        if before is not None and (
+            not before.get("connected", True) or state.get("reconnects", 0) > before.get("reconnects", 0)
+        ):
+            self._tell(connected=True, reconnecting=False, reconnected=True)
+            self._run(self._reload(), "reload", exclusive=True)
+        else:
+            self._tell(reconnecting=False)
+        return True
+
+    async def _reload(self) -> None:
+        try:
+            rows = await self.source.load_channels()
+        except FAILURES:
+            return  # down again: the next reconnect reloads
+        self._post(ChannelsLoaded(self, rows))
+        self.load_peers()
+        await self.refresh_health()
+
+    async def refresh_health(self) -> None:
+        if not self.live or not self.poll_connection():
+            return  # while disconnected, everything shown stays as it was
+        try:
+            health = await self.source.health()
+        except FAILURES:
+            self._tell(connected=False)
+            return
+        self._tell(connected=True)
+        self._post(
+            HealthChanged(
+                self,
+                f"{health.get('active_channels', 0)} active · {health.get('registered_agents', 0)} identities",
+            )
+        )
+
+    def load_peers(self) -> Worker[None]:
+        """Reload the peers (in a worker); a failed load leaves the peers shown as they are."""
+        return self._run(self._load_peers(), "peers", exclusive=True)
+
+    async def _load_peers(self) -> None:
+        try:
+            peers = await self.source.load_peers()
+        except FAILURES:
+            return  # the link is down: the reconnect loads them again
+        self._post(PeersLoaded(self, peers))
+
+    # ------------------------------------------------------------------ internals
+
+    def _run(self, work: Coroutine[Any, Any, None], group: str, *, exclusive: bool = False) -> Worker[None]:
+        return self.app.run_worker(work, name=f"{GROUP}-{group}", group=f"{GROUP}-{group}", exclusive=exclusive)
+
+    def _post(self, message: FeedMessage) -> None:
+        if self.live:
+            self.app.post_message(message)
+
+    def _tell(
+        self,
+        *,
+        connected: bool | None = None,
+        reconnecting: bool | None = None,
+        reconnected: bool = False,
+        error: str | None = None,
+    ) -> None:
+        """Post a ``ConnectionChanged`` carrying only what differs from what was last said."""
+        if connected is not None and connected == self._connected:
+            connected = None
+        if reconnecting is not None and reconnecting == self._reconnecting:
+            reconnecting = None
+        if connected is None and reconnecting is None and not reconnected and error is None:
+            return
+        if connected is not None:
+            self._connected = connected
+        if reconnecting is not None:
+            self._reconnecting = reconnecting
+        self._post(
+            ConnectionChanged(
+                self, connected=connected, reconnecting=reconnecting, reconnected=reconnected, error=error
+            )
+        )
+
+
+__all__ = [
+    "AgentsChanged",
+    "ChannelChanged",
+    "ChannelsLoaded",
+    "ConnectionChanged",
+    "FeedBatch",
+    "FeedMessage",
+    "HealthChanged",
+    "HistoryBatch",
+    "HumanAsked",
+    "LiveFeed",
+    "PeersLoaded",
+    "Progress",
+    "RateTick",
+    "Ready",
+]
