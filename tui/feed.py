@@ -408,7 +408,9 @@ class LiveFeed:
     # ------------------------------------------------------------------ internals
 
     def _run(self, work: Coroutine[Any, Any, None], group: str, *, exclusive: bool = False) -> Worker[None]:
-        return self.app.run_worker(work, name=f"{GROUP}-{group}", group=f"{GROUP}-{group}", exclusive=exclusive)
+        return self.app.run_worker(
+            work, name=f"{GROUP}-{group}", group=f"{GROUP}-{group}", exclusive=exclusive
+        )
 
     def _post(self, message: FeedMessage) -> None:
         if self.live:
