@@ -138,6 +138,20 @@ def test_each_refusal_carries_the_error_class_and_message(env, error, message):
         assert why == message
 
 
+def test_refusals_of_a_closed_or_pending_channel_say_what_to_do():
+    core = make_core()
+    core.channel_table.channels["closed"].close_reason = "done"
+    verdict = admit(core, text(cid="closed"))
+    assert isinstance(verdict, Refused)
+    assert (verdict.message, verdict.advice) == (
+        "channel 'closed' is closed",
+        " (reason: done); open a new one",
+    )
+    verdict = admit(core, text(cid="pending"))
+    assert isinstance(verdict, Refused) and verdict.advice == "; wait for every invitee to ack"
+    assert refused(admit(core, text(sender="cy")))[1] and admit(core, text(sender="cy")).advice == ""
+
+
 def test_a_protocol_event_is_admitted_on_a_pending_channel():
     verdict = admit(make_core(), text(cid="pending", sender="ben", event_type=EV_CHANNEL_INVITE_ACK))
     assert isinstance(verdict, Admitted) and verdict.protocol
@@ -240,16 +254,17 @@ async def test_explain_send_and_post_envelope_refuse_with_the_same_message(hub):
     live = (await ana.open(type="conversation", target="ben")).channel_id
     closed = (await ana.open(type="conversation", target="ben")).channel_id
     await hub.close_channel(closed, reason="done")
-    cases = [
-        ("no-such-channel", ana.agent_id),
-        (live, "nobody-registered"),
-        (closed, ana.agent_id),
-        (live, cy.agent_id),
+    cases = [  # (channel, sender, what explain_send adds after the post's message: the fix)
+        ("no-such-channel", ana.agent_id, ""),
+        (live, "nobody-registered", ""),
+        (closed, ana.agent_id, " (reason: done); open a new one"),
+        (live, cy.agent_id, ""),
     ]
-    for cid, sender in cases:
+    for cid, sender, advice in cases:
         ok, why = await hub.explain_send(cid, sender)
         assert not ok and not hub.can_send(cid, sender)
-        assert (await refusal_of_post(hub, Envelope(cid, sender, None, EV_TEXT, {"text": ""})))[1] == why
+        posted = await refusal_of_post(hub, Envelope(cid, sender, None, EV_TEXT, {"text": ""}))
+        assert posted[1] + advice == why
 
     # the adapter's own refusal, read from the channel's state
     hub.channel_table.states[live] = Muted(muted=(ben.agent_id,))

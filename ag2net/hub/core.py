@@ -140,6 +140,16 @@ class Refused:
     def message(self) -> str:
         return str(self.error)
 
+    @property
+    def advice(self) -> str:
+        """What to do about it, when admission knows (``explain_send`` appends it to the message)."""
+        return "".join(getattr(self.error, "__notes__", ()))
+
+
+def _advised(error: NetworkError, advice: str) -> NetworkError:
+    error.add_note(advice)  # not part of str(error): a post's message stays as it was
+    return error
+
 
 @dataclass(slots=True)
 class Admitted:
@@ -196,9 +206,13 @@ def admit_channel(core: HubCore, env: Envelope) -> Gated:
     if md is None:
         raise NotFoundError(f"channel not found: {cid}")
     if md.state in TERMINAL:
-        raise ProtocolError(f"channel '{cid}' is {md.state.value}")
+        reason = f" (reason: {md.close_reason})" if md.close_reason else ""
+        raise _advised(ProtocolError(f"channel '{cid}' is {md.state.value}"), f"{reason}; open a new one")
     if not is_protocol_event(env.event_type) and md.state != ChannelState.ACTIVE:
-        raise ProtocolError(f"channel '{cid}' not active (state={md.state.value})")
+        raise _advised(
+            ProtocolError(f"channel '{cid}' not active (state={md.state.value})"),
+            "; wait for every invitee to ack",
+        )
     participants = [p.agent_id for p in md.participants]
     peer_cancel = False
     if env.sender_id not in participants:
@@ -221,8 +235,16 @@ def admit_channel(core: HubCore, env: Envelope) -> Gated:
     return gated
 
 
-def admit_send(core: HubCore, env: Envelope, sender: AgentRecord, gated: Gated) -> Admitted:
-    """The adapter, (default arbiter) each recipient's inbox cap, and the adapter's ``validate_send``."""
+_TABLE: Any = object()  # admit_send's default: the channel's state as the table holds it
+
+
+def admit_send(
+    core: HubCore, env: Envelope, sender: AgentRecord, gated: Gated, state: Any = _TABLE
+) -> Admitted:
+    """The adapter, (default arbiter) each recipient's inbox cap, and the adapter's ``validate_send``.
+
+    ``state`` replaces the table's adapter state (group admission: the fold of the envelopes admitted
+    before this one in the same group, not yet in the table)."""
     md = gated.metadata
     cid = md.channel_id
     table = core.channel_table
@@ -245,7 +267,8 @@ def admit_send(core: HubCore, env: Envelope, sender: AgentRecord, gated: Gated) 
             rec = agents.get(rid)
             if rec is not None:
                 rules.check_inbox(rid, inboxes.pending(rid), rec.rule.limits.inbox.max_pending)
-    state = table.states.get(cid)
+    if state is _TABLE:
+        state = table.states.get(cid)
     if state is None:
         raise ProtocolError(f"channel '{cid}' has no adapter state")
     if gated.peer_cancel and env.sender_id in core.task_book.peer_cancellers.get(env.task_id or "", ()):

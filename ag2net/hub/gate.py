@@ -5,23 +5,35 @@ fold, dispatch, lifecycle transitions, loading the channel's WAL into the cache 
 channel's gate, so adapter state, ``wal_count`` and the WAL always agree. The gate is re-entrant for
 the task holding it, because admitting one envelope may post another into the same channel (an ack
 that completes the handshake posts ``EV_CHANNEL_OPENED``; a fold that ends a conversation closes it).
+
+Each entry that waits is numbered in arrival order (``arrivals``); posts waiting their turn leave their
+number in ``waiting``, so the holder can admit the posts queued right behind it together, in order
+(group admission) — never past an entry of another kind, which keeps the FIFO order of the gate.
 """
 
 from __future__ import annotations
 
 import asyncio
 from types import TracebackType
+from typing import Any
 
 
 class ChannelGate:
     """A re-entrant ``asyncio`` lock: the task holding it may enter again; others wait in FIFO order."""
 
-    __slots__ = ("_depth", "_lock", "_owner")
+    __slots__ = ("_depth", "_lock", "_owner", "arrivals", "waiting")
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task[object] | None = None
         self._depth = 0
+        self.arrivals = 0  # the number the next (non re-entrant) entry gets
+        self.waiting: dict[int, Any] = {}  # arrival number -> a post waiting for the gate
+
+    @property
+    def held_here(self) -> bool:
+        """Whether the running task holds the gate (its next entry is re-entrant)."""
+        return self._owner is not None and self._owner is asyncio.current_task()
 
     @property
     def busy(self) -> bool:
@@ -32,6 +44,7 @@ class ChannelGate:
         if task is not None and self._owner is task:
             self._depth += 1
             return
+        self.arrivals += 1
         await self._lock.acquire()
         self._owner = task
         self._depth = 1

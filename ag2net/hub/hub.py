@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,10 @@ class Hub(
         # channels); ``cache_mb`` bounds it and the observe buffer (a quarter of it) together.
         self._wal_cache = WalCache(self.store, cache_mb=cache_mb, window=wal_window)
         self._gates = ChannelGates()
+        # group admission needs a store that appends several envelopes all or none (hub/admission.py)
+        self._append_group: Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]] | None = getattr(
+            self.store, "append_group", None
+        )
         self._evaluators: dict[str, Any] = {}
         self._violation_handlers: dict[str, Any] = {}
         self._fired: dict[str, set[tuple[int, str, str]]] = {}

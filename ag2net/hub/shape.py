@@ -8,7 +8,7 @@ verify each part against the whole without a run-time base class.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ag2net.channel import ChannelManifest, ChannelMetadata, ChannelState
@@ -64,6 +64,7 @@ class HubShape:
     _ids: MonotonicIds
     _wal_cache: WalCache
     _gates: ChannelGates
+    _append_group: Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]] | None
     _evaluators: dict[str, Any]
     _violation_handlers: dict[str, Any]
     _fired: dict[str, set[tuple[int, str, str]]]

@@ -87,6 +87,24 @@ class MemoryStore:
         self._envelopes[envelope_id] = (channel_id, seq)
         return seq
 
+    async def append_group(self, channel_id: str, items: list[tuple[str, str]]) -> list[int]:
+        """Append ``(envelope_id, envelope_json)`` pairs to one channel's WAL, all or none, in order."""
+        check_text("channel_id", channel_id)
+        seen: set[str] = set()
+        for envelope_id, envelope_json in items:
+            check_text("envelope_id", envelope_id)
+            check_text("envelope_json", envelope_json)
+            if envelope_id in self._envelopes or envelope_id in seen:
+                raise duplicate_envelope(envelope_id)
+            seen.add(envelope_id)
+        wal = self._wal.setdefault(channel_id, []) if items else []
+        seqs = []
+        for envelope_id, envelope_json in items:
+            wal.append(envelope_json)
+            self._envelopes[envelope_id] = (channel_id, len(wal))
+            seqs.append(len(wal))
+        return seqs
+
     async def wal_count(self, channel_id: str) -> int:
         return len(self._wal.get(channel_id, ()))
 

@@ -40,7 +40,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,7 @@ def schema_version() -> int:
 _APPEND, _AGENT, _DELETE_AGENT, _CHANNEL, _AUDIT, _TASK, _CURSOR, _KNOWLEDGE, _TURN, _META, _BARRIER = range(
     11
 )
+_APPEND_GROUP = 11  # several envelopes of one channel, all or none (one op, so one savepoint on a retry)
 
 # Counter keys beside the per-channel seq counters (which are keyed by channel id strings).
 _AUDIT_KEY = 0
@@ -172,6 +173,10 @@ _SET_IDS_UPTO = (
 
 class _DuplicateEnvelope(sqlite3.IntegrityError):
     """An append whose envelope id is stored already; handled like a UNIQUE violation."""
+
+    def __init__(self, envelope_id: str) -> None:
+        super().__init__(f"envelope_id {envelope_id!r} is stored already")
+        self.envelope_id = envelope_id
 
 
 _WAL_HEADS = """
@@ -705,6 +710,10 @@ class SqliteStore:
             run = ops if j - i == count else ops[i:j]
             if kind == _APPEND:
                 results.extend(self._apply_appends(run, counters, new_ids))
+            elif kind == _APPEND_GROUP:
+                for _, (channel_id, items), _ in run:
+                    ops = [(_APPEND, (channel_id, envelope_id, text), None) for envelope_id, text in items]
+                    results.append(self._apply_appends(ops, counters, new_ids))
             elif kind in _UPSERT_SQL:
                 self._conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
                 results.extend([None] * len(run))
@@ -729,7 +738,10 @@ class SqliteStore:
         return results
 
     def _apply_appends(
-        self, run: list[_Op], counters: dict[Any, int], new_ids: dict[str, tuple[str, int, int]]
+        self,
+        run: Sequence[tuple[int, tuple, Any]],
+        counters: dict[Any, int],
+        new_ids: dict[str, tuple[str, int, int]],
     ) -> list[int]:
         rows = []
         size = 0
@@ -748,7 +760,7 @@ class SqliteStore:
                 or envelope_id in tail
                 or (envelope_id <= ids_max and self._id_stored(envelope_id))
             ):
-                raise _DuplicateEnvelope(f"envelope_id {envelope_id!r} is stored already")
+                raise _DuplicateEnvelope(envelope_id)
             seq = counters.get(channel_id)
             if seq is None:
                 seq = last.get(channel_id)
@@ -797,8 +809,8 @@ class SqliteStore:
     def _integrity_error(self, op: _Op, exc: sqlite3.IntegrityError) -> StoreError:
         kind, params, _ = op
         if isinstance(exc, _DuplicateEnvelope):
-            return duplicate_envelope(params[1])
-        if kind == _APPEND:
+            return duplicate_envelope(exc.envelope_id)
+        if kind in (_APPEND, _APPEND_GROUP):
             # Our counters disagree with the file: someone else wrote to it. Reload before the next try.
             self._last.pop(params[0], None)
             self._last.pop(_POS_KEY, None)
@@ -906,6 +918,25 @@ class SqliteStore:
             check_text("envelope_id", envelope_id)
             check_text("envelope_json", envelope_json)
         return await self._submit(_APPEND, (channel_id, envelope_id, envelope_json))
+
+    async def append_group(self, channel_id: str, items: list[tuple[str, str]]) -> list[int]:
+        """Append ``(envelope_id, envelope_json)`` pairs to one channel's WAL, all or none, in order;
+        returns their seqs. They commit with whatever else shares the batch, as ``append`` does."""
+        for envelope_id, envelope_json in items:
+            if (
+                type(envelope_id) is not str
+                or not envelope_id
+                or type(envelope_json) is not str
+                or not envelope_json
+            ):
+                check_text("envelope_id", envelope_id)
+                check_text("envelope_json", envelope_json)
+            elif not envelope_json.isascii():
+                check_text("envelope_json", envelope_json)
+        check_text("channel_id", channel_id)
+        if not items:
+            return []
+        return await self._submit(_APPEND_GROUP, (channel_id, tuple(items)))
 
     async def wal_count(self, channel_id: str) -> int:
         if self._reader is None:
