@@ -118,8 +118,7 @@ class WorkbenchApp(App[None]):
         self.selected_channel: str | None = None
         self.ready = False
         """The first page is shown, peers and health loaded, observing begun (the feed's ``Ready``)."""
-        self.feed: LiveFeed
-        """Created on mount, over ``self.source`` as it is then."""
+        self._feed: LiveFeed | None = None
         self._query_mode = "filter"
         self._focus_before_chat: Widget | None = None
         check_keymap(self.settings, self.binding_ids())
@@ -151,6 +150,13 @@ class WorkbenchApp(App[None]):
             yield ChatInput(id="chat")
             yield StatusBar(id="status")
             yield Footer()
+
+    @property
+    def feed(self) -> LiveFeed:
+        """Where the panes' data comes from; made on mount, over ``self.source`` as it is then."""
+        if self._feed is None:
+            raise RuntimeError("the live feed starts when the workbench is mounted")
+        return self._feed
 
     @property
     def tail(self) -> EnvelopeTail:
@@ -212,7 +218,7 @@ class WorkbenchApp(App[None]):
         self.status.progress = "loading channels…"
         self.tail.focus()
         self.watch(self.tail, "pending_count", self._pending_changed, init=False)
-        self.feed = LiveFeed(
+        self._feed = LiveFeed(
             self,
             self.source,
             first_page=self.settings.first_page,
@@ -223,7 +229,8 @@ class WorkbenchApp(App[None]):
         self.feed.start()
 
     def on_unmount(self) -> None:
-        self.feed.stop()
+        if self._feed is not None:
+            self._feed.stop()
 
     # ------------------------------------------------------------------ the feed, routed to the panes
 
