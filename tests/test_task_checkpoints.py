@@ -176,7 +176,7 @@ async def test_over_the_wire_an_unobserved_tasks_checkpoint_belongs_to_its_first
     assert await checkpoint_writers(ws_hub, "job-1") == [ana.agent_id]
     await store.write("job-1", {"step": 2})
 
-    with pytest.raises(AccessDeniedError, match="first wrote the checkpoint of task 'job-1'"):
+    with pytest.raises(AccessDeniedError, match="connection holds no writer of task 'job-1''s checkpoint"):
         await b.read_task_checkpoint("job-1")
     with pytest.raises(AccessDeniedError):
         await b.checkpoint_task("job-1", {"step": 666})

@@ -422,8 +422,9 @@ async def test_ws_link_client_is_a_fresh_connection_per_caller(ws_hub):
         )
         await two.register(Agent("bob", ScriptedModel("bob here", loop=True)), attach_plugin=False)
         await three.register(Agent("cy", ScriptedModel("cy here", loop=True)), attach_plugin=False)
-        endpoints = {c.link.endpoint_id for c in (one, two, three)}
-        assert len(endpoints) == 3 and "" not in endpoints
+        # three connections (a WsLink made the ag2 way asks for no operator role, so it says no hello
+        # until it binds an identity: the server's count is what tells the connections apart)
+        assert len({id(c.link) for c in (one, two, three)}) == 3
         assert len(server.endpoints) == 3
         assert await consult(asker, "bob", "who?") == "bob here"
         assert await consult(asker, "cy", "who?") == "cy here"

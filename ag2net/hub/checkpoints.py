@@ -109,8 +109,8 @@ async def authorize_checkpoint(
             return
     if not bound & set(writers):
         raise AccessDeniedError(
-            f"this connection holds none of the agents that first wrote the checkpoint of task '{task_id}'; "
-            "connect as one of them"
+            f"connection holds no writer of task '{task_id}''s checkpoint; "
+            "connect as one of the agents that first wrote it"
         )
 
 

@@ -92,9 +92,10 @@ class WsLinkClient:
 
     ``token`` is the ``api_key`` presented for identities registered or attached through this link when
     their passport carries no claim of its own. ``operator_token`` asks for the operator role at connect
-    time and fails if it is refused; so does ``operator=True`` without a token. By default
-    (``operator=None``, no token) the link asks for the role without a credential and carries on without
-    it when the server says no (``is_operator`` tells which); ``operator=False`` never asks.
+    time and fails if it is refused; so does ``operator=True`` without a token. ``operator=None`` asks for
+    the role without a credential and carries on without it when the server says no (``is_operator``
+    tells which) — what ``HubClient.connect`` does. The default, ``operator=False``, never asks: a
+    ``WsLink(url)`` made the ag2 way sees only what its own identities may see, as in ag2.
     """
 
     local = False
@@ -105,7 +106,7 @@ class WsLinkClient:
         *,
         token: str | None = None,
         operator_token: str | None = None,
-        operator: bool | None = None,
+        operator: bool | None = False,
         ssl_context: Any = None,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
