@@ -113,7 +113,7 @@ async def open_hub(path: Path | None, *, fsync: bool = False, cache_mb: float | 
 
     try:
         store = None if path is None else SqliteStore(path, fsync=fsync)
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        extra: dict[str, Any] = {} if cache_mb is None else {"cache_mb": cache_mb}
         return await Hub.open(store, progress=progress, **extra)
     except StoreError as exc:
         raise UsageProblem(str(exc)) from None

@@ -66,7 +66,7 @@ def _describe(hint: Any) -> str:
         return "a JSON object"
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return f"a {hint.__name__} object"
     return getattr(hint, "__name__", str(hint))
 
@@ -140,7 +140,7 @@ def _coerce(value: Any, hint: Any, path: str) -> Any:
         except ValueError:
             pass
         raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}")
-    elif dataclasses.is_dataclass(hint):
+    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value
         return record_from_dict(hint, value, path)

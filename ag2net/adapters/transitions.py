@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -74,7 +75,7 @@ class TransitionCondition(Protocol):
 
 def _args_of(obj: Any) -> dict[str, Any]:
     """The ``args`` of a target or condition: its ``args()``, else its dataclass fields, else none."""
-    args = getattr(obj, "args", None)
+    args: Callable[[], Mapping[str, Any]] | None = getattr(obj, "args", None)
     if callable(args):
         return dict(args())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

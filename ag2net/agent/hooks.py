@@ -204,8 +204,8 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _wrap(hook: Callable[..., Awaitable[Any]], call_next: Callable[..., Awaitable[Any]]):
-    async def layer(value: Any, context: TurnContext) -> Any:
+def _wrap(hook: Callable[..., Any], call_next: Callable[..., Awaitable[Any]]):
+    async def layer(value: Any, context: TurnContext | None) -> Any:
         return await hook(call_next, value, context)
 
     return layer

@@ -44,7 +44,7 @@ def _load_tiktoken(encoding: str) -> Callable[[str], int] | None:
     if os.environ.get("AG2NET_TOKENIZER", "").strip().lower() == "heuristic":
         return None
     try:
-        import tiktoken  # optional
+        import tiktoken  # pyright: ignore[reportMissingImports]  # optional: absent unless installed
     except Exception:
         return None
     box: dict[str, Any] = {}

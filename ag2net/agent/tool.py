@@ -185,8 +185,9 @@ def _param_docs(doc: str) -> tuple[str, dict[str, str]]:
             kind, target, text = field_match.groups()
             section, current = "sphinx", None
             if kind in ("param", "parameter", "arg", "argument", "key", "keyword") and target:
-                current = target.split()[-1]
-                params[current] = text.strip()
+                name = target.split()[-1]
+                current = name
+                params[name] = text.strip()
             i += 1
             continue
         if section is None:

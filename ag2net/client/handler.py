@@ -224,7 +224,9 @@ async def _superseded(
     is queued behind this one on the same channel.
     """
     expected = adapter.expected_next(md, state)
-    trigger = expected.triggering_envelope_id if expected is not None else None
+    if expected is None:
+        return False
+    trigger = expected.triggering_envelope_id
     if not trigger or trigger == envelope.envelope_id or expected.agent_id != me:
         return False
     for env in reversed(await hub_client.read_wal(md.channel_id)):

@@ -17,7 +17,7 @@ SKILLS_FOLDER = "skills"
 
 def skill_card(name: str) -> str:
     """The skill card of demo role ``name`` (``ag2net/demo/skills/<name>.md``), as Markdown text."""
-    card = resources.files(__package__).joinpath(SKILLS_FOLDER, f"{name}.md")
+    card = resources.files("ag2net.demo").joinpath(SKILLS_FOLDER, f"{name}.md")
     try:
         return card.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -182,7 +182,9 @@ class DemoNetwork:
     async def _ask_human(self) -> None:
         planner = self.agents["planner"]
         human = await self.hub_client.get_agent(self.human_name or "")
-        ch = await planner.open(type="consulting", target=human.agent_id, intent="question for you")
+        human_id = human.agent_id
+        assert human_id is not None, "the hub returns registered passports, which carry their id"
+        ch = await planner.open(type="consulting", target=human_id, intent="question for you")
         self.steps[ch.channel_id] = "ask_human"
         planner.ensure_channel_inbox(ch.channel_id)
         try:
@@ -193,7 +195,7 @@ class DemoNetwork:
             reply = await planner.wait_for_channel_event(
                 channel_id=ch.channel_id,
                 predicate=lambda e: (
-                    (e.event_type == EV_TEXT and e.sender_id == human.agent_id)
+                    (e.event_type == EV_TEXT and e.sender_id == human_id)
                     or e.event_type in (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED)
                 ),
                 timeout=self.human_timeout,
@@ -208,7 +210,7 @@ class DemoNetwork:
         self.human_answer = answer
         thanks = await planner.agent.ask(f"{human.name} answered your question: {answer}")
         conversation = await planner.open(
-            type="conversation", target=human.agent_id, knobs={"max_turns": 1}, intent="thanks"
+            type="conversation", target=human_id, knobs={"max_turns": 1}, intent="thanks"
         )
         self.steps[conversation.channel_id] = "thanks"
         await conversation.send(thanks.body or f"Thanks, {human.name}!")

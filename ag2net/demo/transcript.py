@@ -47,8 +47,10 @@ async def run_demo_cli(
             raise ValueError(f"model {model!r} must look like openai:MODEL_NAME, e.g. openai:gpt-4o-mini")
         model_name = model.removeprefix("openai:")
 
-        def factory(name: str) -> Any:
+        def openai_model(name: str) -> Any:
             return OpenAIChatModel(model_name, base_url=base_url, name=f"{model_name} ({name})")
+
+        factory = openai_model
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     hc = HubClient.local(hub)

@@ -491,8 +491,10 @@ class SqliteStore:
         if self.writer == "inline":
             self._flush_inline()
             return
+        loop = self._loop
+        assert loop is not None, "the writer runs only while the store is open"
         while self._pending or self._busy:
-            fut = self._loop.create_future()
+            fut = loop.create_future()
             self._pending.append((_BARRIER, (), fut))
             if not self._busy and not self._kick_scheduled:
                 self._kick_thread()
@@ -507,9 +509,10 @@ class SqliteStore:
         raise self._closed_error()
 
     async def _submit_inline(self, kind: int, params: tuple) -> Any:
-        if not self._accepting:
+        loop = self._loop
+        if not self._accepting or loop is None:
             raise self._closed_error()
-        fut = self._loop.create_future()
+        fut = loop.create_future()
         self._pending.append((kind, params, fut))
         if self._flush_scheduled:
             return await fut
@@ -520,7 +523,7 @@ class SqliteStore:
         except asyncio.CancelledError:
             fut.cancel()
             if not self._paused:
-                self._loop.call_soon(self._flush_inline)
+                loop.call_soon(self._flush_inline)
             raise
         if self._paused:
             return await fut  # the end of the checkpoint flushes
@@ -542,13 +545,14 @@ class SqliteStore:
         self._maybe_checkpoint()
 
     async def _submit_thread(self, kind: int, params: tuple) -> Any:
-        if not self._accepting:
+        loop = self._loop
+        if not self._accepting or loop is None:
             raise self._closed_error()
-        fut = self._loop.create_future()
+        fut = loop.create_future()
         self._pending.append((kind, params, fut))
         if not self._busy and not self._kick_scheduled:
             self._kick_scheduled = True
-            self._loop.call_soon(self._kick_thread)
+            loop.call_soon(self._kick_thread)
         return await fut
 
     def _kick_thread(self) -> None:
@@ -557,9 +561,12 @@ class SqliteStore:
             return
         limit = self._batch_limit
         batch, self._pending = self._pending[:limit], self._pending[limit:]
+        executor, loop = self._executor, self._loop
+        assert executor is not None and loop is not None, (
+            "the writer thread runs only while the store is open"
+        )
         self._busy = True
-        done = self._executor.submit(self._write_batch, batch)
-        loop = self._loop
+        done = executor.submit(self._write_batch, batch)
         done.add_done_callback(lambda f: loop.call_soon_threadsafe(self._finish_thread, batch, f))
 
     def _finish_thread(self, batch: list[_Op], done: Any) -> None:
@@ -595,6 +602,7 @@ class SqliteStore:
         must never fail the other callers' writes that happened to share its group commit.
         """
         conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
         try:
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:
@@ -622,6 +630,7 @@ class SqliteStore:
     def _write_one_by_one(self, ops: list[_Op]) -> list:
         """After a failed batch: each op in its own savepoint, so only the faulty ones fail; the rest commit."""
         conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
         try:
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:
@@ -675,9 +684,11 @@ class SqliteStore:
             (envelope_id, channel_id, seq)
             for envelope_id, (channel_id, seq, _) in (*tail.items(), *new_ids.items())
         )
-        self._conn.executemany(_INSERT_IDS, rows)
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
+        conn.executemany(_INSERT_IDS, rows)
         upto = max(pos for _, _, pos in (*tail.values(), *new_ids.values()))
-        self._conn.execute(_SET_IDS_UPTO, (upto,))
+        conn.execute(_SET_IDS_UPTO, (upto,))
         return True
 
     def _committed(
@@ -699,6 +710,8 @@ class SqliteStore:
     def _apply(
         self, ops: list[_Op], counters: dict[Any, int], new_ids: dict[str, tuple[str, int, int]]
     ) -> list:
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
         results: list = []
         count = len(ops)
         i = 0
@@ -712,25 +725,25 @@ class SqliteStore:
                 results.extend(self._apply_appends(run, counters, new_ids))
             elif kind == _APPEND_GROUP:
                 for _, (channel_id, items), _ in run:
-                    ops = [(_APPEND, (channel_id, envelope_id, text), None) for envelope_id, text in items]
-                    results.append(self._apply_appends(ops, counters, new_ids))
+                    group = [(_APPEND, (channel_id, envelope_id, text), None) for envelope_id, text in items]
+                    results.append(self._apply_appends(group, counters, new_ids))
             elif kind in _UPSERT_SQL:
-                self._conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
+                conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
                 results.extend([None] * len(run))
             elif kind == _AUDIT:
                 rows = [(self._next(_AUDIT_KEY, counters), op[1][0]) for op in run]
-                self._conn.executemany("INSERT INTO audit (pos, record) VALUES (?, ?)", rows)
+                conn.executemany("INSERT INTO audit (pos, record) VALUES (?, ?)", rows)
                 results.extend(row[0] for row in rows)
             elif kind == _KNOWLEDGE:
                 rows = [(self._next(_KNOWLEDGE_KEY, counters), *op[1]) for op in run]
-                self._conn.executemany(
+                conn.executemany(
                     "INSERT INTO knowledge (id, agent_id, text, source, at) VALUES (?, ?, ?, ?, ?)", rows
                 )
                 results.extend(row[0] for row in rows)
             elif kind == _DELETE_AGENT:
                 params = [op[1] for op in run]
-                self._conn.executemany("DELETE FROM agents WHERE agent_id = ?", params)
-                self._conn.executemany("DELETE FROM cursors WHERE agent_id = ?", params)
+                conn.executemany("DELETE FROM agents WHERE agent_id = ?", params)
+                conn.executemany("DELETE FROM cursors WHERE agent_id = ?", params)
                 results.extend([None] * len(run))
             else:  # _BARRIER
                 results.extend([None] * len(run))
@@ -773,14 +786,17 @@ class SqliteStore:
             new_ids[envelope_id] = (channel_id, seq, pos)
             size += len(envelope_json)
         counters[_POS_KEY] = pos
-        self._conn.executemany(_INSERT_WAL, rows)
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
+        conn.executemany(_INSERT_WAL, rows)
         self._wal_estimate += size
         return [row[2] for row in rows]
 
     def _id_stored(self, envelope_id: str) -> bool:
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
         return (
-            self._conn.execute("SELECT 1 FROM wal_ids WHERE envelope_id = ?", (envelope_id,)).fetchone()
-            is not None
+            conn.execute("SELECT 1 FROM wal_ids WHERE envelope_id = ?", (envelope_id,)).fetchone() is not None
         )
 
     def _next(self, key: Any, counters: dict[Any, int]) -> int:
@@ -794,14 +810,16 @@ class SqliteStore:
         return value
 
     def _load_last(self, key: Any) -> int:
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
         if key == _AUDIT_KEY:
-            row = self._conn.execute("SELECT COALESCE(MAX(pos), 0) FROM audit").fetchone()
+            row = conn.execute("SELECT COALESCE(MAX(pos), 0) FROM audit").fetchone()
         elif key == _KNOWLEDGE_KEY:
-            row = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM knowledge").fetchone()
+            row = conn.execute("SELECT COALESCE(MAX(id), 0) FROM knowledge").fetchone()
         elif key == _POS_KEY:
-            row = self._conn.execute("SELECT COALESCE(MAX(pos), 0) FROM wal").fetchone()
+            row = conn.execute("SELECT COALESCE(MAX(pos), 0) FROM wal").fetchone()
         else:
-            row = self._conn.execute(
+            row = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (key,)
             ).fetchone()
         return row[0]
@@ -832,8 +850,10 @@ class SqliteStore:
             return
         if self._checkpoint_task is not None and not self._checkpoint_task.done():
             return
+        loop = self._loop
+        assert loop is not None, "a checkpoint runs only while the store is open"
         self._wal_estimate = 0
-        self._checkpoint_task = self._loop.create_task(self._checkpoint())
+        self._checkpoint_task = loop.create_task(self._checkpoint())
 
     async def _checkpoint(self) -> None:
         """Copy the WAL into the database off the loop, so SQLite can restart the WAL file from its start.
@@ -842,14 +862,14 @@ class SqliteStore:
         up with the last commit, which never happens while commits keep coming, so the second pass
         holds new batches back for its (short) duration; they queue and go out as one batch after.
         """
-        reader = self._reader
-        if reader is None:
+        reader, loop = self._reader, self._loop
+        if reader is None or loop is None:
             return
         try:
             await reader.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
             self._paused = True
             if self._busy:
-                self._idle = self._loop.create_future()
+                self._idle = loop.create_future()
                 await self._idle
             await reader.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
         except (sqlite3.Error, ValueError):
