@@ -273,7 +273,7 @@ async def test_operator_observes_and_reads_everything(hub, clients):
     assert text.channel_id == ch.channel_id and text.envelope.event_data == {"text": "watched"}
     assert isinstance(text.envelope, Envelope) and text.seq == 4
     assert op.name_for(ana.agent_id) == "ana"  # names learnt from agent events
-    assert [m.channel_id for m in await op.list_channels(all_channels=True)] == [ch.channel_id]
+    assert [m.channel_id for m in await op.list_channels()] == [ch.channel_id]
     assert len(await op.read_wal(ch.channel_id)) == 4
     assert ch.channel_id in await op.channel_stats()
     assert any(rec["kind"] == "channel_created" for _, rec in await op.list_audit())
@@ -340,9 +340,9 @@ async def test_unauthorised_reads_are_refused(hub, clients):
         await stranger.list_turns()
     with pytest.raises(AccessDeniedError, match=f"connection is not bound to agent '{ana.agent_id}'"):
         await stranger.list_channels(agent_id=ana.agent_id)
-    assert await stranger.list_channels(all_channels=True) == []
+    assert await stranger.list_channels() == []
     assert await stranger.channel_stats() == {}
-    assert [m.channel_id for m in await a.list_channels(all_channels=True)] == [ch.channel_id]
+    assert [m.channel_id for m in await a.list_channels()] == [ch.channel_id]
     assert list(await a.channel_stats()) == [ch.channel_id]
     # writes in someone else's name
     with pytest.raises(AccessDeniedError, match=f"connection is not bound to agent '{ana.agent_id}'"):

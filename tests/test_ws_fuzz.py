@@ -16,8 +16,8 @@ from ag2net import HubClient, Passport
 from ag2net.errors import ProtocolError
 from ag2net.hub import Hub
 from ag2net.hub.ops import OPS
+from ag2net.protocol.frames import FRAME_TYPES, decode_frame, encode_frame
 from ag2net.server import serve_ws
-from ag2net.transport.frames import FRAME_TYPES, decode_frame, encode_frame
 
 scalars = (
     st.none()

@@ -24,8 +24,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from ag2net import EV_TEXT, Envelope, HubClient, Passport, ProtocolError, Resume
 from ag2net.cli import app
 from ag2net.hub import Hub
+from ag2net.protocol.frames import MAX_JSON_DEPTH, frame_from_json, nesting_exceeds
 from ag2net.server import MAX_INFLIGHT_REQUESTS, MAX_RESUME_BYTES, MAX_SKILL_BYTES, serve_ws
-from ag2net.transport.frames import MAX_JSON_DEPTH, frame_from_json, nesting_exceeds
 from ag2net.transport.ws import ConnectionLostError
 
 try:

@@ -89,7 +89,7 @@ class HubSource:
         )
 
     async def load_channels(self) -> list[ChannelRow]:
-        channels = await self.hc.list_channels(all_channels=True, include_terminal=True, limit=None)
+        channels = await self.hc.list_channels(include_terminal=True, limit=None)
         stats = await self.hc.channel_stats()
         rows = []
         for md in channels:

@@ -373,7 +373,7 @@ class HubClient:
         identity = (getattr(self.link, "_identities", None) or {}).get(agent_id)
         if hello is None or identity is None:
             return  # a link without the hello handshake has nothing to resend through
-        from ag2net.transport.frames import HelloFrame
+        from ag2net.protocol.frames import HelloFrame
 
         await hello(HelloFrame(identity.name, identity.scheme, dict(identity.claim), since_envelope_id))
 
@@ -525,7 +525,10 @@ class HubClient:
         return self._cache_channel(await self.call("get_channel", channel_id=channel_id))
 
     def _cache_channel(self, metadata: ChannelMetadata) -> ChannelMetadata:
-        """Remember the newest metadata seen for a channel (``adapter_for``/``default_view_policy`` read it)."""
+        """Remember the newest metadata seen for a channel (``adapter_for``/``default_view_policy`` read it
+        over a socket; in-process they ask the hub, so nothing is kept)."""
+        if self._in_process is not None:
+            return metadata
         cache = self._channel_meta
         cache.pop(metadata.channel_id, None)
         cache[metadata.channel_id] = metadata
@@ -549,11 +552,9 @@ class HubClient:
         agent_id: str | None = None,
         include_terminal: bool = False,
         limit: int | None = 50,
-        all_channels: bool = False,
     ) -> list[ChannelMetadata]:
         """Channels of ``agent_id``; without it, every channel the hub lets this connection see (in-process:
-        all of them; over a socket: those of the identities bound to it), as in ag2. ``all_channels`` is
-        kept for older callers and changes nothing."""
+        all of them; over a socket: those of the identities bound to it), as in ag2."""
         result = await self.call(
             "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
         )

@@ -88,7 +88,7 @@ async def run_demo_cli(
                 show(event)
                 if event.position >= end:
                     break
-        channels = await hc.list_channels(all_channels=True, include_terminal=True, limit=None)
+        channels = await hc.list_channels(include_terminal=True, limit=None)
         turns = await hc.list_turns(limit=10_000)
         print_fn("")
         print_fn(

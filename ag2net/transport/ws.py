@@ -32,10 +32,7 @@ from ag2net.envelope import Envelope
 from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_code
 from ag2net.ids import make_id
 from ag2net.protocol.codec import to_wire
-from ag2net.protocol.observe import ObservedEvent
-from ag2net.protocol.ops import OPS as CATALOGUE
-from ag2net.protocol.ports import NotifyHandler
-from ag2net.transport.frames import (
+from ag2net.protocol.frames import (
     ErrorFrame,
     HelloFrame,
     NotifyFrame,
@@ -45,6 +42,9 @@ from ag2net.transport.frames import (
     decode_frame,
     encode_frame,
 )
+from ag2net.protocol.observe import ObservedEvent
+from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.protocol.ports import NotifyHandler
 from ag2net.transport.secret_file import SecretFile
 
 log = logging.getLogger(__name__)
