@@ -1,211 +1,43 @@
 """Identity records: who an agent is (Passport), what it can do (Resume) and what it may do (Rule).
 
-Every record is a slots dataclass whose ``to_dict`` is the ``asdict`` shape of ag2 1.2.1 and whose
-``from_dict`` rebuilds nested records, refusing bad input with a ``ProtocolError`` naming the field.
+Every record is a slots dataclass ``Record`` (``ag2net.record``): its ``to_dict`` is the ``asdict`` shape of
+ag2 1.2.1 and its strict ``from_dict`` rebuilds nested records, refusing bad input with a ``ProtocolError``
+naming the field.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import re
-import types
-import typing
 import unicodedata
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from ag2net.envelope import check_text, check_text_tree
+from ag2net.envelope import check_text
 from ag2net.errors import ProtocolError
 from ag2net.ids import is_id
+from ag2net.record import Record, _type_name, record_from_dict
 
 PassportKind = Literal["agent", "human", "remote_agent"]
 PASSPORT_KINDS: tuple[str, ...] = ("agent", "human", "remote_agent")
 
 MAX_NAME_CHARS = 100
 
-R = TypeVar("R")
-
-
-# --- generic record decoding -------------------------------------------------------------------
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = typing.get_type_hints(cls)
-        _HINTS[cls] = hints
-    return hints
-
-
-def _describe(hint: Any) -> str:
-    """How a type hint reads in an error message: ``a string``, ``a list of strings or null``."""
-    if hint is Any:
-        return "any JSON value"
-    if hint is type(None):
-        return "null"
-    if hint is str:
-        return "a string"
-    if hint is bool:
-        return "true or false"
-    if hint is int:
-        return "an integer"
-    if hint is float:
-        return "a number"
-    origin = get_origin(hint)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in get_args(hint))
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in get_args(hint))
-    if origin is list:
-        return "a list"
-    if origin is dict:
-        return "a JSON object"
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return "one of " + ", ".join(repr(m.value) for m in hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return f"a {hint.__name__} object"
-    return getattr(hint, "__name__", str(hint))
-
-
-def _coerce(value: Any, hint: Any, path: str) -> Any:
-    """Check ``value`` against ``hint`` and rebuild nested records; raise ``ProtocolError`` naming ``path``."""
-    if hint is Any:
-        check_text_tree(value, path)
-        return value
-    origin = get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        arms = get_args(hint)
-        if value is None and type(None) in arms:
-            return None
-        real = [arm for arm in arms if arm is not type(None)]
-        if len(real) == 1:
-            # ``X | None``: let X's own, more precise message through
-            try:
-                return _coerce(value, real[0], path)
-            except ProtocolError:
-                if isinstance(value, (dict, list)):
-                    raise  # the error names the field inside the container
-                raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}") from None
-        for arm in real:
-            try:
-                return _coerce(value, arm, path)
-            except ProtocolError:
-                continue
-        raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}")
-    if origin is Literal:
-        if isinstance(value, str) and value in get_args(hint):
-            return value
-        raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}")
-    if origin is list:
-        if not isinstance(value, list):
-            raise ProtocolError(f"{path} must be a list, got {_type_name(value)}")
-        (item_hint,) = get_args(hint) or (Any,)
-        return [_coerce(item, item_hint, f"{path}[{i}]") for i, item in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{path} must be a JSON object, got {_type_name(value)}")
-        _key_hint, item_hint = get_args(hint) or (str, Any)
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ProtocolError(f"{path} keys must be strings, got {_type_name(key)}")
-            check_text(key, f"a key of {path}")
-            out[key] = _coerce(item, item_hint, f"{path}.{key}")
-        return out
-    if hint is type(None):
-        if value is None:
-            return None
-    elif hint is str:
-        if isinstance(value, str):
-            check_text(value, path)
-            return value
-    elif hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-    elif isinstance(hint, type) and issubclass(hint, enum.Enum):
-        if isinstance(value, hint):
-            return value
-        try:
-            return hint(value)
-        except ValueError:
-            pass
-        raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}")
-    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if isinstance(value, hint):
-            return value
-        return record_from_dict(hint, value, path)
-    raise ProtocolError(f"{path} must be {_describe(hint)}, got {_show(value)}")
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _show(value: Any) -> str:
-    """A short rendering of a bad value: scalars by value, containers by type."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(repr(value)) <= 60:
-        return repr(value)
-    return _type_name(value) if not isinstance(value, bool) else repr(value).lower()
-
-
-def record_from_dict(cls: type[R], data: Any, path: str | None = None) -> R:
-    """Build the record ``cls`` from its ``to_dict`` form, checking every field's type.
-
-    Unknown and missing fields, wrong types and invalid values raise ``ProtocolError`` naming the
-    field by its path (``Passport.auth.scheme``), so wire input is refused with one clear sentence.
-    """
-    where = path or cls.__name__
-    if not isinstance(data, dict):
-        raise ProtocolError(f"{where} must be a JSON object, got {_type_name(data)}")
-    hints = _hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(str(k) for k in data if k not in known)
-    if unknown:
-        raise ProtocolError(f"{where} has unknown field {unknown[0]!r}; remove it")
-    kwargs: dict[str, Any] = {}
-    for name, f in known.items():
-        if name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ProtocolError(f"{where} is missing required field {name!r}")
-            continue
-        kwargs[name] = _coerce(data[name], hints[name], f"{where}.{name}")
-    try:
-        return cls(**kwargs)
-    except ValueError as exc:
-        raise ProtocolError(str(exc)) from None
-
 
 # --- Passport ----------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class CostProfile:
+class CostProfile(Record):
     """What a call to this agent costs: price per million tokens and a latency tier."""
 
     input_per_mtok: float | None = None
     output_per_mtok: float | None = None
     latency_tier: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CostProfile:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class AuthBlock:
+class AuthBlock(Record):
     """How the agent proves who it is; ``claim`` is the credential checked at registration."""
 
     scheme: str = "none"
@@ -214,16 +46,9 @@ class AuthBlock:
     key_fingerprint: str | None = None
     claim: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AuthBlock:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class Passport:
+class Passport(Record):
     """An identity on the network. The hub stamps ``agent_id`` and ``created_at`` at registration."""
 
     name: str
@@ -249,7 +74,7 @@ class Passport:
         return self.kind or "agent"
 
     def to_dict(self, include_claim: bool = True) -> dict[str, Any]:
-        data = asdict(self)
+        data = Record.to_dict(self)
         if not include_claim:
             data["auth"]["claim"] = {}
         return data
@@ -257,10 +82,6 @@ class Passport:
     def public_dict(self) -> dict[str, Any]:
         """The shape other parties see: ``auth.claim`` (a credential) emptied."""
         return self.to_dict(include_claim=False)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Passport:
-        return record_from_dict(cls, data)
 
 
 def looks_like_id(name: str) -> bool:
@@ -328,7 +149,7 @@ def check_agent_name(name: Any) -> None:
 
 
 @dataclass(slots=True)
-class ResumeExample:
+class ResumeExample(Record):
     """One piece of past work an agent points to."""
 
     title: str
@@ -338,16 +159,9 @@ class ResumeExample:
     when: str | None = None
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ResumeExample:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class ObservedStat:
+class ObservedStat(Record):
     """Task outcomes the hub observed for one capability."""
 
     n: int = 0
@@ -356,16 +170,9 @@ class ObservedStat:
     expired: int = 0
     p50_latency_ms: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ObservedStat:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class Resume:
+class Resume(Record):
     """What an agent claims it can do, plus what the hub has observed it doing."""
 
     claimed_capabilities: list[str] = field(default_factory=list)
@@ -376,13 +183,6 @@ class Resume:
     version: int = 1
     last_updated: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Resume:
-        return record_from_dict(cls, data)
-
     def capabilities(self) -> list[str]:
         """Claimed capabilities then observed ones, each once, in that order."""
         return list(dict.fromkeys([*self.claimed_capabilities, *self.observed]))
@@ -392,69 +192,41 @@ class Resume:
 
 
 @dataclass(slots=True)
-class ChannelTypeAccess:
+class ChannelTypeAccess(Record):
     """Channel types an agent may open and accept (recorded; not enforced, as in ag2 1.2.1)."""
 
     initiate: list[str] = field(default_factory=lambda: ["*"])
     accept: list[str] = field(default_factory=lambda: ["*"])
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChannelTypeAccess:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class AccessBlock:
+class AccessBlock(Record):
     """Glob patterns (``fnmatchcase``) over passport names this agent accepts from and sends to."""
 
     inbound_from: list[str] = field(default_factory=lambda: ["*"])
     outbound_to: list[str] = field(default_factory=lambda: ["*"])
     channel_types: ChannelTypeAccess = field(default_factory=ChannelTypeAccess)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AccessBlock:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class RateBlock:
+class RateBlock(Record):
     """Send rate caps (recorded; not enforced, as in ag2 1.2.1). ``0`` disables."""
 
     per_minute: int = 0
     burst: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RateBlock:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class InboxBlock:
+class InboxBlock(Record):
     """Back-pressure: deliveries not yet acknowledged beyond ``max_pending`` are refused (``0`` disables)."""
 
     max_pending: int = 1000
     overflow: str = "reject"
     high_water: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InboxBlock:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class LimitsBlock:
+class LimitsBlock(Record):
     """Caps on concurrency, TTL defaults (durations like ``"2h"``), delegation depth and the inbox."""
 
     max_concurrent_channels: int = 0
@@ -465,32 +237,18 @@ class LimitsBlock:
     delegation_depth: int = 5
     inbox: InboxBlock = field(default_factory=InboxBlock)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LimitsBlock:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class Rule:
+class Rule(Record):
     """Per-agent policy the hub enforces: who may talk to it and how much it may do."""
 
     version: int = 1
     access: AccessBlock = field(default_factory=AccessBlock)
     limits: LimitsBlock = field(default_factory=LimitsBlock)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Rule:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class AgentRuntime:
+class AgentRuntime(Record):
     """Where an agent runs and whether the hub can reach it: a record ag2 1.2.1 declares (and never uses).
 
     ``binding`` names how the agent is attached (e.g. ``"local"``, ``"ws"``), ``target`` where (an endpoint id
@@ -502,13 +260,6 @@ class AgentRuntime:
     target: str
     reachable: bool
     last_heartbeat: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AgentRuntime:
-        return record_from_dict(cls, data)
 
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
@@ -554,6 +305,7 @@ __all__ = [
     "Passport",
     "PassportKind",
     "RateBlock",
+    "Record",
     "Resume",
     "ResumeExample",
     "Rule",

@@ -1,6 +1,7 @@
 """The task model the hub observes: states, the spec an owner starts with, and the stored metadata.
 
-Shapes match ag2 1.2.1's ``TaskSpec``/``TaskMetadata`` ``to_dict`` (state written as its value).
+Shapes match ag2 1.2.1's ``TaskSpec``/``TaskMetadata`` ``to_dict`` (state written as its value); both are
+strict ``Record``s.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from ag2net.errors import ProtocolError
-from ag2net.identity import record_from_dict
+from ag2net.record import Record
 
 TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -42,7 +43,7 @@ def check_task_id(task_id: Any) -> None:
 
 
 @dataclass(slots=True)
-class TaskSpec:
+class TaskSpec(Record):
     """What the owner set out to do; ``capability`` feeds the owner's observed track record."""
 
     title: str
@@ -50,21 +51,9 @@ class TaskSpec:
     payload: dict[str, Any] = field(default_factory=dict)
     capability: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "description": self.description,
-            "payload": dict(self.payload),
-            "capability": self.capability,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskSpec:
-        return record_from_dict(cls, data)
-
 
 @dataclass(slots=True)
-class TaskMetadata:
+class TaskMetadata(Record):
     """The hub's record of one task: owner, spec, state, timestamps (ISO-Z), progress and outcome."""
 
     task_id: str
@@ -83,27 +72,6 @@ class TaskMetadata:
 
     def is_terminal(self) -> bool:
         return TaskState(self.state) in TERMINAL_TASK_STATES
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "owner_id": self.owner_id,
-            "spec": self.spec.to_dict(),
-            "state": TaskState(self.state).value,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "completed_at": self.completed_at,
-            "expires_at": self.expires_at,
-            "last_progress_at": self.last_progress_at,
-            "progress": dict(self.progress),
-            "result": self.result,
-            "error": self.error,
-            "channel_id": self.channel_id,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskMetadata:
-        return record_from_dict(cls, data)
 
 
 def task_summary(md: TaskMetadata) -> dict[str, Any]:
