@@ -391,28 +391,42 @@ def _lenient_reader(cls: type, f: dataclasses.Field[Any], hint: Any, key: str) -
     item: Any = args[-1] if origin in (list, dict) and args else object
     item_from_dict = getattr(item, "from_dict", None) if isinstance(item, type) else None
 
-    def read(v: Any) -> Any:
-        if origin is list:
+    read: _Reader
+    if origin is list:
+
+        def read(v: Any) -> Any:
             if not isinstance(v, list):
                 raise ProtocolError(f"{what} must be a list, got {type(v).__name__}")
-            if item_from_dict is not None:
-                return [x if isinstance(x, item) else item_from_dict(x) for x in v]
-            return copy_tree(v)
-        if origin is dict:
+            if item_from_dict is None:
+                return copy_tree(v)
+            return [x if isinstance(x, item) else item_from_dict(x) for x in v]
+
+    elif origin is dict:
+
+        def read(v: Any) -> Any:
             if not isinstance(v, dict):
                 raise ProtocolError(f"{what} must be a JSON object, got {type(v).__name__}")
-            if item_from_dict is not None:
-                return {k: x if isinstance(x, item) else item_from_dict(x) for k, x in v.items()}
-            return copy_tree(v)
-        if _is_enum(hint):
+            if item_from_dict is None:
+                return copy_tree(v)
+            return {k: x if isinstance(x, item) else item_from_dict(x) for k, x in v.items()}
+
+    elif _is_enum(hint):
+        choices = [m.value for m in hint]
+
+        def read(v: Any) -> Any:
             try:
                 return hint(v)
             except ValueError:
-                choices = [m.value for m in hint]
                 raise ProtocolError(f"{what} must be one of {choices}, got {v!r}") from None
-        if isinstance(hint, type) and callable(getattr(hint, "from_dict", None)):
-            return v if isinstance(v, hint) else hint.from_dict(v)
-        return v
+
+    elif isinstance(hint, type) and callable(getattr(hint, "from_dict", None)):
+        record_cls, from_dict = hint, hint.from_dict
+
+        def read(v: Any) -> Any:
+            return v if isinstance(v, record_cls) else from_dict(v)
+
+    else:
+        return _as_given
 
     if arm is not None:
         return lambda v: None if v is None else read(v)
@@ -422,6 +436,10 @@ def _lenient_reader(cls: type, f: dataclasses.Field[Any], hint: Any, key: str) -
     if has_default and _is_record(hint):
         return lambda v: _default_of(f) if v is None else read(v)
     return read
+
+
+def _as_given(value: Any) -> Any:
+    return value
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:
@@ -446,10 +464,13 @@ def _lenient_from_dict(cls: type[R], data: Any) -> R:
     label = cls._wire_label or cls.__name__  # type: ignore[attr-defined]
     if not isinstance(data, dict):
         raise ProtocolError(f"{label} must be a JSON object, got {type(data).__name__}")
-    for _name, key, required, _read in readers:
-        if required and key not in data:
+    kwargs: dict[str, Any] = {}
+    for name, key, required, read in readers:
+        if key in data:
+            kwargs[name] = read(data[key])
+        elif required:
             raise ProtocolError(f"{label} is missing required field {key!r}")
-    return cls(**{name: read(data[key]) for name, key, _req, read in readers if key in data})
+    return cls(**kwargs)
 
 
 __all__ = ["Record", "Wire", "copy_tree", "record_from_dict", "wire"]
