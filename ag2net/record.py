@@ -391,7 +391,6 @@ def _lenient_reader(cls: type, f: dataclasses.Field[Any], hint: Any, key: str) -
     item: Any = args[-1] if origin in (list, dict) and args else object
     item_from_dict = getattr(item, "from_dict", None) if isinstance(item, type) else None
 
-    read: _Reader
     if origin is list:
 
         def read(v: Any) -> Any:

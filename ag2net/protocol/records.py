@@ -5,24 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ag2net.record import Record
+
 
 @dataclass(slots=True)
-class PendingTurn:
+class PendingTurn(Record):
     """A turn the hub expects of an agent: the channel, the envelope that triggered it, since when."""
 
     channel_id: str
     triggering_envelope_id: str | None
     expected_at: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "channel_id": self.channel_id,
-            "triggering_envelope_id": self.triggering_envelope_id,
-            "expected_at": self.expected_at,
-        }
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PendingTurn:
+        # lenient as ag2 1.2.1 reads it: only the channel id is required, ids and times are read as text
         return cls(
             channel_id=str(data["channel_id"]),
             triggering_envelope_id=data.get("triggering_envelope_id"),
