@@ -1,55 +1,56 @@
 """The events a view returns and a turn produces: what an LLM receives as history, and what it did.
 
-Each event has ``to_dict``/``from_dict`` (tagged with ``"type"``) so turn records can be stored.
+Each event is a ``Record`` whose ``to_dict`` is tagged with ``"type"`` (so turn records can be stored);
+``event_from_dict`` (``BaseEvent.from_dict``) reads the tag back and rebuilds the event.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ag2net.record import Record, wire
 
-class BaseEvent(ABC):
-    """Base of every event; subclasses are dataclasses with a ``type`` tag."""
+
+class BaseEvent(Record, ABC):
+    """Base of every event; subclasses are dataclasses with a ``type`` tag, written first by ``to_dict``."""
 
     type: ClassVar[str] = "event"
+    _wire_tag = "type"
 
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]:
-        """The event as a JSON-able dict tagged with its ``type``."""
-
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> BaseEvent:
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BaseEvent:
+        """The event ``data["type"]`` names (whichever class this is called on)."""
         return event_from_dict(data)
 
 
 @dataclass(slots=True)
-class TextInput:
+class TextInput(Record):
     """A text part of a model request."""
+
+    _wire_strict = False
+    _wire_tag = "type"
 
     content: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
     type: ClassVar[str] = "text_input"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "content": self.content, "metadata": dict(self.metadata)}
-
 
 @dataclass(slots=True)
-class DataInput:
+class DataInput(Record):
     """A structured (non-text) part of a model request."""
+
+    _wire_strict = False
+    _wire_tag = "type"
 
     data: Any
     metadata: dict[str, Any] = field(default_factory=dict)
 
     type: ClassVar[str] = "data_input"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "data": self.data, "metadata": dict(self.metadata)}
 
 
 Input = TextInput | DataInput
@@ -76,9 +77,6 @@ class ModelRequest(BaseEvent):
 
     type: ClassVar[str] = "model_request"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "parts": [p.to_dict() for p in self.parts]}
-
     @property
     def text(self) -> str:
         return "\n".join(part_text(p) for p in self.parts)
@@ -93,9 +91,6 @@ class ModelMessage(BaseEvent):
 
     type: ClassVar[str] = "model_message"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "content": self.content, "metadata": dict(self.metadata)}
-
 
 @dataclass(slots=True)
 class CompactionSummary(BaseEvent):
@@ -105,9 +100,6 @@ class CompactionSummary(BaseEvent):
     event_count: int
 
     type: ClassVar[str] = "compaction_summary"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "summary": self.summary, "event_count": self.event_count}
 
 
 @dataclass(slots=True)
@@ -119,9 +111,6 @@ class ToolCallEvent(BaseEvent):
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     type: ClassVar[str] = "tool_call"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "arguments": self.arguments, "id": self.id}
 
     def parsed_arguments(self) -> dict[str, Any]:
         try:
@@ -139,18 +128,9 @@ class ToolResultEvent(BaseEvent):
     name: str
     result: str
     is_error: bool = False
-    value: Any = field(default=None, compare=False, repr=False)
+    value: Any = field(default=None, compare=False, repr=False, metadata=wire(omit=True))
 
     type: ClassVar[str] = "tool_result"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "parent_id": self.parent_id,
-            "name": self.name,
-            "result": self.result,
-            "is_error": self.is_error,
-        }
 
 
 _EVENTS: dict[str, type] = {
