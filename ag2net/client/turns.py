@@ -8,19 +8,21 @@ from typing import TYPE_CHECKING, Any
 
 from ag2net.errors import AccessDeniedError
 from ag2net.events import BaseEvent, Input, event_from_dict, part_from_dict
+from ag2net.record import Record
 
 if TYPE_CHECKING:
     from ag2net.client.hub_client import HubClient
 
 
 @dataclass(slots=True)
-class TurnRecord:
-    """Everything one default-handler LLM turn sent and got back."""
+class TurnRecord(Record):
+    """Everything one default-handler LLM turn sent and got back (a ``Record``: ``to_dict`` writes the fields in
+    this order, ``turn_id`` first, so it is keyword-only)."""
 
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex, kw_only=True)
     channel_id: str
     agent_id: str
     trigger_envelope_id: str
-    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_at: str = ""
     duration_ms: float = 0.0
     system_prompt: str = ""
@@ -37,31 +39,9 @@ class TurnRecord:
     model_calls: int = 0
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "turn_id": self.turn_id,
-            "channel_id": self.channel_id,
-            "agent_id": self.agent_id,
-            "trigger_envelope_id": self.trigger_envelope_id,
-            "started_at": self.started_at,
-            "duration_ms": self.duration_ms,
-            "system_prompt": self.system_prompt,
-            "history": [e.to_dict() for e in self.history],
-            "inputs": [p.to_dict() for p in self.inputs],
-            "tools": self.tools,
-            "view": self.view,
-            "reply": self.reply,
-            "tool_calls": self.tool_calls,
-            "tokens": self.tokens,
-            "token_method": self.token_method,
-            "timings": self.timings,
-            "reply_envelope_id": self.reply_envelope_id,
-            "model_calls": self.model_calls,
-            "error": self.error,
-        }
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
+        # lenient, as stored turn records from older versions are read: numbers may be text, lists may be absent
         return cls(
             channel_id=data["channel_id"],
             agent_id=data["agent_id"],
