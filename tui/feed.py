@@ -10,7 +10,6 @@ dispatched, so no handler runs while the panes are being torn down.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -63,12 +62,27 @@ class FeedMessage(Message, no_dispatch=None):
 
 
 class FeedBatch(FeedMessage):
-    """New envelopes for the end of the tail (oldest first) and per-channel activity (count, last time)."""
+    """New envelopes for the end of the tail (oldest first) and per-channel activity.
 
-    def __init__(self, feed: LiveFeed, items: list[TailItem], activity: dict[str, tuple[int, str]]) -> None:
+    Built with ``seen``: per channel, the highest seq in the batch and its newest ``created_at`` (absolute
+    figures). ``activity`` is what the channel list adds — (envelopes it has not counted yet, last
+    activity) — worked out when it is first read, which is when the app handles the batch: against what
+    the list shows *then* (``HubSource.activity``), so an envelope that a channel reload in between has
+    already counted is not counted again.
+    """
+
+    def __init__(self, feed: LiveFeed, items: list[TailItem], seen: dict[str, tuple[int, str]]) -> None:
         super().__init__(feed)
         self.items = items
-        self.activity = activity
+        self.seen = seen
+        self._activity: dict[str, tuple[int, str]] | None = None
+
+    @property
+    def activity(self) -> dict[str, tuple[int, str]]:
+        if self._activity is None:
+            ledger = self.feed.source.activity
+            self._activity = {cid: ledger.advance(cid, seq, last) for cid, (seq, last) in self.seen.items()}
+        return self._activity
 
 
 class HistoryBatch(FeedMessage):
@@ -82,23 +96,62 @@ class HistoryBatch(FeedMessage):
 
 
 class ChannelsLoaded(FeedMessage):
-    """Every channel, freshly read (at startup and after a reconnect)."""
+    """Every channel, freshly read (at startup and after a reconnect).
+
+    The rows' counts and last activity are settled against what the channel list shows when ``rows`` is
+    first read (when the app handles the message): a batch handled since the read is not undone.
+    """
 
     def __init__(self, feed: LiveFeed, rows: list[ChannelRow]) -> None:
         super().__init__(feed)
-        self.rows = rows
+        self._rows = rows
+        self._settled = False
+
+    @property
+    def rows(self) -> list[ChannelRow]:
+        if not self._settled:
+            self._settled = True
+            ledger = self.feed.source.activity
+            for row in self._rows:
+                row.count, row.last_activity = ledger.absorb(row.channel_id, row.count, row.last_activity)
+        return self._rows
 
 
 class ChannelChanged(FeedMessage):
-    """One channel was created or changed state (observed)."""
+    """One channel was created or changed state (observed).
+
+    The row's count and last activity are what the channel list shows when ``row`` is first read (a
+    channel's metadata knows only when it was created: a close must not move its last activity back).
+    """
 
     def __init__(self, feed: LiveFeed, row: ChannelRow) -> None:
         super().__init__(feed)
-        self.row = row
+        self._row = row
+        self._settled = False
+
+    @property
+    def row(self) -> ChannelRow:
+        row = self._row
+        if not self._settled:
+            self._settled = True
+            row.count, row.last_activity = self.feed.source.activity.absorb(
+                row.channel_id, row.count, row.last_activity
+            )
+        return row
 
     @property
     def channel_id(self) -> str:
-        return self.row.channel_id
+        return self._row.channel_id
+
+
+class TurnRecorded(FeedMessage):
+    """An agent's turn record was stored (the agent view shows turns and takes the system prompt and
+    tools from the newest one)."""
+
+    def __init__(self, feed: LiveFeed, channel_id: str, agent_id: str) -> None:
+        super().__init__(feed)
+        self.channel_id = channel_id
+        self.agent_id = agent_id
 
 
 class AgentsChanged(FeedMessage):
@@ -199,7 +252,8 @@ class LiveFeed:
         self.custom_types: set[str] = set()
         """Event types seen that are not built in (the composer offers them)."""
         self._buffer: list[TailItem] = []
-        self._activity: dict[str, list[Any]] = defaultdict(lambda: [0, ""])
+        self._seen: dict[str, tuple[int, str]] = {}
+        """Per channel, the highest seq and newest time observed since the last flush."""
         self._rate_count = 0
         self._peers_dirty = False
         self._connection: dict[str, Any] | None = None
@@ -298,15 +352,17 @@ class LiveFeed:
             if not self.live:
                 return
             if event.kind == "envelope" and event.envelope is not None and event.channel_id is not None:
+                cid = event.channel_id
                 seq = event.seq or 0
-                if seq and seq <= self.max_seq.get(event.channel_id, 0):
+                if seq and seq <= self.max_seq.get(cid, 0):
                     continue  # already loaded by the first page
-                self.max_seq[event.channel_id] = seq
+                if not seq:  # never from this hub; counted as the next one
+                    seq = self.max_seq.get(cid, 0) + 1
+                self.max_seq[cid] = seq
                 env = event.envelope
-                self._buffer.append((env, seq, source.label_for(event.channel_id)))
-                activity = self._activity[event.channel_id]
-                activity[0] += 1
-                activity[1] = env.created_at
+                self._buffer.append((env, seq, source.label_for(cid)))
+                before = self._seen.get(cid)
+                self._seen[cid] = (seq, env.created_at if before is None else max(before[1], env.created_at))
                 self._rate_count += 1
                 if env.event_type not in ALL_EVENT_TYPES:
                     self.custom_types.add(env.event_type)
@@ -320,6 +376,11 @@ class LiveFeed:
             elif event.kind == "agent":
                 self._post(AgentsChanged(self))
                 self._peers_dirty = True
+            elif event.kind == "turn" and event.channel_id is not None:
+                agent_id = event.payload.get("agent_id")
+                if isinstance(agent_id, str):
+                    self.flush()  # the turn's reply is in the tail first
+                    self._post(TurnRecorded(self, event.channel_id, agent_id))
 
     async def _ask_human(self, envelope: Envelope) -> None:
         try:
@@ -334,11 +395,10 @@ class LiveFeed:
         """Post what arrived since the last tick as one ``FeedBatch`` (and reload peers if they changed)."""
         if not self.live:
             return
-        if self._buffer or self._activity:
+        if self._buffer or self._seen:
             items, self._buffer = self._buffer, []
-            activity = {cid: (a[0], a[1]) for cid, a in self._activity.items()}
-            self._activity.clear()
-            self._post(FeedBatch(self, items, activity))
+            seen, self._seen = self._seen, {}
+            self._post(FeedBatch(self, items, seen))
         if self._peers_dirty:
             self._peers_dirty = False
             self.load_peers()
@@ -457,4 +517,5 @@ __all__ = [
     "Progress",
     "RateTick",
     "Ready",
+    "TurnRecorded",
 ]

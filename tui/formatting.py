@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from ag2net import naming
 from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
+from ag2net.naming import channel_labels
 
 NameFor = Callable[[str], str]
 
@@ -92,9 +95,39 @@ def short_id(value: str | None, width: int = 8) -> str:
     return value[:width]
 
 
-def channel_label(manifest_type: str, channel_id: str) -> str:
-    """A short label for a channel: its type and the last four hex digits of its id (the random part)."""
-    return f"{manifest_type}·{channel_id[-4:]}"
+def channel_label(manifest_type: str, channel_id: str, tail: int = naming.MIN_TAIL) -> str:
+    """A channel's short label, ``discussion·7d80`` (``ag2net.naming.channel_label``: one form everywhere).
+
+    Alone it uses four id digits; for labels that must differ within a set (a list, a tail column) use
+    :func:`channel_labels` (or ``tui.models.channel_labels_for`` over channel rows).
+    """
+    return naming.channel_label(manifest_type, channel_id, tail)
+
+
+_ID_IN_TEXT = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
+
+
+def ids_in(texts: Iterable[str]) -> list[str]:
+    """Every 32-hex id found in ``texts``, once each, in order of first appearance."""
+    found: dict[str, None] = {}
+    for text in texts:
+        for match in _ID_IN_TEXT.finditer(text):
+            found.setdefault(match.group(0), None)
+    return list(found)
+
+
+def id_legend(texts: Iterable[str], name_for: NameFor) -> list[tuple[str, str]]:
+    """``(id, name)`` for each id in ``texts`` that ``name_for`` knows (it returns an unknown id as is).
+
+    For text shown exactly as a model received it (a compaction summary names speakers by id): the text
+    stays as it is and this legend says who each id is.
+    """
+    pairs = []
+    for agent_id in ids_in(texts):
+        name = name_for(agent_id)
+        if name and name != agent_id:
+            pairs.append((agent_id, name))
+    return pairs
 
 
 def envelope_json(envelope: Envelope) -> str:
@@ -107,9 +140,12 @@ __all__ = [
     "NameFor",
     "audience_label",
     "channel_label",
+    "channel_labels",
     "compact_json",
     "envelope_json",
     "event_family",
+    "id_legend",
+    "ids_in",
     "preview",
     "short_id",
     "short_time",

@@ -5,6 +5,7 @@ Nothing here imports Textual, so the feed, the source and their tests can use th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -12,7 +13,7 @@ from ag2net.client.turns import TurnPreview, TurnRecord
 from ag2net.envelope import Envelope
 from ag2net.events import BaseEvent
 from ag2net.identity import Passport, Resume
-from tui.formatting import channel_label
+from tui.formatting import channel_label, channel_labels
 
 TailItem = tuple[Envelope, int, str]
 """(envelope, per-channel seq, channel label): what the source reads and the feed batches."""
@@ -50,14 +51,63 @@ class ChannelRow:
         return all(word in hay for word in query.lower().split())
 
 
+def channel_labels_for(rows: Iterable[ChannelRow]) -> dict[str, str]:
+    """``{channel_id: label}`` for ``rows``, each label unique among them (``ag2net.naming.channel_labels``:
+    the same number of id digits for all, the fewest that tell them apart)."""
+    return channel_labels((row.type, row.channel_id) for row in rows)
+
+
+class ActivityLedger:
+    """Per channel, the envelope count and last activity the channel list shows.
+
+    Counts come from two places: a fresh read of every channel (``HubSource.load_channels``) and the
+    envelopes the live feed observes. Both are *absolute* here (a WAL count, an envelope's seq — its
+    position in the WAL), and the ledger keeps the highest of each, so an envelope counted by a read and
+    observed again is counted once, and the last activity never moves backwards (a channel's metadata
+    carries only its creation time). The feed's messages settle against the ledger when the app handles
+    them, so what the ledger holds is what the list shows.
+    """
+
+    __slots__ = ("_count", "_last")
+
+    def __init__(self) -> None:
+        self._count: dict[str, int] = {}
+        self._last: dict[str, str] = {}
+
+    def absorb(self, channel_id: str, count: int, last: str) -> tuple[int, str]:
+        """Take an absolute reading; returns what the list should show now (never less than before)."""
+        shown = max(count, self._count.get(channel_id, 0))
+        newest = max(last, self._last.get(channel_id, ""))
+        self._count[channel_id] = shown
+        self._last[channel_id] = newest
+        return shown, newest
+
+    def advance(self, channel_id: str, seq: int, last: str) -> tuple[int, str]:
+        """Envelopes observed up to ``seq``: returns (how many the list has not counted yet, last activity)."""
+        before = self._count.get(channel_id, 0)
+        shown, newest = self.absorb(channel_id, seq, last)
+        return shown - before, newest
+
+    def get(self, channel_id: str) -> tuple[int, str] | None:
+        """(count, last activity) shown for ``channel_id``, None before any reading."""
+        if channel_id not in self._count:
+            return None
+        return self._count[channel_id], self._last.get(channel_id, "")
+
+
 @dataclass(slots=True)
 class PeerInfo:
-    """Everything a peer card shows about one registered identity."""
+    """Everything a peer card shows about one registered identity.
+
+    ``online``: whether the identity is bound to a live connection of the hub (True / False), or None
+    when the hub does not say (no op reports bindings yet: see ``HubSource.load_peers``).
+    """
 
     passport: Passport
     resume: Resume
     skill_md: str
     generated: bool = False
+    online: bool | None = None
 
     @property
     def agent_id(self) -> str:
@@ -105,6 +155,29 @@ class ProjectionData:
     preview: TurnPreview
     turn: TurnRecord | None = None
     replay: list[BaseEvent] | None = None
+    turns: list[TurnRecord] = field(default_factory=list)
+    """The participant's recorded turns on this channel, oldest first (the newest ``TURN_LIMIT`` at most);
+    ``turn`` is the one ``replay`` re-projects (the newest unless another was asked for)."""
+    turns_capped: bool = False
+    """More turns are recorded than ``turns`` holds (only the newest were read)."""
+
+    @property
+    def turn_index(self) -> int | None:
+        """Where ``turn`` sits in ``turns`` (None when there is no turn)."""
+        if self.turn is None:
+            return None
+        for index, record in enumerate(self.turns):
+            if record.turn_id == self.turn.turn_id:
+                return index
+        return None
 
 
-__all__ = ["ChannelRow", "PeerInfo", "ProjectionData", "TailItem", "TailRow"]
+__all__ = [
+    "ActivityLedger",
+    "ChannelRow",
+    "PeerInfo",
+    "ProjectionData",
+    "TailItem",
+    "TailRow",
+    "channel_labels_for",
+]

@@ -17,8 +17,11 @@ from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
-from tui.formatting import channel_label
-from tui.models import ChannelRow, PeerInfo, ProjectionData, TailItem
+from tui.formatting import channel_label, channel_labels
+from tui.models import ActivityLedger, ChannelRow, PeerInfo, ProjectionData, TailItem
+
+TURN_LIMIT = 200
+"""The agent view reads at most this many of a participant's newest turns on a channel."""
 
 
 def channel_row(md: ChannelMetadata, name_for: Any, count: int = 0, last: str = "") -> ChannelRow:
@@ -42,6 +45,10 @@ class HubSource:
         self.hc = hub_client
         self.human = human
         self.metadata: dict[str, ChannelMetadata] = {}
+        self.activity = ActivityLedger()
+        """What the channel list shows of each channel's size and last activity (see ``ActivityLedger``)."""
+        self._labels: dict[str, str] = {}
+        self._labels_of = 0
 
     # ------------------------------------------------------------------ names and channels
 
@@ -63,9 +70,17 @@ class HubSource:
         """``{"kind", "url", "connected", "reconnects", "operator"}``; an in-process hub is always connected."""
         return self.hc.connection_state()
 
+    def labels(self) -> dict[str, str]:
+        """``{channel_id: label}`` for every channel known, each label unique among them."""
+        if self._labels_of != len(self.metadata):  # channels are only ever added
+            self._labels = channel_labels((md.manifest.type, cid) for cid, md in self.metadata.items())
+            self._labels_of = len(self.metadata)
+        return self._labels
+
     def label_for(self, channel_id: str) -> str:
-        md = self.metadata.get(channel_id)
-        return channel_label(md.manifest.type if md is not None else "channel", channel_id)
+        """The channel's label, unique among the channels known (``channel·…`` for an unknown one)."""
+        label = self.labels().get(channel_id)
+        return label if label is not None else channel_label("channel", channel_id)
 
     def participants(self, channel_id: str) -> list[tuple[str, str]]:
         md = self.metadata.get(channel_id)
@@ -95,14 +110,17 @@ class HubSource:
         for md in channels:
             self.metadata[md.channel_id] = md
             stat = stats.get(md.channel_id, {})
-            rows.append(
-                channel_row(
-                    md, self.name_for, int(stat.get("wal_count", 0)), str(stat.get("last_activity") or "")
-                )
+            row = channel_row(
+                md, self.name_for, int(stat.get("wal_count", 0)), str(stat.get("last_activity") or "")
             )
+            # the rows are shown as they are returned: never less than the list already counted
+            row.count, row.last_activity = self.activity.absorb(md.channel_id, row.count, row.last_activity)
+            rows.append(row)
         return rows
 
     def remember(self, metadata: ChannelMetadata) -> ChannelRow:
+        """Keep ``metadata`` and make its row: count 0 and the creation time, until the feed's
+        ``ChannelChanged`` settles them against what the list shows (``ActivityLedger``)."""
         self.metadata[metadata.channel_id] = metadata
         return channel_row(metadata, self.name_for)
 
@@ -234,6 +252,12 @@ class HubSource:
     # ------------------------------------------------------------------ peers and views
 
     async def load_peers(self) -> list[PeerInfo]:
+        """Every identity with its résumé and skill card.
+
+        Presence (``PeerInfo.online``) stays None: the hub keeps which identities are bound to a live
+        connection (``Hub._bindings``), but no op of the protocol reports it and the observe stream has
+        no bind/unbind event, so a remote workbench cannot know who is online.
+        """
         passports = await self.hc.list_agents(limit=10_000)
 
         async def one(passport: Any) -> PeerInfo | None:
@@ -249,25 +273,44 @@ class HubSource:
         return [p for p in await asyncio.gather(*(one(p) for p in passports)) if p is not None]
 
     async def load_projection(
-        self, channel_id: str, participant_id: str, spec: dict[str, Any] | None
+        self,
+        channel_id: str,
+        participant_id: str,
+        spec: dict[str, Any] | None,
+        *,
+        turn_id: str | None = None,
     ) -> ProjectionData:
+        """The projection now (in force and under ``spec``), the participant's recorded turns on the
+        channel, and turn ``turn_id`` (default: the newest) re-projected over the WAL it saw."""
         in_force = await self.hc.preview_turn(channel_id, participant_id)
         preview = (
             in_force if spec is None else await self.hc.preview_turn(channel_id, participant_id, view=spec)
         )
         try:
-            turns = await self.hc.list_turns(channel_id=channel_id, agent_id=participant_id, limit=1)
+            newest_first = await self.hc.list_turns(
+                channel_id=channel_id, agent_id=participant_id, limit=TURN_LIMIT
+            )
         except AccessDeniedError:
             # Another agent's turns, and this connection is not an operator: the pane says so.
-            turns = []
+            newest_first = []
             in_force.turns_private = preview.turns_private = True
-        turn = turns[0] if turns else None
+        turns = newest_first[::-1]
+        turn = next((t for t in turns if t.turn_id == turn_id), turns[-1] if turns else None)
         replay = None
         if turn is not None and turn.trigger_envelope_id:
             md = await self.hc.get_channel(channel_id)
             wal = await self.hc.read_wal_until(channel_id, turn.trigger_envelope_id)
             replay = await project_for(self.hc, md, participant_id, wal, view_from_spec(preview.view))
-        return ProjectionData(channel_id, participant_id, in_force.view, preview, turn, replay)
+        return ProjectionData(
+            channel_id,
+            participant_id,
+            in_force.view,
+            preview,
+            turn,
+            replay,
+            turns=turns,
+            turns_capped=len(newest_first) >= TURN_LIMIT,
+        )
 
 
 class _Newest(str):
@@ -284,4 +327,4 @@ def _order(item: TailItem) -> str:
     return item[0].envelope_id
 
 
-__all__ = ["HubSource", "channel_row"]
+__all__ = ["TURN_LIMIT", "HubSource", "channel_row"]
