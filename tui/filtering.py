@@ -9,6 +9,7 @@ Query syntax (terms are ANDed; a leading ``-`` negates a term; commas inside one
     text:"two words"        event data contains the words (case-insensitive); a bare word means the same
     re:/x.+y/i              regular expression over type, sender name and event data (flag i: ignore case)
     seq:120-200             per-channel sequence number in a range (or one number)
+    channel:discussion·7d80 the channel by its label (``.``, ``:``, ``-`` or ``/`` for ``·``), id tail or id
 """
 
 from __future__ import annotations
@@ -17,15 +18,31 @@ import fnmatch
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ag2net.envelope import Envelope
+from ag2net.naming import ChannelRefError, resolve_channel_ref
 from tui.formatting import FAMILIES, event_family
 
 NameFor = Callable[[str], str]
 
-KEYS: tuple[str, ...] = ("type", "family", "sender", "from", "to", "audience", "text", "re", "seq")
+KEYS: tuple[str, ...] = (
+    "type",
+    "family",
+    "sender",
+    "from",
+    "to",
+    "audience",
+    "text",
+    "re",
+    "seq",
+    "channel",
+    "ch",
+)
+
+Channels = Iterable[tuple[str, str]]
+"""``(channel_type, channel_id)`` pairs a ``channel:`` term may name."""
 
 
 class FilterError(ValueError):
@@ -81,7 +98,9 @@ class FilterSpec:
         return not self.terms
 
     @classmethod
-    def parse(cls, query: str) -> FilterSpec:
+    def parse(cls, query: str, channels: Channels | None = None) -> FilterSpec:
+        """Parse ``query``; ``channels`` resolves ``channel:`` terms (labels, tails, ids) to channel ids
+        (without them a term matches an id, or the id's tail after the label's separator)."""
         query = query.strip()
         if not query:
             return cls()
@@ -89,7 +108,8 @@ class FilterSpec:
             words = shlex.split(query, posix=True)
         except ValueError:
             raise FilterError(f"filter {query!r} has an unclosed quote; close it or remove it") from None
-        terms = [_parse_term(word) for word in words if word and word != "-"]
+        pairs = list(channels) if channels is not None else None
+        terms = [_parse_term(word, pairs) for word in words if word and word != "-"]
         return cls(query, terms)
 
     def matches(self, env: Envelope, name_for: NameFor, seq: int | None = None) -> bool:
@@ -100,7 +120,7 @@ class FilterSpec:
         return self.query or "(none)"
 
 
-def _parse_term(word: str) -> _Term:
+def _parse_term(word: str, channels: list[tuple[str, str]] | None = None) -> _Term:
     negated = word.startswith("-") and len(word) > 1
     if negated:
         word = word[1:]
@@ -115,6 +135,8 @@ def _parse_term(word: str) -> _Term:
         key = "sender"
     if key == "audience":
         key = "to"
+    if key == "ch":
+        key = "channel"
     if not value:
         raise FilterError(f"filter term {key}: has no value; write e.g. {key}:{_EXAMPLE[key]}")
     if key == "re":
@@ -128,7 +150,18 @@ def _parse_term(word: str) -> _Term:
             raise FilterError(f"family {bad[0]!r} is unknown; use one of {', '.join(FAMILIES)}")
     if key in ("sender", "to", "text"):
         values = tuple(v.lower() for v in values)
+    if key == "channel":
+        values = tuple(_channel_value(v, channels) for v in values)
     return _Term(key, negated, values)
+
+
+def _channel_value(ref: str, channels: list[tuple[str, str]] | None) -> str:
+    if channels is None:
+        return ref.lower()
+    try:
+        return resolve_channel_ref(ref, channels)
+    except ChannelRefError as exc:
+        raise FilterError(f"filter term channel:{ref}: {exc}") from None
 
 
 _EXAMPLE = {
@@ -139,6 +172,7 @@ _EXAMPLE = {
     "text": "budget",
     "re": "/x.+y/",
     "seq": "10-20",
+    "channel": "discussion·7d80",
 }
 
 
@@ -207,6 +241,9 @@ def _term_matches(term: _Term, s: _Subject) -> bool:
     if key == "seq":
         assert term.seq_range is not None
         return s.seq is not None and term.seq_range[0] <= s.seq <= term.seq_range[1]
+    if key == "channel":
+        cid = env.channel_id
+        return any(v == cid or cid.endswith(v.rpartition("·")[2] or v) for v in term.values)
     return False  # pragma: no cover - parse refuses other keys
 
 

@@ -5,6 +5,11 @@ dropped past it. A row has an absolute index that never changes while it is held
 rows dropped so far), so a cursor or a cache can key on it. The *view* is the list of absolute indexes
 that pass the channel filter and the filter, or None when nothing is filtered (every row is shown).
 A *line* is a position in the view: line 0 is the oldest row shown.
+
+An envelope is held once: a row whose (channel, ``envelope_id``) is already held is skipped (the first page, the
+history pages and the live feed can each bring the same envelope when traffic arrives while they
+read). Each channel seen gets a label unique among the channels held (``labels``), and the search's
+matches among the shown rows are kept in order (``matches``) for "match k of n".
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from ag2net.envelope import Envelope
+from ag2net.naming import SEPARATOR, channel_labels
 from tui.filtering import FilterSpec
 from tui.models import TailRow
 
@@ -36,6 +42,18 @@ class TailModel:
         self.channel_filter: str | None = None
         self.filter_spec = FilterSpec()
         self.search_spec = FilterSpec()
+        self.held_ids: set[tuple[str, str]] = set()
+        """``(channel_id, envelope_id)`` of every row held (a second copy of one is never added)."""
+        self.duplicates = 0
+        """Rows skipped because their envelope was already held."""
+        self.channel_types: dict[str, str] = {}
+        """Every channel seen: its type, from the label its rows came with ('' when that names none)."""
+        self.labels: dict[str, str] = {}
+        """``{channel_id: label}``, unique among ``channel_types`` (see ``ag2net.naming.channel_labels``)."""
+        self.labels_version = 0
+        """Counts label changes (a new channel can lengthen every label's tail)."""
+        self.matches: list[int] = []
+        """Absolute indexes of the shown rows that match the search, oldest first."""
 
     # ------------------------------------------------------------------ sizes and lookups
 
@@ -89,22 +107,44 @@ class TailModel:
         """Whether ``row`` matches the search (never when there is no search)."""
         return not self.search_spec.empty and self.search_spec.matches(row.envelope, self.name_for, row.seq)
 
+    def channel_pairs(self) -> list[tuple[str, str]]:
+        """``(channel_type, channel_id)`` of every channel held (type ``channel`` when unknown)."""
+        return [(t or "channel", cid) for cid, t in self.channel_types.items()]
+
+    def label_of(self, row: TailRow) -> str:
+        """The label of ``row``'s channel in this tail (unique among the channels held), else its own."""
+        return self.labels.get(row.envelope.channel_id) or row.channel
+
+    def match_position(self, index: int | None) -> tuple[int, int]:
+        """(k, n): ``index`` is the k-th of n search matches shown (k 0 when it is not a match)."""
+        n = len(self.matches)
+        if index is None or not n:
+            return 0, n
+        pos = bisect_left(self.matches, index)
+        return (pos + 1 if pos < n and self.matches[pos] == index else 0), n
+
     # ------------------------------------------------------------------ changes
 
     def append(self, items: Iterable[tuple[Envelope, int | None, str]]) -> int:
-        """Add rows at the end (dropping the oldest past the limit); returns how many of them are shown."""
+        """Add rows at the end (dropping the oldest past the limit); returns how many of them are shown.
+
+        Envelopes already held are skipped."""
         start = self.base + len(self.rows)
-        new = [TailRow(seq, env, label) for env, seq, label in items]
+        new = self._new_rows(items)
         if not new:
             return 0
         self.rows.extend(new)
         if self.view is None:
             shown = len(new)
+            added = range(start, start + len(new))
         else:
             accept = self.accepts
             before = len(self.view)
             self.view.extend(start + i for i, row in enumerate(new) if accept(row))
             shown = len(self.view) - before
+            added = self.view[before:]
+        if not self.search_spec.empty:
+            self.matches.extend(i for i in added if self.is_match(self.rows[i - self.base]))
         self._trim()
         return shown
 
@@ -113,11 +153,12 @@ class TailModel:
 
         Never pushes newer rows out: when the limit is reached the oldest of ``items`` are dropped.
         """
-        new = [TailRow(seq, env, label) for env, seq, label in items]
         room = self.limit - len(self.rows)
-        if room <= 0 or not new:
+        if room <= 0:
             return 0, 0
-        new = new[-room:]
+        new = self._new_rows(items, keep_last=room)
+        if not new:
+            return 0, 0
         self.base -= len(new)
         self.rows[0:0] = new
         shown = len(new)
@@ -125,12 +166,18 @@ class TailModel:
             accepted = [self.base + i for i, row in enumerate(new) if self.accepts(row)]
             self.view[0:0] = accepted
             shown = len(accepted)
+        else:
+            accepted = list(range(self.base, self.base + len(new)))
+        if not self.search_spec.empty:
+            self.matches[0:0] = [i for i in accepted if self.is_match(self.rows[i - self.base])]
         return len(new), shown
 
     def clear(self) -> None:
         """Forget every row (filters stay; absolute indexes keep growing)."""
         self.base += len(self.rows)
         self.rows.clear()
+        self.held_ids.clear()
+        self.matches.clear()
         if self.view is not None:
             self.view.clear()
 
@@ -143,13 +190,16 @@ class TailModel:
         return True
 
     def set_filter(self, spec: FilterSpec | str | None) -> None:
-        """Show only rows matching ``spec`` (a ``FilterSpec`` or a query string; raises ``FilterError``)."""
-        self.filter_spec = _spec(spec)
+        """Show only rows matching ``spec`` (a ``FilterSpec`` or a query string; raises ``FilterError``).
+
+        A ``channel:`` term names a channel by its label among the channels held."""
+        self.filter_spec = _spec(spec, self.channel_pairs())
         self._rebuild()
 
     def set_search(self, spec: FilterSpec | str | None) -> None:
         """Mark rows matching ``spec`` (raises ``FilterError`` for a bad query)."""
-        self.search_spec = _spec(spec)
+        self.search_spec = _spec(spec, self.channel_pairs())
+        self._rematch()
 
     # ------------------------------------------------------------------ finding
 
@@ -213,6 +263,56 @@ class TailModel:
 
     # ------------------------------------------------------------------ internals
 
+    def _new_rows(
+        self, items: Iterable[tuple[Envelope, int | None, str]], keep_last: int | None = None
+    ) -> list[TailRow]:
+        """Rows for ``items`` whose envelopes are not held yet (the last ``keep_last`` of them);
+        registers their ids and channels."""
+        held = self.held_ids
+        new: list[TailRow] = []
+        batch: set[tuple[str, str]] = set()
+        for env, seq, label in items:
+            key = (env.channel_id, env.envelope_id)
+            if env.envelope_id and (key in held or key in batch):
+                self.duplicates += 1
+                continue
+            if env.envelope_id:
+                batch.add(key)
+            new.append(TailRow(seq, env, label))
+        if keep_last is not None and len(new) > keep_last:
+            new = new[len(new) - keep_last :]
+            batch = {(r.envelope.channel_id, r.envelope.envelope_id) for r in new if r.envelope.envelope_id}
+        held.update(batch)
+        types = self.channel_types
+        fresh = False
+        for row in new:
+            cid = row.envelope.channel_id
+            known = types.get(cid)
+            if known is None or known == "channel":
+                kind = row.channel.rpartition(SEPARATOR)[0] if SEPARATOR in row.channel else ""
+                if known is None or (kind and kind != known):
+                    types[cid] = kind
+                    fresh = True
+        if fresh:
+            # a row whose label names no type (an unknown channel) keeps the label it came with
+            labels = channel_labels((t, cid) for cid, t in types.items() if t)
+            if labels != self.labels:
+                self.labels = labels
+                self.labels_version += 1
+        return new
+
+    def _rematch(self) -> None:
+        if self.search_spec.empty:
+            self.matches = []
+            return
+        is_match = self.is_match
+        base = self.base
+        if self.view is None:
+            self.matches = [base + i for i, row in enumerate(self.rows) if is_match(row)]
+        else:
+            rows = self.rows
+            self.matches = [i for i in self.view if is_match(rows[i - base])]
+
     def _rebuild(self) -> None:
         if self.channel_filter is None and self.filter_spec.empty:
             self.view = None
@@ -220,24 +320,32 @@ class TailModel:
             base = self.base
             accept = self.accepts
             self.view = [base + i for i, row in enumerate(self.rows) if accept(row)]
+        self._rematch()
 
     def _trim(self) -> None:
         excess = len(self.rows) - self.limit
         if excess <= 0:
             return
+        held = self.held_ids
+        for row in self.rows[:excess]:
+            held.discard((row.envelope.channel_id, row.envelope.envelope_id))
         del self.rows[:excess]
         self.base += excess
         if self.view is not None:
             cut = bisect_left(self.view, self.base)
             if cut:
                 del self.view[:cut]
+        if self.matches:
+            cut = bisect_left(self.matches, self.base)
+            if cut:
+                del self.matches[:cut]
 
 
-def _spec(spec: FilterSpec | str | None) -> FilterSpec:
+def _spec(spec: FilterSpec | str | None, channels: list[tuple[str, str]] | None = None) -> FilterSpec:
     if spec is None:
         return FilterSpec()
     if isinstance(spec, str):
-        return FilterSpec.parse(spec)
+        return FilterSpec.parse(spec, channels)
     return spec
 
 

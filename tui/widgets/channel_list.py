@@ -16,9 +16,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Label
 from textual.widgets.data_table import RowKey
 
+from ag2net.naming import ChannelRefError, channel_labels, resolve_channel_ref
 from tui.formatting import short_time
 from tui.models import ChannelRow
 
@@ -37,7 +38,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
 - **Enter** selects a channel: the WAL tail and the agent view follow it. The first row,
   *all channels*, shows everything again.
-- Type in the filter box to narrow by type, state, participant or id; **o** cycles the sort
+- Type in the filter box (**ctrl+f**) to narrow by type, state, participant, label
+  (`discussion·7d80`, or `discussion.7d80`) or id; **Escape** leaves it. **o** cycles the sort
   (activity, type, state, envelopes).
 - **ctrl+o** opens a new channel, **ctrl+w** closes the selected one (from the command palette too).
 """
@@ -45,12 +47,21 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", id="channels.sort", tooltip="Cycle the sort order"),
         Binding("ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels"),
+        Binding(
+            "escape",
+            "leave_filter",
+            "Leave filter",
+            id="channels.leave_filter",
+            tooltip="Back to the channel table (the filter stays)",
+        ),
     ]
 
     DEFAULT_CSS = """
     ChannelList {
         height: 1fr;
         & #channels-filter { margin: 0; }
+        & #channels-filter-status { width: 1fr; height: auto; padding: 0 1; color: $text-warning; }
+        & #channels-filter-status.-empty { display: none; }
         & DataTable { height: 1fr; background: $surface; }
     }
     """
@@ -74,9 +85,11 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._rows: dict[str, ChannelRow] = {}
+        self._labels: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter channels…", compact=True, id="channels-filter")
+        yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
+        yield Label("", id="channels-filter-status", classes="-empty")
         table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="channels-table")
         table.add_column("channel", key="channel")
         table.add_column("state", key="state")
@@ -95,13 +108,33 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         return self._rows.get(channel_id)
 
     def shown_ids(self) -> list[str]:
-        """Channel ids in display order (without the *all channels* row)."""
+        """Channel ids in display order (without the *all channels* row); the filter applies."""
         return [str(key.value) for key in self.table.rows if key.value != ALL_KEY]
+
+    def all_ids(self) -> list[str]:
+        """Every channel id in the sort order, whatever the filter hides (the composer's picker)."""
+        return [row.channel_id for row in self._sorted(filtered=False)]
+
+    def label_of(self, channel_id: str) -> str:
+        """The channel's label in this list (unique among the channels listed)."""
+        row = self._rows.get(channel_id)
+        return self._labels.get(channel_id) or (row.label if row is not None else channel_id)
+
+    @property
+    def filter_query(self) -> str:
+        return self.query_one("#channels-filter", Input).value.strip()
+
+    @property
+    def filter_status(self) -> str:
+        """What the filter line says ('' when nothing is filtered)."""
+        label = self.query_one("#channels-filter-status", Label)
+        return "" if label.has_class("-empty") else str(label.render())
 
     # ------------------------------------------------------------------ updates
 
     def set_channels(self, rows: Iterable[ChannelRow]) -> None:
         self._rows = {r.channel_id: r for r in rows}
+        self._relabel()
         self._rebuild()
 
     def upsert(self, row: ChannelRow) -> None:
@@ -111,6 +144,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             row.count = old.count
             row.last_activity = row.last_activity or old.last_activity
         self._rows[row.channel_id] = row
+        if old is None:
+            self._relabel()
         self._rebuild()
 
     def bump(self, activity: dict[str, tuple[int, str]]) -> None:
@@ -155,6 +190,15 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     def action_focus_filter(self) -> None:
         self.query_one("#channels-filter", Input).focus()
 
+    def action_leave_filter(self) -> None:
+        self.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave_filter":
+            # Escape means something only inside the filter box; elsewhere it falls through
+            return self.query_one("#channels-filter", Input).has_focus
+        return True
+
     def watch_sort_by(self) -> None:
         if self.is_mounted:
             self._rebuild()
@@ -179,9 +223,25 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
     # ------------------------------------------------------------------ rendering
 
-    def _sorted(self) -> list[ChannelRow]:
-        query = self.query_one("#channels-filter", Input).value
-        rows = [r for r in self._rows.values() if r.matches(query)]
+    def _matches(self, row: ChannelRow, query: str, resolved: str | None) -> bool:
+        if row.channel_id == resolved:
+            return True
+        label = self._labels.get(row.channel_id, row.label).lower()
+        words = query.lower().split()
+        return row.matches(query) or (len(words) == 1 and words[0] in label)
+
+    def _sorted(self, *, filtered: bool = True) -> list[ChannelRow]:
+        query = self.query_one("#channels-filter", Input).value.strip() if filtered else ""
+        if query:
+            try:
+                resolved: str | None = resolve_channel_ref(
+                    query, ((r.type, r.channel_id) for r in self._rows.values())
+                )
+            except ChannelRefError:
+                resolved = None
+            rows = [r for r in self._rows.values() if self._matches(r, query, resolved)]
+        else:
+            rows = list(self._rows.values())
         key = self.sort_by
         if key == "activity":
             rows.sort(key=lambda r: r.last_activity, reverse=True)
@@ -192,6 +252,9 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         else:
             rows.sort(key=lambda r: r.count, reverse=True)
         return rows
+
+    def _relabel(self) -> None:
+        self._labels = channel_labels((r.type, r.channel_id) for r in self._rows.values())
 
     def _state_text(self, state: str, reason: str) -> Text:
         colors = {
@@ -212,17 +275,31 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         if table.row_count and table.cursor_row is not None and 0 <= table.cursor_row < table.row_count:
             cursor_key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
         table.clear()
-        total = sum(r.count for r in self._rows.values())
+        shown = self._sorted()
+        query = self.filter_query
+        total = sum(r.count for r in shown)
+        count = f"{len(shown)} of {len(self._rows)} channels" if query else f"{len(self._rows)} channels"
         table.add_row(
-            Text.assemble(("all channels", "bold"), "\n", (f"{len(self._rows)} channels", "dim")),
+            Text.assemble(("all channels", "bold"), "\n", (count, "dim")),
             Text(""),
             Text(str(total), justify="right"),
             key=ALL_KEY,
             height=2,
         )
-        for row in self._sorted():
+        status = self.query_one("#channels-filter-status", Label)
+        if not query:
+            message = ""
+        elif not shown:
+            message = f"no channel matches {query!r} · esc leaves the filter"
+        else:
+            message = f"filtered by {query!r}: {len(shown)} of {len(self._rows)} channels"
+        status.update(message)
+        status.set_class(not message, "-empty")
+        for row in shown:
             who = ", ".join(row.participants)
-            label = Text(row.label, style="bold" if row.state == "active" else "")
+            label = Text(
+                self._labels.get(row.channel_id, row.label), style="bold" if row.state == "active" else ""
+            )
             label.append("\n")
             label.append(who if len(who) <= 20 else who[:19] + "…", style="dim")
             state = self._state_text(row.state, row.close_reason)

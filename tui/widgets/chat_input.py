@@ -12,11 +12,13 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.suggester import Suggester
 from textual.widgets import Input, Label
+
+from tui.wording import humanize, namer_for
 
 
 class MentionSuggester(Suggester):
@@ -48,32 +50,35 @@ def split_mentions(text: str) -> tuple[list[str], str]:
     return audience, " ".join(words).strip()
 
 
-class ChatInput(Horizontal):
-    """One line to talk into the selected channel."""
+class ChatInput(Vertical):
+    """One line to talk into the selected channel; a refusal shows under it, wrapped, never cut."""
 
     HELP = """\
 ## Chat
 
 Type and press **Enter** to post an `ag2.msg.text` into the selected channel as yourself.
 
-- Start with `@name` (Tab or → completes) to address only those participants.
+- Start with `@name` (**Tab** or → accepts the completion) to address only those participants.
 - **Up/Down** walk through what you sent before; **Escape** goes back to the pane you came from.
-- If the hub refuses (not your turn, channel closed) the reason shows at the right and your text stays.
+- If the hub refuses (not your turn, channel closed) the reason shows under the line, naming
+  participants by name, and your text stays.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "history(-1)", "Previous", show=False, id="chat.history_prev"),
         Binding("down", "history(1)", "Next", show=False, id="chat.history_next"),
+        Binding("tab", "accept_completion", "Complete", show=False, id="chat.complete"),
     ]
 
     DEFAULT_CSS = """
     ChatInput {
-        height: 1;
+        height: auto;
         background: $panel;
+        & #chat-line { height: 1; }
         & #chat-prompt { width: auto; padding: 0 1; color: $text-primary; text-style: bold; }
         & #chat-text { width: 1fr; border: none; height: 1; padding: 0; background: $panel; }
         & #chat-text:focus { background: $boost; }
-        & #chat-reason { width: auto; max-width: 60%; padding: 0 1; color: $text-error; }
+        & #chat-reason { width: 1fr; height: auto; padding: 0 1; color: $text-error; }
         & #chat-reason.-empty { display: none; }
     }
     """
@@ -106,13 +111,14 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.sending = False
 
     def compose(self) -> ComposeResult:
-        yield Label("no channel ›", id="chat-prompt")
-        yield Input(
-            placeholder="select a channel (Enter in the channels pane), then type here",
-            suggester=self.suggester,
-            compact=True,
-            id="chat-text",
-        )
+        with Horizontal(id="chat-line"):
+            yield Label("no channel ›", id="chat-prompt")
+            yield Input(
+                placeholder="select a channel (Enter in the channels pane), then type here",
+                suggester=self.suggester,
+                compact=True,
+                id="chat-text",
+            )
         yield Label("", id="chat-reason", classes="-empty")
 
     @property
@@ -125,6 +131,9 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         return "" if label.has_class("-empty") else str(label.render())
 
     def set_channel(self, channel_id: str | None, label: str, names: Sequence[str]) -> None:
+        if channel_id:
+            # the label the channels pane shows (unique among the hub's channels), when the app knows it
+            label = namer_for(self.app).labels.get(channel_id) or label
         self.channel_id = channel_id
         self.channel_label = label
         self.suggester.names = list(names)
@@ -137,7 +146,11 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.show_reason("")
 
     def show_reason(self, reason: str) -> None:
-        """Show why the last message was not sent (empty hides it); the text stays in the input."""
+        """Show why the last message was not sent (empty hides it); the text stays in the input.
+
+        A hub refusal is reworded with names (``critic's turn — you can speak after critic``)."""
+        if reason:
+            reason = humanize(reason, namer_for(self.app))
         label = self.query_one("#chat-reason", Label)
         label.update(reason)
         label.set_class(not reason, "-empty")
@@ -177,6 +190,27 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
     def _changed(self) -> None:
         if self.reason and not self.sending:
             self.show_reason("")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "accept_completion":
+            # only while a completion is offered: otherwise Tab moves the focus as everywhere else
+            return self.input.has_focus and self.completion is not None
+        return True
+
+    @property
+    def completion(self) -> str | None:
+        """The ``@name`` completion offered at the end of the input, if any."""
+        text = self.input
+        suggestion = text._suggestion  # Textual keeps the offered completion here
+        if suggestion and len(suggestion) > len(text.value) and suggestion.startswith(text.value):
+            return suggestion
+        return None
+
+    def action_accept_completion(self) -> None:
+        suggestion = self.completion
+        if suggestion is not None:
+            self.input.value = suggestion
+            self.input.cursor_position = len(suggestion)
 
     def action_history(self, step: int) -> None:
         if not self.history:

@@ -7,6 +7,7 @@ is done until a row is on screen, where its strip is cached in an LRU keyed by t
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -17,13 +18,14 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ag2net.envelope import Envelope
+from ag2net.naming import ChannelRefError, resolve_channel_ref
 from tui.filtering import FilterSpec
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
 from tui.models import TailRow
@@ -66,6 +68,18 @@ def _fit_left(text: str, width: int) -> str:
     return "…" + "".join(reversed(out)) + " " * (width - 1 - used)
 
 
+def _fit_label(label: str, width: int) -> str:
+    """A channel label in ``width`` cells: the type is shortened first (``consul…·cb2c``), so the id's
+    tail, the part that tells channels apart, stays visible as long as it fits at all."""
+    if cell_len(label) <= width:
+        return _fit(label, width)
+    kind, sep, tail = label.rpartition("·")
+    if not sep or cell_len(tail) + 2 > width:
+        return _fit_left(label, width)
+    room = width - cell_len(tail) - 1  # the type's cells, its ellipsis included
+    return _fit(kind, room) + sep + tail if room >= 2 else _fit_left(label, width)
+
+
 def _fit_type(event_type: str, width: int) -> str:
     """An event type in ``width`` cells: built-in types without ``ag2.``, dropping leading dotted parts
     when narrow ("…invite.ack"); custom types cut from the left, so their last part stays visible."""
@@ -106,6 +120,8 @@ scrolling up pauses and counts *N new*; **End** (or **f**) resumes.
 
 Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 `sender:planner` `to:critic` `to:all` `text:"two words"` `re:/x.+y/i` `seq:10-20`
+`channel:discussion·7d80` (a label as the channel column shows it; `.` works for `·`).
+The header's right end counts the rows shown and says *match k of n* while searching.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -193,7 +209,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     following: var[bool] = var(True)
     """True while new rows scroll into view; False once the user moves away from the end."""
     pending_count: reactive[int] = reactive(0)
-    """Rows that arrived (and pass the filter) while following was paused."""
+    """Rows that arrived (and pass the filter) while following was paused and are below the screen."""
     show_channel: reactive[bool] = reactive(True)
     """Show the channel column (hidden when the tail is filtered to one channel)."""
 
@@ -266,6 +282,9 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         self._strips: LRUCache[tuple[int, bool], Strip] = LRUCache(1024)
         self._styles: dict[str, Style] | None = None
         self._width = 0
+        self._labels_version = 0
+        self._mark = 0
+        """Absolute index of the first row that arrived after following paused (or the view changed)."""
 
     # ------------------------------------------------------------------ public API
 
@@ -326,7 +345,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         if self.following:
             self._scroll_to_end()
         elif added:
-            self.pending_count += added
+            self._count_pending()
 
     def prepend_many(self, items: Iterable[tuple[Envelope, int | None, str]]) -> int:
         """Add older envelopes before the first row (history loading); returns how many were kept.
@@ -349,6 +368,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         self.model.clear()
         self._cursor = None
         self._strips.clear()
+        self._mark = self.model.base
         self.pending_count = 0
         self._after_change()
 
@@ -374,6 +394,8 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         self.post_message(self.StateChanged(self))
         if self.model.search_spec.empty:
             return True
+        if not self.model.matches:
+            return False
         line = self._cursor_line()
         found = self.model.find_match(line if line is not None else -1, forward=True, inclusive=True)
         if found is None:
@@ -429,6 +451,65 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             self._cursor = self._cursor_abs()
             self._set_following(False)
 
+    @property
+    def match_position(self) -> tuple[int, int]:
+        """(k, n): the cursor is on the k-th of n search matches shown (k 0 when not on a match)."""
+        return self.model.match_position(self._cursor_abs())
+
+    @property
+    def summary(self) -> str:
+        """What the header's right end says: rows shown (of held), search position, rows below."""
+        model = self.model
+        parts = []
+        if self.pending_count and not self.following:
+            parts.append(f"paused · {self.pending_count:,} new")
+        if not model.search_spec.empty:
+            k, n = self.match_position
+            if not n:
+                parts.append("no match")
+            elif k:
+                parts.append(f"match {k:,} of {n:,}")
+            else:
+                parts.append(f"{n:,} match{'es' if n != 1 else ''}")
+        if model.view is not None:
+            parts.append(f"{model.visible_count:,} of {model.row_count:,} rows")
+        else:
+            parts.append(f"{model.row_count:,} rows")
+        return " · ".join(parts)
+
+    def goto_text(self, text: str) -> str:
+        """Go to what the ``:`` prompt holds: a seq (``12``), a channel label or id, or both
+        (``discussion·7d80 12``, ``discussion·7d80#12``); '' when done, else one sentence saying why not.
+
+        A channel shown in the tail is selected by moving the cursor to its newest row (or to that
+        seq in it); the channel filter is not changed here."""
+        words = text.replace("#", " ").split()
+        if not words:
+            return "type a seq number, a channel label such as discussion·7d80, or both"
+        seq: int | None = None
+        if words[-1].isdigit():
+            seq = int(words.pop())
+        channel: str | None = None
+        if words:
+            ref = " ".join(words)
+            try:
+                channel = resolve_channel_ref(ref, self.model.channel_pairs())
+            except ChannelRefError as exc:
+                return str(exc)
+        model = self.model
+        for line in range(model.visible_count - 1, -1, -1):
+            row = model.row_at(line)
+            if channel is not None and row.envelope.channel_id != channel:
+                continue
+            if seq is not None and row.seq != seq:
+                continue
+            self._move_cursor_to_line(line)
+            return ""
+        where = f" in {model.labels.get(channel, channel)}" if channel else ""
+        if seq is None:
+            return f"no row of {model.labels.get(channel or '', channel)} is shown; clear the filter (x)"
+        return f"seq {seq}{where} is not among the rows shown"
+
     def refresh_names(self) -> None:
         """Re-render rows (call after names resolve differently, e.g. an agent registered)."""
         self._strips.clear()
@@ -464,7 +545,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def action_open_envelope(self) -> None:
         row = self.cursor_row
         if row is not None:
-            self.post_message(self.Selected(self, row))
+            self.post_message(self.Selected(self, row._replace(channel=self.model.label_of(row))))
 
     def action_request_query(self, mode: str) -> None:
         self.post_message(self.QueryRequested(self, mode))
@@ -501,6 +582,8 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if not self.following and self.pending_count:
+            self._count_pending()
         if self.is_vertical_scrollbar_grabbed:
             if new_value < old_value:
                 self.pause()
@@ -521,6 +604,8 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         self._strips.clear()
         if self.following:
             self._scroll_to_end()
+        else:
+            self._count_pending()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -556,6 +641,9 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
             self._width = width
             self._strips.clear()
         styles = self._get_styles()
+        if self.model.labels_version != self._labels_version:
+            self._labels_version = self.model.labels_version
+            self._strips.clear()
         if y == 0:
             return self._render_header(width, styles)
         line = int(self.scroll_y) + y - 1
@@ -600,7 +688,12 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         parts += [_fit("sender", c.sender), " ", _fit("event type", c.etype), " "]
         if c.audience:
             parts += [_fit("audience", c.audience), " "]
-        parts.append(_fit("preview", c.preview_width(width)))
+        rest = c.preview_width(width)
+        summary = self.summary
+        if cell_len(summary) + 9 <= rest:
+            parts.append("preview" + summary.rjust(rest - 7))
+        else:
+            parts.append(_fit("preview", rest))
         text = "".join(parts)
         return Strip(
             [*Text(text, style=styles["header"], end="").render(self.app.console)]
@@ -618,7 +711,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         text.append(_fit(short_time(env.created_at)[: c.time], c.time), styles["time"])
         text.append(" ")
         if c.channel:
-            text.append(_fit(row.channel, c.channel), styles["label"])
+            text.append(_fit_label(self.model.label_of(row), c.channel), styles["label"])
             text.append(" ")
         text.append(_fit(self.name_for(env.sender_id), c.sender), styles["sender"])
         text.append(" ")
@@ -655,6 +748,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
         if not self.following and keep is not None:
             line = self.model.line_of(keep)
             self._cursor = None if line is None else self.model.index_at(line)
+        self._mark = self.model.base + self.model.row_count  # rows already held are not new
         self.pending_count = 0
         self._strips.clear()
         self._after_change()
@@ -667,6 +761,21 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
     def _after_change(self) -> None:
         self.virtual_size = Size(self._width, self.visible_count + 1)
         self.refresh()
+
+    def _count_pending(self) -> None:
+        """Rows that arrived since following paused and are not on screen (below its last line)."""
+        model = self.model
+        count = model.visible_count
+        if self.following or not count:
+            self.pending_count = 0
+            return
+        if model.view is None:
+            first_new = max(0, self._mark - model.base)
+        else:
+            first_new = bisect_left(model.view, self._mark)
+        bottom = int(self.scroll_y) + self._body_height()
+        self.pending_count = max(0, count - max(first_new, bottom))
+        self.refresh(Region(0, 0, self.size.width, 1))
 
     def _body_height(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
@@ -725,6 +834,7 @@ Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
                 self.pending_count = 0
             return
         self.following = value
+        self._mark = self.model.base + self.model.row_count
         if value:
             self.pending_count = 0
         self._update_subtitle()

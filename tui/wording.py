@@ -1,0 +1,245 @@
+"""Hub and adapter refusals turned into sentences people read: agents by name, channels by label.
+
+The hub's messages name everything by id (``discussion channel '18ecd5ae…' expects '18ecd57e…' to
+speak, got '18ecd5b1…'``). :func:`humanize` recognises the refusals a person at the keyboard meets
+(whose turn it is, a closed or pending channel, a non-participant, an unknown audience) and says them
+with the names and channel labels the workbench knows; any other text keeps its words with each known
+id replaced by its name (:func:`ag2net.naming.name_ids`). Ids nobody knows stay as they are.
+
+Nothing here imports Textual: :func:`namer_for` reads an app's ``source`` duck-typed, so widgets call
+``humanize(text, namer_for(self.app))`` and tests can build a :class:`Namer` by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag2net.naming import channel_labels, name_ids
+
+
+def _id(name: str) -> str:
+    """A 32-hex id, quoted or not, captured as ``name``."""
+    return rf"'?(?P<{name}>[0-9a-f]{{32}})'?"
+
+
+@dataclass(slots=True)
+class Namer:
+    """What the workbench knows to name ids: agents through ``name_for``, channels through ``labels``.
+
+    ``name_for`` returns the id itself when it does not know it (as ``HubClient.name_for`` does);
+    ``me`` is the person at the keyboard (a refusal about them says "you").
+    """
+
+    name_for: Callable[[str], str] = field(default=lambda agent_id: agent_id)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    me: str | None = None
+
+    def agent(self, agent_id: str) -> str:
+        """The agent's name, or the id cut to 8 digits and an ellipsis when unknown."""
+        name = self.name_for(agent_id)
+        if name and name != agent_id:
+            return name
+        return f"{agent_id[:8]}…" if len(agent_id) > 12 else agent_id
+
+    def who(self, agent_id: str) -> str:
+        """``you`` for the person at the keyboard, else :meth:`agent`."""
+        return "you" if self.me is not None and agent_id == self.me else self.agent(agent_id)
+
+    def channel(self, channel_id: str) -> str:
+        """The channel's label, or ``channel 18ecd5ae…`` when it is not known."""
+        label = self.labels.get(channel_id)
+        if label:
+            return label
+        return f"channel {channel_id[:8]}…" if len(channel_id) > 12 else f"channel {channel_id}"
+
+    def mapping(self, text: str) -> dict[str, str]:
+        """``{id: name or label}`` for every 32-hex id in ``text`` this namer knows."""
+        found: dict[str, str] = {}
+        for agent_id in set(re.findall(r"[0-9a-f]{32}", text)):
+            label = self.labels.get(agent_id)
+            if label:
+                found[agent_id] = label
+                continue
+            name = self.name_for(agent_id)
+            if name and name != agent_id:
+                found[agent_id] = name
+        return found
+
+
+def _possessive(name: str) -> str:
+    return "your" if name == "you" else f"{name}'s"
+
+
+def _turn(namer: Namer, m: re.Match[str]) -> str:
+    cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
+    who = namer.agent(expected)
+    if namer.me is not None and got == namer.me:
+        return f"{who}'s turn — you can speak after {who}"
+    return f"{who}'s turn in {namer.channel(cid)} — {namer.who(got)} can speak after {who}"
+
+
+def _consult_reply(namer: Namer, m: re.Match[str]) -> str:
+    cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
+    who = namer.agent(expected)
+    label = namer.channel(cid)
+    return f"{label} waits for {who}'s reply — only {who} can speak now, not {namer.who(got)}"
+
+
+def _consult_first(namer: Namer, m: re.Match[str]) -> str:
+    cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
+    who = namer.agent(expected)
+    return f"{who} asks first in {namer.channel(cid)} — {namer.who(got)} can speak after {_possessive(who)} question"
+
+
+def _complete(namer: Namer, m: re.Match[str]) -> str:
+    return f"{namer.channel(m.group('cid'))} is complete (its question was answered); open a new consulting channel"
+
+
+def _terminal(namer: Namer, m: re.Match[str]) -> str:
+    state, rest = m.group("state"), m.group("rest") or ""
+    return f"{namer.channel(m.group('cid'))} is {state}{rest}"
+
+
+def _pending(namer: Namer, m: re.Match[str]) -> str:
+    return (
+        f"{namer.channel(m.group('cid'))} is still {m.group('state')}: "
+        "wait until every invitee accepts the invitation"
+    )
+
+
+def _not_participant(namer: Namer, m: re.Match[str]) -> str:
+    who = namer.who(m.group("got"))
+    verb = "are" if who == "you" else "is"
+    return f"{who} {verb} not a participant of {namer.channel(m.group('cid'))}"
+
+
+def _audience(namer: Namer, m: re.Match[str]) -> str:
+    return (
+        f"{namer.agent(m.group('who'))} is not a participant of {namer.channel(m.group('cid'))}; "
+        "address only its participants"
+    )
+
+
+def _not_found(namer: Namer, m: re.Match[str]) -> str:
+    return f"{namer.channel(m.group('cid'))} does not exist (any more); pick another channel"
+
+
+def _ack_timeout(namer: Namer, m: re.Match[str]) -> str:
+    return (
+        f"{namer.channel(m.group('cid'))} did not open: not every invitee accepted the invitation "
+        "in time (ack timeout)"
+    )
+
+
+_Rule = tuple[re.Pattern[str], Callable[[Namer, re.Match[str]], str]]
+
+_RULES: list[_Rule] = [
+    (
+        re.compile(
+            rf"(?:discussion channel|workflow) {_id('cid')} expects "
+            rf"{_id('expected')} to speak, got {_id('got')}"
+        ),
+        _turn,
+    ),
+    (
+        re.compile(
+            rf"consulting channel {_id('cid')} expects reply from respondent "
+            rf"{_id('expected')}, got {_id('got')}"
+        ),
+        _consult_reply,
+    ),
+    (
+        re.compile(
+            rf"consulting channel {_id('cid')} expects first send from initiator "
+            rf"{_id('expected')}, got {_id('got')}"
+        ),
+        _consult_first,
+    ),
+    (re.compile(rf"consulting channel {_id('cid')} already complete"), _complete),
+    (
+        re.compile(
+            rf"channel {_id('cid')} is (?P<state>closed|expired|closing)(?P<rest>.*)$",
+            re.S,
+        ),
+        _terminal,
+    ),
+    (
+        re.compile(
+            rf"channel {_id('cid')} not active \(state=(?P<state>\w+)\)",
+        ),
+        _pending,
+    ),
+    (
+        re.compile(
+            rf"channel {_id('cid')} only accepts sends from participants, "
+            rf"got {_id('got')}"
+        ),
+        _not_participant,
+    ),
+    (
+        re.compile(rf"{_id('who')} is not one of channel {_id('cid')}"),
+        _audience,
+    ),
+    (re.compile(rf"channel not found: {_id('cid')}"), _not_found),
+    (re.compile(rf"channel {_id('cid')} ack timeout"), _ack_timeout),
+]
+
+
+def humanize(text: str, namer: Namer) -> str:
+    """``text`` (a hub or adapter message) as a sentence naming agents and channels as people know them.
+
+    Known refusals are reworded ("critic's turn — you can speak after critic", "consulting·cb2c is
+    closed (reason: done); open a new one"); anything else keeps its words with known ids named.
+    """
+    text = text.strip()
+    for pattern, build in _RULES:
+        match = pattern.search(text)
+        if match is not None:
+            return build(namer, match)
+    return name_ids(text, namer.mapping(text))
+
+
+def labels_for(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """``{channel_id: label}`` for channel metadata (``ChannelMetadata`` values), labels unique in the set."""
+    pairs = []
+    for channel_id, md in metadata.items():
+        manifest = getattr(md, "manifest", None)
+        pairs.append((getattr(manifest, "type", None) or "channel", channel_id))
+    return channel_labels(pairs)
+
+
+_LABEL_CACHE: list[tuple[frozenset[str], dict[str, str]]] = []
+
+
+def app_labels(app: Any) -> dict[str, str]:
+    """The labels of every channel ``app.source`` knows (empty without one); cached per set of ids."""
+    source = getattr(app, "source", None)
+    metadata = getattr(source, "metadata", None)
+    if not isinstance(metadata, Mapping) or not metadata:
+        return {}
+    ids = frozenset(metadata)
+    if _LABEL_CACHE and _LABEL_CACHE[0][0] == ids:
+        return _LABEL_CACHE[0][1]
+    labels = labels_for(metadata)
+    _LABEL_CACHE[:] = [(ids, labels)]
+    return labels
+
+
+def namer_for(app: Any) -> Namer:
+    """A :class:`Namer` over what a workbench app knows (its ``source``); an app without one names nothing."""
+    source = getattr(app, "source", None)
+    if source is None:
+        return Namer()
+    name_for = getattr(source, "name_for", None)
+    me = getattr(source, "human_id", None)
+    return Namer(
+        name_for=name_for if callable(name_for) else (lambda agent_id: agent_id),
+        labels=app_labels(app),
+        me=me if isinstance(me, str) else None,
+    )
+
+
+__all__ = ["Namer", "app_labels", "humanize", "labels_for", "namer_for"]
