@@ -354,7 +354,14 @@ def record_from_dict(cls: type[R], data: Any, path: str | None = None) -> R:
         w = _wire_of(f)
         if not w.omit:
             known[w.key or f.name] = f
-    unknown = sorted(str(k) for k in data if k not in known)
+    tag = getattr(cls, "_wire_tag", "")
+    if tag and tag in data:
+        if data[tag] != getattr(cls, tag):
+            raise ProtocolError(f"{where}.{tag} must be {getattr(cls, tag)!r}, got {_show(data[tag])}")
+        known_tag = {tag}
+    else:
+        known_tag = set()
+    unknown = sorted(str(k) for k in data if k not in known and k not in known_tag)
     if unknown:
         raise ProtocolError(f"{where} has unknown field {unknown[0]!r}; remove it")
     kwargs: dict[str, Any] = {}
