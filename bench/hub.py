@@ -9,7 +9,8 @@ Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside 
 - ``read_wal``: read_wal of the 20,000-envelope channel (cold from the store and warm from the cache).
 - ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels, after a clean close (adapter
   states from the shutdown snapshot, WALs loaded lazily) and as after a crash (every WAL folded).
-Usage: python bench/hub.py [--n 20000] [--fsync] [--skip-hydrate]
+Usage: python bench/hub.py [--n 20000] [--skip-hydrate] [--bench e2e,read_wal,e2e_pipelined,e2e_fsync,
+e2e_pipelined_fsync,fanout,hydrate] (all by default; ``--skip-hydrate`` drops ``hydrate``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,22 @@ from ag2net.hub.hub import SNAPSHOT_KEY
 from ag2net.identity import Passport
 from ag2net.store import SqliteStore
 
+BENCHES = ("e2e", "read_wal", "e2e_pipelined", "e2e_fsync", "e2e_pipelined_fsync", "fanout", "hydrate")
+
 
 def emit(**fields):
     print(json.dumps(fields), flush=True)
+
+
+def cpu_fields(start: tuple[float, float], count: int) -> dict[str, float]:
+    """CPU time since ``start`` per envelope (or delivery), in µs: the event loop's thread, and the whole
+    process (with the store's writer thread). Steadier than wall time on a shared machine."""
+    loop_s = time.thread_time() - start[0]
+    process_s = time.process_time() - start[1]
+    return {
+        "loop_cpu_us": round(loop_s / count * 1e6, 1),
+        "process_cpu_us": round(process_s / count * 1e6, 1),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -71,6 +85,7 @@ async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
 
     bob.on_envelope(consume)
     marks: list[float] = []
+    cpu0 = time.thread_time(), time.process_time()
     t0 = time.perf_counter()
     if inflight == 1:
         for i in range(n):
@@ -88,6 +103,7 @@ async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
     await asyncio.wait_for(done.wait(), 120)
     elapsed = time.perf_counter() - t0
     marks.append(time.perf_counter())
+    cpu = cpu_fields(cpu0, n)
     fields = {
         "bench": "e2e" if inflight == 1 else "e2e_pipelined",
         "envelopes": n,
@@ -95,6 +111,7 @@ async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
         "fsync": fsync,
         "seconds": round(elapsed, 3),
         "envelopes_per_s": round(n / elapsed),
+        **cpu,
     }
     if len(marks) >= 11:
         first = (marks[1] - marks[0]) / (n / 10)
@@ -150,6 +167,7 @@ async def fanout(path: Path, n: int, participants: int) -> None:
 
     for h in humans[1:]:
         h.on_envelope(count)
+    cpu0 = time.thread_time(), time.process_time()
     t0 = time.perf_counter()
     for i in range(n):
         await humans[0].post_envelope(
@@ -164,6 +182,7 @@ async def fanout(path: Path, n: int, participants: int) -> None:
         deliveries=expected,
         seconds=round(elapsed, 3),
         deliveries_per_s=round(expected / elapsed),
+        **cpu_fields(cpu0, expected),
     )
     await hub.close()
 
@@ -209,16 +228,31 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--skip-hydrate", action="store_true")
+    parser.add_argument(
+        "--bench", default=",".join(BENCHES), help=f"comma-separated workloads among {', '.join(BENCHES)}"
+    )
     args = parser.parse_args()
+    benches = {b.strip() for b in args.bench.split(",") if b.strip()}
+    unknown = sorted(benches - set(BENCHES))
+    if unknown:
+        parser.error(f"--bench: unknown workload {unknown[0]!r}; use one of {', '.join(BENCHES)}")
+    if args.skip_hydrate:
+        benches.discard("hydrate")
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
-        cid = await e2e(tmpdir / "e2e.db", args.n, False, 1)
-        await read_wal(tmpdir / "e2e.db", cid)
-        await e2e(tmpdir / "e2e_p.db", args.n, False, 64)
-        await e2e(tmpdir / "e2e_fsync.db", args.n, True, 1)
-        await e2e(tmpdir / "e2e_fsync_p.db", args.n, True, 64)
-        await fanout(tmpdir / "fanout.db", 2_000, 20)
-        if not args.skip_hydrate:
+        if "e2e" in benches or "read_wal" in benches:
+            cid = await e2e(tmpdir / "e2e.db", args.n, False, 1)
+            if "read_wal" in benches:
+                await read_wal(tmpdir / "e2e.db", cid)
+        if "e2e_pipelined" in benches:
+            await e2e(tmpdir / "e2e_p.db", args.n, False, 64)
+        if "e2e_fsync" in benches:
+            await e2e(tmpdir / "e2e_fsync.db", args.n, True, 1)
+        if "e2e_pipelined_fsync" in benches:
+            await e2e(tmpdir / "e2e_fsync_p.db", args.n, True, 64)
+        if "fanout" in benches:
+            await fanout(tmpdir / "fanout.db", 2_000, 20)
+        if "hydrate" in benches:
             await hydrate(tmpdir / "hydrate.db", 100, 1_000)
     emit(bench="peak_rss", mb=round(peak_rss_mb(), 1), python=sys.version.split()[0])
 
