@@ -6,12 +6,15 @@ random bytes, minted by a strictly monotonic generator so lexical order is admis
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import re
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 ID_RE = re.compile(r"[0-9a-f]{32}")
 
@@ -47,21 +50,30 @@ def parse_hub_urn(s: str) -> tuple[str | None, str]:
 
 
 class MonotonicIds:
-    """Mints strictly increasing 32-hex ids; if the clock did not advance, last + 1 ns is used."""
+    """Mints strictly increasing 32-hex ids; if the clock did not advance, last + 1 ns is used.
 
-    __slots__ = ("_last", "_lock")
+    ``time_ns`` and ``randbytes`` are where the time prefix and the random tail come from (the
+    defaults are the system's); :class:`IdMint` hands its own.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_last", "_lock", "_randbytes", "_time_ns")
+
+    def __init__(
+        self, time_ns: Callable[[], int] | None = None, randbytes: Callable[[int], bytes] | None = None
+    ) -> None:
         self._last = 0
         self._lock = threading.Lock()
+        self._time_ns = time_ns
+        self._randbytes = randbytes
 
     def __call__(self) -> str:
         with self._lock:
-            ns = time.time_ns()
+            ns = self._time_ns() if self._time_ns is not None else time.time_ns()
             if ns <= self._last:
                 ns = self._last + 1
             self._last = ns
-        return ns.to_bytes(8, "big").hex() + os.urandom(8).hex()
+        tail = self._randbytes(8) if self._randbytes is not None else os.urandom(8)
+        return ns.to_bytes(8, "big").hex() + tail.hex()
 
     def last_id(self) -> str:
         """The time prefix of the last minted id as a comparable 32-hex id ("" before any)."""
@@ -74,6 +86,72 @@ class MonotonicIds:
             with self._lock:
                 if ns > self._last:
                     self._last = ns
+
+
+@runtime_checkable
+class IdSource(Protocol):
+    """Where a hub's ids come from: ``Hub(ids=...)``.
+
+    ``new_id`` mints agent, channel, endpoint and turn ids (a time prefix and a random tail);
+    ``new_envelope_id`` mints strictly increasing envelope ids, so lexical order is admission
+    order; ``observe`` is told every stored envelope id on hydrate, so a restarted hub never mints
+    at or below one; ``last_envelope_id`` is the highest minted or observed ("" before any).
+    """
+
+    def new_id(self) -> str: ...
+
+    def new_envelope_id(self) -> str: ...
+
+    def observe(self, envelope_id: str) -> None: ...
+
+    def last_envelope_id(self) -> str: ...
+
+
+class IdMint:
+    """The default :class:`IdSource`: the system clock and ``os.urandom``, or what you hand it.
+
+    ``IdMint.seeded(seed)`` gives the same ids on every run (a clock that advances one microsecond per
+    reading from a fixed start, randomness from ``random.Random(seed)``), for reproducible demos,
+    screenshots and tests.
+    """
+
+    __slots__ = ("_envelopes", "_randbytes", "_time_ns")
+
+    def __init__(
+        self, *, time_ns: Callable[[], int] | None = None, randbytes: Callable[[int], bytes] | None = None
+    ) -> None:
+        self._time_ns = time_ns or time.time_ns
+        self._randbytes = randbytes or os.urandom
+        self._envelopes = MonotonicIds(self._time_ns, self._randbytes)
+
+    @classmethod
+    def seeded(cls, seed: int, *, start_ns: int = 1_772_357_400_000_000_000, step_ns: int = 1_000) -> IdMint:
+        """Deterministic ids: time from ``start_ns`` advancing ``step_ns`` per reading, tails from ``seed``."""
+        ticks = itertools.count(1)
+        rng = random.Random(seed)
+        lock = threading.Lock()
+
+        def time_ns() -> int:
+            with lock:
+                return start_ns + next(ticks) * step_ns
+
+        def randbytes(n: int) -> bytes:
+            with lock:
+                return rng.randbytes(n)
+
+        return cls(time_ns=time_ns, randbytes=randbytes)
+
+    def new_id(self) -> str:
+        return self._time_ns().to_bytes(8, "big").hex() + self._randbytes(8).hex()
+
+    def new_envelope_id(self) -> str:
+        return self._envelopes()
+
+    def observe(self, envelope_id: str) -> None:
+        self._envelopes.observe(envelope_id)
+
+    def last_envelope_id(self) -> str:
+        return self._envelopes.last_id()
 
 
 def format_time(moment: datetime) -> str:
@@ -137,6 +215,8 @@ __all__ = [
     "HUB_URN_PREFIX",
     "ID_RE",
     "Clock",
+    "IdMint",
+    "IdSource",
     "ManualClock",
     "MonotonicIds",
     "add_seconds",

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import random
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +18,9 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-import ag2net.client.handler
-import ag2net.ids
 from ag2net import Hub, HubClient, Passport
 from ag2net.demo import start_demo
-from ag2net.ids import ManualClock
+from ag2net.ids import IdMint, ManualClock
 from tui.app import WorkbenchApp
 from tui.settings import Settings
 from tui.source import HubSource
@@ -33,41 +29,18 @@ SIZE = (200, 50)
 """Wide enough for the tail's channel column next to the agent view."""
 
 
-class FrozenTime:
-    """``time`` as ag2net.ids sees it: nanoseconds advance by one microsecond per call, from a fixed start."""
+DEMO_SEED = 20260301
+"""The demo network's id seed: the same agent, channel and envelope ids on every run."""
+
+
+class TickTimer:
+    """Turn durations and timings in turn records: 0.1 ms per reading, the same on every run."""
 
     def __init__(self) -> None:
         self._ticks = itertools.count(1)
 
-    def time_ns(self) -> int:
-        return 1_772_357_400_000_000_000 + next(self._ticks) * 1_000
-
-    def time(self) -> float:
-        return self.time_ns() / 1e9
-
-    def perf_counter(self) -> float:
-        # Turn durations and timings in turn records: 0.1 ms per reading, the same on every run.
+    def __call__(self) -> float:
         return next(self._ticks) * 1e-4
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(time, name)
-
-
-class SeededOs:
-    """``os`` as ag2net.ids sees it: ``urandom`` from a seeded generator."""
-
-    def __init__(self) -> None:
-        self._random = random.Random(20260301)
-
-    def urandom(self, n: int) -> bytes:
-        return self._random.randbytes(n)
-
-
-def freeze_ids(setattr_: Callable[[Any, str, Any], None] = setattr) -> None:
-    """Make agent, channel and envelope ids the same on every run (``setattr_``: e.g. monkeypatch.setattr)."""
-    setattr_(ag2net.ids, "time", FrozenTime())
-    setattr_(ag2net.ids, "os", SeededOs())
-    setattr_(ag2net.client.handler, "time", FrozenTime())
 
 
 class DemoWorkbench(WorkbenchApp):
@@ -85,8 +58,10 @@ class DemoWorkbench(WorkbenchApp):
             clock=ManualClock("2026-03-01T09:30:00.000000Z"),
             ttl_sweep_interval=0,
             expectation_sweep_interval=0,
+            ids=IdMint.seeded(DEMO_SEED),
         )
         hc = HubClient.local(hub)
+        hc.timer = TickTimer()
         human = await hc.register_human(Passport(name="ana", kind="human"))
         demo = await start_demo(hc, human_name="ana")
         await demo.run()
@@ -220,7 +195,6 @@ SHOTS: tuple[Shot, ...] = (
 
 async def take(shot: Shot, out: Path, size: tuple[int, int] = SIZE) -> Path:
     """Run a fresh demo workbench, prepare it for ``shot`` and save the SVG under ``out``."""
-    freeze_ids()
     app = DemoWorkbench()
     path = out / shot.filename
     async with app.run_test(size=size) as pilot:
@@ -257,4 +231,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["SHOTS", "SIZE", "DemoWorkbench", "Shot", "freeze_ids", "main", "still", "take", "take_all"]
+__all__ = ["SHOTS", "SIZE", "DemoWorkbench", "Shot", "main", "still", "take", "take_all"]

@@ -112,8 +112,9 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
     hub_client = client.hub_client
     me = client.agent_id
     cid = envelope.channel_id
-    started = time.perf_counter()
-    started_at = utc_now()
+    timer = getattr(hub_client, "timer", time.perf_counter)
+    started = timer()
+    started_at = getattr(hub_client, "clock", utc_now)()
     record: TurnRecord | None = None
     try:
         md = await hub_client.get_channel(cid)
@@ -129,7 +130,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             return None
         channel = Channel(metadata=md, client=client)
         view = resolve_view_policy(client, md)
-        t0 = time.perf_counter()
+        t0 = timer()
         history = await read_wal_until(client, envelope)
         projection = await view.project(
             history,
@@ -146,20 +147,20 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             name_for=hub_client.name_for,
         )
         inputs = _current_input(current, adapter, envelope)
-        t_project = time.perf_counter() - t0
+        t_project = timer() - t0
         if not inputs:
             return None
         deps = stamp_dependencies(client, channel, state)
         if envelope.trace_id:
             deps["ag2.otel.traceparent"] = envelope.trace_id
-        t0 = time.perf_counter()
+        t0 = timer()
         adapter_tools: list[Any] = []
         if offer_adapter_tools:
             try:
                 adapter_tools = list(adapter.tools_for(client, md, state, me))
             except Exception:
                 log.exception("tools_for failed on channel %s", cid)
-        t_tools = time.perf_counter() - t0
+        t_tools = timer() - t0
         record = TurnRecord(
             channel_id=cid,
             agent_id=me,
@@ -170,7 +171,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             view=view_spec(view),
             timings={"projection_ms": t_project * 1000, "tool_schema_ms": t_tools * 1000},
         )
-        t0 = time.perf_counter()
+        t0 = timer()
         try:
             reply = await client.agent.ask(
                 *inputs, history=projection, tools=adapter_tools, dependencies=deps
@@ -178,7 +179,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         except Exception as exc:
             _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
             raise
-        record.timings["model_ms"] = (time.perf_counter() - t0) * 1000
+        record.timings["model_ms"] = (timer() - t0) * 1000
         _fill_from_calls(record, reply.calls, reply.events)
         record.reply = reply.body
         record.tokens["output"] = _count_output(reply)
@@ -189,9 +190,9 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if out is not None:
             out.causation_id = envelope.envelope_id
             out.depth = envelope.depth  # a reply carries its prompt's depth (SPEC §3.15)
-            t0 = time.perf_counter()
+            t0 = timer()
             record.reply_envelope_id = await client.send_envelope(out)
-            record.timings["post_ms"] = (time.perf_counter() - t0) * 1000
+            record.timings["post_ms"] = (timer() - t0) * 1000
         return out
     except Exception as exc:
         log.info("turn of %s on %s failed: %s", me, envelope.envelope_id, exc)
@@ -207,11 +208,11 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         return None
     finally:
         if record is not None and getattr(hub_client, "record_turns", True):
-            record.duration_ms = (time.perf_counter() - started) * 1000
-            t0 = time.perf_counter()
+            record.duration_ms = (timer() - started) * 1000
+            t0 = timer()
             with contextlib.suppress(Exception):
                 await hub_client.record_turn(record)
-            record.timings["record_ms"] = (time.perf_counter() - t0) * 1000
+            record.timings["record_ms"] = (timer() - t0) * 1000
 
 
 async def _superseded(

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.errors import NotFoundError
 from ag2net.identity import Passport, Resume, Rule
+from ag2net.ids import utc_now
 from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ports import HubPort, InProcessLink, Link, LinkFactory
 from ag2net.tasks import TaskMetadata
@@ -62,6 +64,11 @@ class HubClient:
         # The in-process link answers ag2's synchronous lookups (names, adapters) without a round trip.
         self._in_process: InProcessLink | None = link if isinstance(link, InProcessLink) else None
         self.rpc_timeout = rpc_timeout
+        # Turn records' wall-clock times and durations: the in-process hub's clock (so they agree with its
+        # envelopes' created_at), else the system's; both can be replaced (reproducible demos, screenshots).
+        hub_clock: Callable[[], str] | None = getattr(self._hub, "clock", None)
+        self.clock: Callable[[], str] = hub_clock if hub_clock is not None else utc_now
+        self.timer: Callable[[], float] = time.perf_counter
         self._clients: dict[str, Any] = {}
         self._names: dict[str, str] = {}
         self._ids_by_name: dict[str, str] = {}

@@ -48,7 +48,7 @@ class Admission(HubShape):
     """Mixin of ``Hub``: ``post_envelope`` and ``can_send``."""
 
     def _stamp(self, env: Envelope) -> None:
-        env.envelope_id = self._ids()
+        env.envelope_id = self.ids.new_envelope_id()
         env.created_at = self.clock()
 
     def _remember(self, cid: str, env: Envelope, text: str, seq: int) -> None:

@@ -61,7 +61,7 @@ from ag2net.identity import (
     Resume,
     Rule,
 )
-from ag2net.ids import MonotonicIds, is_id, utc_now
+from ag2net.ids import IdMint, IdSource, is_id, utc_now
 from ag2net.store import Store, open_store
 from ag2net.tasks import TaskMetadata
 from ag2net.views.wal import WalLog, WalSlice
@@ -98,6 +98,7 @@ class Hub(
         progress: Callable[[int, int], None] | None = None,
         cache_mb: float = DEFAULT_CACHE_MB,
         wal_window: int = DEFAULT_WINDOW,
+        ids: IdSource | None = None,
     ) -> None:
         self.store: Store = open_store(store)
         self.auth = auth or AuthRegistry.default()
@@ -106,7 +107,7 @@ class Hub(
         self.expectation_sweep_interval = expectation_sweep_interval
         self.invite_ack_timeout = invite_ack_timeout
         self.allow_remote_agent_registration = allow_remote_agent_registration
-        self._ids = MonotonicIds()
+        self.ids: IdSource = ids if ids is not None else IdMint()
         # The synchronous state lives in components that own it (ag2net.hub.core); the names below are
         # the same dicts and sets, for the parts of the shell that read them.
         self.core = core = HubCore()
@@ -176,7 +177,7 @@ class Hub(
         **kwargs: Any,
     ) -> Hub:
         """Construct, open the store, hydrate and start the sweepers; ``kwargs`` are ag2net's own knobs
-        (``cache_mb``, ``wal_window``, ``observe_buffer``, ``progress``)."""
+        (``cache_mb``, ``wal_window``, ``observe_buffer``, ``progress``, ``ids``: an :class:`~ag2net.ids.IdSource`)."""
         if tracer_provider is not None:
             kwargs["tracer_provider"] = tracer_provider
         hub = cls(
@@ -385,7 +386,7 @@ class Hub(
                 if wal.resident > 2 * window and wal.can_trim:
                     wal.trim(window)
                 self._states[cid] = folds[cid].fold(env, self._states[cid])
-                self._ids.observe(env.envelope_id)
+                self.ids.observe(env.envelope_id)
                 if env.event_type == EV_TASK_CANCEL_REQUEST and env.task_id:
                     self._peer_cancellers.setdefault(env.task_id, set()).add(env.sender_id)
             for cid in live:
@@ -428,7 +429,7 @@ class Hub(
             snapshot = json.loads(text)
             high = snapshot.get("max_envelope_id") or ""
             if high:
-                self._ids.observe(high)
+                self.ids.observe(high)
             for task_id, senders in (snapshot.get("peer_cancellers") or {}).items():
                 self._peer_cancellers.setdefault(task_id, set()).update(senders)
             channels = snapshot.get("channels") or {}
@@ -476,7 +477,7 @@ class Hub(
                 high = wal[-1].envelope_id
         return json.dumps(
             {
-                "max_envelope_id": max(high, self._ids.last_id()),
+                "max_envelope_id": max(high, self.ids.last_envelope_id()),
                 "peer_cancellers": {t: sorted(s) for t, s in self._peer_cancellers.items()},
                 "channels": channels,
             },
@@ -684,8 +685,6 @@ class Hub(
         overwrite or erase another agent's records by naming their id. ``agent_id`` must be a
         registered agent and ``channel_id`` a known channel.
         """
-        import uuid
-
         from ag2net.errors import ProtocolError
 
         if not isinstance(record, dict):
@@ -697,8 +696,7 @@ class Hub(
         if not isinstance(channel_id, str) or channel_id not in self.channels:
             raise NotFoundError(f"turn record names a channel that does not exist: {channel_id!r}")
         stored = dict(record)
-        # Random, not from ag2net.ids: turn ids need no order (records keep their insertion order).
-        stored["turn_id"] = turn_id = uuid.uuid4().hex
+        stored["turn_id"] = turn_id = self.ids.new_id()
         await self.store.put_turn(stored)
         if self._tracer is not None:  # a network.turn span (ag2net.hub.telemetry)
             await self._call_hook(self._tracer, self._tracer.turn_recorded, "turn_recorded", (self, stored))

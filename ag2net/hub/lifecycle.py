@@ -33,7 +33,7 @@ from ag2net.hub.records import (
 from ag2net.identity import (
     parse_duration,
 )
-from ag2net.ids import add_seconds, make_id
+from ag2net.ids import add_seconds
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class ChannelLifecycle(HubShape):
             ) from None
         two = len(ids) == 2
         md = ChannelMetadata(
-            channel_id=make_id(),
+            channel_id=self.ids.new_id(),
             manifest=adapter.manifest,
             creator_id=creator_id,
             participants=[

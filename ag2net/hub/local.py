@@ -355,7 +355,7 @@ class LocalLink:
     def client(self) -> LocalLinkClient:
         """A new connection to the hub: two queues, a ``LocalLinkEndpoint`` and its ``LocalLinkClient``
         (attached to the hub when it is opened)."""
-        endpoint = LocalLinkEndpoint(make_id(), asyncio.Queue(), asyncio.Queue())
+        endpoint = LocalLinkEndpoint(self._hub.ids.new_id(), asyncio.Queue(), asyncio.Queue())
         return LocalLinkClient(endpoint.endpoint_id, hub=self._hub, endpoint=endpoint)
 
 

@@ -33,7 +33,6 @@ from ag2net.identity import (
     check_skill_size,
     looks_like_id,
 )
-from ag2net.ids import make_id
 from ag2net.skills import render_fallback_skill
 from ag2net.tasks import TaskState
 
@@ -112,7 +111,7 @@ class IdentityRegistry(HubShape):
             raise ProtocolError(
                 f"name {name!r} is being registered by another client; pick another name or retry."
             )
-        agent_id = make_id()
+        agent_id = self.ids.new_id()
         created_at = self.clock()
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
         stored.agent_id = agent_id

@@ -22,7 +22,7 @@ from ag2net.hub.observe import ObserveLog
 from ag2net.hub.records import AgentRecord
 from ag2net.hub.telemetry import EnvelopeTracer
 from ag2net.hub.wal_cache import WalCache
-from ag2net.ids import MonotonicIds
+from ag2net.ids import IdSource
 from ag2net.store import Store
 from ag2net.tasks import TaskMetadata, TaskState
 from ag2net.views.wal import WalLog
@@ -61,7 +61,7 @@ class HubShape:
     invite_ack_timeout: float
     allow_remote_agent_registration: bool
     observe_log: ObserveLog
-    _ids: MonotonicIds
+    ids: IdSource
     _wal_cache: WalCache
     _gates: ChannelGates
     _append_group: Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]] | None

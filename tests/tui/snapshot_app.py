@@ -7,17 +7,9 @@ loop. Live observing and history loading are off: the screen shows exactly the d
 
 from __future__ import annotations
 
-from typing import Any
-
-from tui import screenshots
 from tui.screenshots import DemoWorkbench, still
 
 SNAPSHOT_SIZE = (160, 44)
 
 
-def freeze_ids(monkeypatch: Any) -> None:
-    """Make agent, channel and envelope ids the same on every run (undone after the test)."""
-    screenshots.freeze_ids(monkeypatch.setattr)
-
-
-__all__ = ["SNAPSHOT_SIZE", "DemoWorkbench", "freeze_ids", "still"]
+__all__ = ["SNAPSHOT_SIZE", "DemoWorkbench", "still"]

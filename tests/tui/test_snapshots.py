@@ -1,4 +1,4 @@
-"""SVG snapshots of every pane and screen on the deterministic demo (fixed size, no blink, frozen time and ids).
+"""SVG snapshots of every pane and screen on the deterministic demo (fixed size, no blink, a manual clock and seeded ids).
 
 Update after reviewing the look: ``pytest tests/tui/test_snapshots.py --snapshot-update``.
 """
@@ -7,17 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-from snapshot_app import SNAPSHOT_SIZE, DemoWorkbench, freeze_ids, still
+from snapshot_app import SNAPSHOT_SIZE, DemoWorkbench, still
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from tui.app import WorkbenchApp
-
-
-@pytest.fixture(autouse=True)
-def _frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    freeze_ids(monkeypatch)
 
 
 async def ready(pilot: Pilot) -> WorkbenchApp:
