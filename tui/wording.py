@@ -83,9 +83,9 @@ def _turn(namer: Namer, m: re.Match[str]) -> str:
 
 def _consult_reply(namer: Namer, m: re.Match[str]) -> str:
     cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
-    who = namer.agent(expected)
+    who = namer.who(expected)
     label = namer.channel(cid)
-    return f"{label} waits for {who}'s reply — only {who} can speak now, not {namer.who(got)}"
+    return f"{label} waits for {_possessive(who)} reply — only {who} can speak now, not {namer.who(got)}"
 
 
 def _consult_first(namer: Namer, m: re.Match[str]) -> str:

@@ -7,7 +7,10 @@ persist in a JSON file next to the settings file.
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +23,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Input, Label, Select, SelectionList, Static, TextArea
+from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static, TextArea
 from textual.widgets.selection_list import Selection
 
+from ag2net import envelope as envelope_module
 from ag2net.envelope import (
     ALL_EVENT_TYPES,
     EV_CHANNEL_CLOSED,
@@ -44,8 +48,56 @@ from ag2net.envelope import (
 )
 from ag2net.errors import ProtocolError
 from tui.widgets.json_area import json_text_area
+from tui.wording import app_labels, humanize, namer_for
 
 CUSTOM_TEMPLATE = "custom"
+
+EV_NAMES: dict[str, str] = {
+    name: value
+    for name, value in vars(envelope_module).items()
+    if name.startswith("EV_") and isinstance(value, str) and value in ALL_EVENT_TYPES
+}
+"""``{"EV_TEXT": "ag2.msg.text", …}``: the constants' names a person may type as the event type."""
+
+RESERVED_PREFIX = "ag2."
+TERMINAL_STATES = ("closed", "expired", "closing")
+
+
+def resolve_event_type(text: str) -> tuple[str, str]:
+    """(event type, note): an ``EV_*`` constant's name becomes its string (the note says so)."""
+    typed = text.strip()
+    name = typed.upper() if typed.upper().startswith("EV_") else typed
+    if name in EV_NAMES:
+        return EV_NAMES[name], f"{typed} is {EV_NAMES[name]}"
+    return typed, ""
+
+
+def reserved_type_warning(event_type: str) -> str:
+    """A warning for an unknown type inside the reserved ``ag2.`` namespace, naming the closest known one."""
+    if not event_type.startswith(RESERVED_PREFIX) or event_type in ALL_EVENT_TYPES:
+        return ""
+    close = difflib.get_close_matches(event_type, ALL_EVENT_TYPES, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else "use your own namespace, e.g. 'myapp.' + a name"
+    return f"{event_type!r} is not an ag2 event type (the ag2. namespace is reserved); {hint}"
+
+
+def write_draft(path: Path, values: dict[str, Any]) -> None:
+    """Write a draft atomically: a temp file of its own in the same folder, then ``os.replace``.
+
+    Saves may overlap (a thread per keystroke); each has its own temp file, so one save never moves
+    another's file away (the shared ``.tmp`` name made one of them fail with "No such file")."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(values, indent=2))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def event_templates(channel_id: str = "", sender_id: str = "") -> dict[str, dict[str, Any]]:
@@ -111,6 +163,8 @@ class ChannelChoice:
     channel_id: str
     label: str
     participants: list[tuple[str, str]] = field(default_factory=list)
+    state: str = ""
+    """The channel's state ('' when unknown: the composer asks the app's source)."""
 
 
 def _set_message(label: Label, text: str) -> None:
@@ -129,7 +183,9 @@ class EnvelopeComposer(ModalScreen[None]):
 
 Build any envelope, including custom event types (`myapp.review_request`).
 
-- **Template** fills event type and event data for every `EV_*` type.
+- **Channel** lists every channel, whatever the channels pane's filter shows; closed ones are marked.
+- **Template** fills event type and event data for every `EV_*` type; typing `EV_TEXT` as the event
+  type means `ag2.msg.text`. A name inside `ag2.` that is not an ag2 type gets a warning.
 - **Audience**: tick participants; none ticked is a broadcast (`audience: null`).
 - The preview on the right is exactly what will be posted; the hub stamps `envelope_id` and `created_at`.
 - **Ctrl+S** sends, **Escape** closes (the draft is kept).
@@ -158,7 +214,9 @@ Build any envelope, including custom event types (`myapp.review_request`).
         & .field-warning { color: $text-warning; height: auto; width: 100%; }
         & .field-hint { color: $text-muted; text-style: italic; height: auto; width: 100%; }
         & Input, & Select, & SelectionList { background: $boost; }
+        & .field-error.-warning { color: $text-warning; }
         & .field-error.-empty, & .field-warning.-empty { display: none; }
+        & Footer { dock: bottom; }
         & #composer-audience { height: auto; max-height: 6; }
         & #composer-data { height: 9; }
         & #composer-row { height: auto; }
@@ -220,11 +278,11 @@ Build any envelope, including custom event types (`myapp.review_request`).
 
     def compose(self) -> ComposeResult:
         draft = self._draft
-        channel_options = [(c.label, c.channel_id) for c in self.channels.values()]
+        self._add_known_channels()
+        channel_options = [(self._option(c), c.channel_id) for c in self.channels.values()]
         templates = [(t, t) for t in (*ALL_EVENT_TYPES, CUSTOM_TEMPLATE)]
         with Horizontal(id="composer-frame") as frame:
             frame.border_title = "Compose envelope"
-            frame.border_subtitle = "ctrl+s send · esc close (draft kept)"
             with VerticalScroll(id="composer-form"):
                 yield Label("Channel", classes="field-label")
                 yield Select(
@@ -243,7 +301,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
                 yield Input(
                     draft.get("event_type", EV_TEXT),
                     placeholder="ag2.msg.text or myapp.review_request",
-                    suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types]),
+                    suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types, *EV_NAMES]),
                     compact=True,
                     select_on_focus=False,
                     id="composer-type",
@@ -293,6 +351,41 @@ Build any envelope, including custom event types (`myapp.review_request`).
                 with Horizontal(id="composer-buttons"):
                     yield Button("Send", variant="primary", id="composer-send")
                     yield Button("Close", id="composer-cancel")
+        yield Footer()
+
+    def _add_known_channels(self) -> None:
+        """Every channel the app's source knows joins the picker (the list handed in may be filtered)."""
+        source = getattr(self.app, "source", None)
+        metadata = getattr(source, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        labels = app_labels(self.app)
+        participants = getattr(source, "participants", None)
+        for channel_id in metadata:
+            if channel_id not in self.channels:
+                self.channels[channel_id] = ChannelChoice(
+                    channel_id,
+                    labels.get(channel_id, channel_id[:8]),
+                    list(participants(channel_id)) if callable(participants) else [],
+                )
+
+    def channel_state(self, channel_id: str) -> str:
+        """The channel's state as the choice says, else as the app's source knows it ('' if unknown)."""
+        choice = self.channels.get(channel_id)
+        if choice is not None and choice.state:
+            return choice.state
+        metadata = getattr(getattr(self.app, "source", None), "metadata", None)
+        md = metadata.get(channel_id) if isinstance(metadata, dict) else None
+        state = getattr(md, "state", None)
+        return str(getattr(state, "value", state or ""))
+
+    def _label(self, channel_id: str) -> str:
+        choice = self.channels.get(channel_id)
+        return choice.label if choice is not None else channel_id[:8]
+
+    def _option(self, choice: ChannelChoice) -> str:
+        state = self.channel_state(choice.channel_id)
+        return f"{choice.label} · {state}" if state in TERMINAL_STATES else choice.label
 
     def on_mount(self) -> None:
         self._fill_channel(self._initial_channel, restore=self._draft)
@@ -328,11 +421,19 @@ Build any envelope, including custom event types (`myapp.review_request`).
         warnings: dict[str, str] = {}
         if not values["channel_id"]:
             errors["channel"] = "pick a channel to post into"
-        event_type = values["event_type"].strip()
+        event_type, note = resolve_event_type(values["event_type"])
         if not event_type:
             errors["type"] = "event_type is empty; pick one (e.g. ag2.msg.text) or type a dotted name"
+        elif note:
+            warnings["type"] = note
         else:
-            warnings["type"] = event_type_warning(event_type)
+            warnings["type"] = reserved_type_warning(event_type) or event_type_warning(event_type)
+        state = self.channel_state(values["channel_id"] or "")
+        if state in TERMINAL_STATES:
+            warnings["channel"] = (
+                f"{self._label(values['channel_id'])} is {state}: the hub will refuse this post; "
+                "open a new channel (ctrl+o)"
+            )
         data, data_error = parse_event_data(values["event_data"])
         if data_error:
             errors["data"] = data_error
@@ -366,7 +467,11 @@ Build any envelope, including custom event types (`myapp.review_request`).
         self.errors = errors
         self.warnings = {k: v for k, v in warnings.items() if v}
         for name in ("channel", "type", "data", "ttl"):
-            _set_message(self.query_one(f"#composer-{name}-msg", Label), errors.get(name, ""))
+            message = errors.get(name, "") or (self.warnings.get(name, "") if name == "channel" else "")
+            _set_message(self.query_one(f"#composer-{name}-msg", Label), message)
+        self.query_one("#composer-channel-msg", Label).set_class(
+            "channel" not in errors and "channel" in self.warnings, "-warning"
+        )
         _set_message(self.query_one("#composer-type-warning", Label), self.warnings.get("type", ""))
         self.query_one("#composer-send", Button).disabled = bool(errors) or self.sending
         self._update_preview(values, envelope)
@@ -454,7 +559,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         """The hub refused the envelope: show why beside the form and keep every field as typed."""
         self.sending = False
         error = self.query_one("#composer-send-error", Static)
-        error.update(f"Not sent: {message}")
+        error.update(f"Not sent: {humanize(message, namer_for(self.app))}")
         error.remove_class("-empty")
         self.validate_form()
         self._write_draft(self.form_values())
@@ -505,10 +610,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         if self.draft_path is None:
             return
         try:
-            self.draft_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.draft_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(values, indent=2))
-            tmp.replace(self.draft_path)
+            write_draft(self.draft_path, values)
         except OSError as exc:
             self.app.call_from_thread(
                 self.notify,
@@ -535,9 +637,13 @@ Build any envelope, including custom event types (`myapp.review_request`).
 
 
 __all__ = [
+    "EV_NAMES",
     "ChannelChoice",
     "EnvelopeComposer",
     "event_templates",
     "event_type_warning",
     "parse_event_data",
+    "reserved_type_warning",
+    "resolve_event_type",
+    "write_draft",
 ]

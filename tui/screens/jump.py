@@ -1,4 +1,7 @@
-"""Jump mode: a letter over every pane; press it to focus that pane (Textual 8.2.8 has no built-in jumper)."""
+"""Jump mode: a letter over every pane; press it to focus that pane (Textual 8.2.8 has no built-in jumper).
+
+The footer lists the letters with the panes they jump to, and Escape (this screen's own keys, not the
+main screen's)."""
 
 from __future__ import annotations
 
@@ -9,13 +12,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Label
+from textual.widgets import Footer, Label
 
 
 class JumpOverlay(ModalScreen[str | None]):
     """Shows ``targets`` (key → widget) as labels over the screen; dismisses with the chosen key."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="jump.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "Cancel", id="jump.cancel", tooltip="Back without jumping")
+    ]
 
     DEFAULT_CSS = """
     JumpOverlay {
@@ -33,13 +38,17 @@ class JumpOverlay(ModalScreen[str | None]):
             background: $accent-muted;
             color: $text;
             padding: 0 1;
+            offset-y: -1;
         }
+        & Footer { dock: bottom; }
     }
     """
 
     def __init__(self, targets: dict[str, tuple[Widget, str]]) -> None:
         super().__init__()
         self.targets = targets
+        for key, (_widget, title) in targets.items():
+            self._bindings.bind(key, f"pick({key!r})", title)
 
     def compose(self) -> ComposeResult:
         for key, (widget, title) in self.targets.items():
@@ -48,6 +57,11 @@ class JumpOverlay(ModalScreen[str | None]):
             label.styles.offset = (region.x + 1, region.y)
             yield label
         yield Label("Press a letter to jump to that pane · Escape cancels", id="jump-hint")
+        yield Footer()
+
+    def action_pick(self, key: str) -> None:
+        if key in self.targets:
+            self.dismiss(key)
 
     def on_key(self, event: events.Key) -> None:
         if event.character and event.character in self.targets:

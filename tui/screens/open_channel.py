@@ -7,6 +7,7 @@ Posts ``OpenChannelForm.OpenRequested``; the app opens it as the human (``human.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -16,14 +17,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, SelectionList, Static
+from textual.timer import Timer
+from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from ag2net.errors import NetworkError
 from ag2net.views import VIEW_POLICY_KNOB, registered_views, view_from_spec
 from tui.widgets.json_area import json_text_area
+from tui.wording import humanize, namer_for
 
 NO_OVERRIDE = "__default__"
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class OpenChannelForm(ModalScreen[None]):
@@ -37,7 +41,8 @@ class OpenChannelForm(ModalScreen[None]):
 - **Targets**: tick who to invite; they must acknowledge before the channel opens.
 - **Knobs**: a JSON object passed to the adapter (e.g. `{"max_turns": 6}`).
 - **View override** sets the channel's `view_policy` knob for every participant.
-- **Ctrl+S** opens, **Escape** cancels.
+- **Ctrl+S** opens, **Escape** cancels. While the invitees have not accepted yet, a spinner and the
+  seconds waited show under the form (the hub gives up after its invite-ack timeout).
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -70,6 +75,9 @@ class OpenChannelForm(ModalScreen[None]):
         & #open-buttons Button { margin-right: 1; }
         & #open-error { color: $text-error; border: tall $error; padding: 0 1; height: auto; margin-top: 1; }
         & #open-error.-empty { display: none; }
+        & #open-waiting { color: $text-accent; padding: 0 1; height: auto; margin-top: 1; }
+        & #open-waiting.-empty { display: none; }
+        & Footer { dock: bottom; }
     }
     """
 
@@ -105,11 +113,15 @@ class OpenChannelForm(ModalScreen[None]):
         self.peers = list(peers)
         self.initial_type = initial_type if initial_type in self.channel_types else self.channel_types[0]
         self.errors: dict[str, str] = {}
+        self.waiting_since: float | None = None
+        """When the request went to the hub (None while not waiting)."""
+        self._waiting_for: list[str] = []
+        self._spinner: Timer | None = None
+        self._frame = 0
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="open-frame") as frame:
             frame.border_title = "Open a channel"
-            frame.border_subtitle = "ctrl+s open · esc cancel"
             yield Label("Type", classes="field-label")
             yield Select(
                 [(t, t) for t in self.channel_types],
@@ -151,7 +163,9 @@ class OpenChannelForm(ModalScreen[None]):
             with Horizontal(id="open-buttons"):
                 yield Button("Open", variant="primary", id="open-submit")
                 yield Button("Cancel", id="open-cancel")
+            yield Static("", id="open-waiting", classes="-empty")
             yield Static("", id="open-error", classes="-empty")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#open-targets", SelectionList).focus()
@@ -214,14 +228,68 @@ class OpenChannelForm(ModalScreen[None]):
         )
 
     def action_submit(self) -> None:
+        if self.waiting_since is not None:
+            return  # the request is with the hub already
         request = self.collect()
         if request is not None:
             self.show_error("")
             self.query_one("#open-submit", Button).disabled = True
+            names = dict(self.peers)
+            self._start_waiting([names.get(t, t[:8]) for t in request.targets])
             self.post_message(request)
 
+    @property
+    def waiting_text(self) -> str:
+        """What the progress line says ('' when not waiting)."""
+        label = self.query_one("#open-waiting", Static)
+        return "" if label.has_class("-empty") else str(label.render())
+
+    def _start_waiting(self, names: list[str]) -> None:
+        self.waiting_since = time.monotonic()
+        self._waiting_for = names
+        self._frame = 0
+        self._tick()
+        if self._spinner is None:
+            self._spinner = self.set_interval(0.1, self._tick)
+        else:
+            self._spinner.resume()
+
+    def _stop_waiting(self) -> None:
+        self.waiting_since = None
+        if self._spinner is not None:
+            self._spinner.pause()
+        label = self.query_one("#open-waiting", Static)
+        label.update("")
+        label.add_class("-empty")
+
+    def _tick(self) -> None:
+        if self.waiting_since is None:
+            return
+        elapsed = time.monotonic() - self.waiting_since
+        self._frame = (self._frame + 1) % len(SPINNER)
+        who = ", ".join(self._waiting_for) or "the invitees"
+        limit = self._ack_timeout()
+        of = f" of {limit:g} s" if limit else ""
+        label = self.query_one("#open-waiting", Static)
+        label.update(f"{SPINNER[self._frame]} Invited {who}; waiting for them to accept… {elapsed:.0f} s{of}")
+        label.remove_class("-empty")
+
+    def _ack_timeout(self) -> float | None:
+        """The hub's invite-ack timeout, when the hub runs in this process (a remote one does not say)."""
+        source = getattr(self.app, "source", None)
+        hub = getattr(getattr(source, "hc", None), "hub", None)
+        value = getattr(hub, "invite_ack_timeout", None)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def on_unmount(self) -> None:
+        if self._spinner is not None:
+            self._spinner.stop()
+
     def show_error(self, message: str) -> None:
-        """The hub refused: show why and keep the form as filled in."""
+        """The hub refused: show why (naming agents and channels) and keep the form as filled in."""
+        if message:
+            self._stop_waiting()
+            message = humanize(message, namer_for(self.app))
         error = self.query_one("#open-error", Static)
         error.update(f"Not opened: {message}" if message else "")
         error.set_class(not message, "-empty")

@@ -1,4 +1,9 @@
-"""The envelope detail screen: the exact JSON, who can see it, the envelope it answers, copy as JSON."""
+"""The envelope detail screen: the exact JSON, who can see it, the envelope it answers, copy as JSON.
+
+**o** follows the causation link: the envelope it answers takes this detail's place (the screen is
+switched, not stacked), **b** (or backspace) walks back, and **Escape** closes the detail however many
+links were followed.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,23 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static, TextArea
+from textual.widgets import Button, Footer, Label, Static, TextArea
 
 from ag2net.envelope import Envelope
-from tui.formatting import envelope_json, event_family, short_id
+from ag2net.errors import NetworkError
+from tui.formatting import envelope_json, event_family, preview, short_id
 from tui.widgets.json_area import json_text_area
+from tui.wording import app_labels
+
+DetailState = tuple[Envelope, int | None, str, list[str], str | None]
+"""What a detail shows: envelope, seq, channel label, participants, cause label (for going back)."""
 
 FAMILY_VARIABLE = {
     "text": "$text-primary",
@@ -55,12 +65,13 @@ class EnvelopeDetail(ModalScreen[None]):
 The envelope exactly as stored in the WAL.
 
 - **c** copies it as JSON to the clipboard.
-- **o** opens the envelope this one replies to (its `causation_id`).
-- **Escape** closes.
+- **o** opens the envelope this one replies to (its `causation_id`), in this screen.
+- **b** (or backspace) goes back to the envelope you came from.
+- **Escape** closes the detail.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "dismiss", "Close", id="detail.close"),
+        Binding("escape,q", "close", "Close", id="detail.close", tooltip="Close the detail"),
         Binding("c", "copy_json", "Copy JSON", id="detail.copy", tooltip="Copy the envelope as JSON"),
         Binding(
             "o",
@@ -68,6 +79,13 @@ The envelope exactly as stored in the WAL.
             "Open cause",
             id="detail.cause",
             tooltip="Open the envelope this one answers",
+        ),
+        Binding(
+            "b,backspace",
+            "back",
+            "Back",
+            id="detail.back",
+            tooltip="Back to the envelope opened before this one",
         ),
     ]
 
@@ -93,6 +111,7 @@ The envelope exactly as stored in the WAL.
         & #detail-cause Button { min-width: 0; height: 1; border: none; margin: 0 1 0 0; }
         & #detail-json { height: 1fr; border: none; }
         & #detail-hint { height: 1; color: $text-muted; }
+        & Footer { dock: bottom; }
     }
     """
 
@@ -113,6 +132,7 @@ The envelope exactly as stored in the WAL.
         name_for: Callable[[str], str] | None = None,
         participants: Sequence[str] | None = None,
         cause_label: str | None = None,
+        history: Sequence[DetailState] = (),
     ) -> None:
         super().__init__()
         self.envelope = envelope
@@ -121,6 +141,8 @@ The envelope exactly as stored in the WAL.
         self.name_for = name_for or (lambda agent_id: agent_id)
         self.participants = list(participants or [])
         self.cause_label = cause_label
+        self.history: list[DetailState] = list(history)
+        """The envelopes this detail came from (``o``), the one to go back to last."""
 
     @property
     def json_text(self) -> str:
@@ -132,7 +154,8 @@ The envelope exactly as stored in the WAL.
         with Vertical(id="detail-frame") as frame:
             seq = "" if self.seq is None else f"#{self.seq} "
             frame.border_title = f"Envelope {seq}· {env.event_type}"
-            frame.border_subtitle = "c copy · o open cause · esc close"
+            back = f" · {len(self.history)} back (b)" if self.history else ""
+            frame.border_subtitle = f"{self.channel_label or short_id(env.channel_id)}{back}"
             with Vertical(id="detail-fields"):
                 rows = [
                     ("channel", f"{self.channel_label or short_id(env.channel_id)}  ({env.channel_id})"),
@@ -173,6 +196,7 @@ The envelope exactly as stored in the WAL.
                 soft_wrap=True,
                 id="detail-json",
             )
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#detail-json", TextArea).focus()
@@ -180,15 +204,111 @@ The envelope exactly as stored in the WAL.
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_causation":
             return bool(self.envelope.causation_id)
+        if action == "back":
+            return True if self.history else None
         return True
+
+    def action_close(self) -> None:
+        """Close the detail, however many causation links were followed in it."""
+        self.dismiss(None)
+
+    def action_back(self) -> None:
+        """Show the envelope this detail came from (``o`` went forward from it)."""
+        if not self.history:
+            return
+        envelope, seq, label, participants, cause_label = self.history[-1]
+        self._switch(
+            EnvelopeDetail(
+                envelope,
+                seq=seq,
+                channel_label=label,
+                name_for=self.name_for,
+                participants=participants,
+                cause_label=cause_label,
+                history=self.history[:-1],
+            )
+        )
+
+    def show(self, envelope: Envelope, seq: int | None, channel_label: str = "") -> None:
+        """Show ``envelope`` in this detail's place; **b** comes back to the one shown now."""
+        here: DetailState = (self.envelope, self.seq, self.channel_label, self.participants, self.cause_label)
+        self._switch(
+            EnvelopeDetail(
+                envelope,
+                seq=seq,
+                channel_label=channel_label or self._label_for(envelope.channel_id) or self.channel_label,
+                name_for=self.name_for,
+                participants=self.participants
+                if envelope.channel_id == self.envelope.channel_id
+                else self._participants_of(envelope.channel_id),
+                cause_label=self._cause_label_for(envelope),
+                history=[*self.history, here],
+            )
+        )
+
+    def _switch(self, screen: EnvelopeDetail) -> None:
+        if self.app.screen is self:
+            self.app.switch_screen(screen)
+
+    def _participants_of(self, channel_id: str) -> list[str]:
+        participants = getattr(getattr(self.app, "source", None), "participants", None)
+        return [agent_id for agent_id, _ in participants(channel_id)] if callable(participants) else []
+
+    def _label_for(self, channel_id: str) -> str:
+        return app_labels(self.app).get(channel_id, "")
+
+    def _tail_row(self, envelope_id: str) -> object | None:
+        tail = getattr(self.app, "tail", None)
+        find = getattr(tail, "find_envelope", None)
+        return find(envelope_id) if callable(find) else None
+
+    def _cause_label_for(self, envelope: Envelope) -> str | None:
+        if not envelope.causation_id:
+            return None
+        row = self._tail_row(envelope.causation_id)
+        cause = getattr(row, "envelope", None)
+        if not isinstance(cause, Envelope):
+            return None
+        return f"#{getattr(row, 'seq', '?')} {self.name_for(cause.sender_id)}: {preview(cause, 50)}"
 
     def action_copy_json(self) -> None:
         self.app.copy_to_clipboard(self.json_text)
         self.notify("Envelope copied to the clipboard as JSON.", timeout=3)
 
     def action_open_causation(self) -> None:
-        if self.envelope.causation_id:
-            self.post_message(self.OpenRequested(self.envelope.causation_id, self.envelope.channel_id))
+        """Open the envelope this one answers here (found in the tail, else read from the hub's WAL);
+        an app that can do neither gets ``OpenRequested``."""
+        cause_id = self.envelope.causation_id
+        if not cause_id:
+            return
+        row = self._tail_row(cause_id)
+        envelope = getattr(row, "envelope", None)
+        if isinstance(envelope, Envelope):
+            self.show(envelope, getattr(row, "seq", None))
+            return
+        source = getattr(self.app, "source", None)
+        if source is not None and callable(getattr(source, "find_envelope", None)):
+            self._fetch_cause(self.envelope.channel_id, cause_id)
+            return
+        self.post_message(self.OpenRequested(cause_id, self.envelope.channel_id))
+
+    @work(group="detail-open", exclusive=True)
+    async def _fetch_cause(self, channel_id: str, envelope_id: str) -> None:
+        source = self.app.source
+        try:
+            found = await source.find_envelope(channel_id, envelope_id)
+        except (NetworkError, OSError, TimeoutError) as exc:  # the hub went away: say so, keep the screen
+            self.notify(f"Could not read the envelope this one answers: {exc}", severity="warning")
+            return
+        if found is None:
+            label = self.channel_label or short_id(channel_id)
+            self.notify(
+                f"The envelope this one answers ({envelope_id[:12]}…) is not in {label}'s WAL.",
+                severity="warning",
+            )
+            return
+        seq, envelope = found
+        self.show(envelope, seq)
 
     @on(Button.Pressed, "#detail-open-cause")
     def _cause_pressed(self) -> None:
