@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import random
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,12 +26,30 @@ from tui.app import WorkbenchApp
 from tui.settings import Settings
 from tui.source import HubSource
 
-SIZE = (200, 50)
-"""Wide enough for the tail's channel column next to the agent view."""
+SIZE = (120, 36)
+"""The README pictures' terminal: legible at the README's width (one shot shows 80x24)."""
+
+NARROW = (80, 24)
+"""The default size of most terminals: one pane at a time."""
+
+START = "2026-03-01T09:30:00.000000Z"
 
 
 DEMO_SEED = 20260301
 """The demo network's id seed: the same agent, channel and envelope ids on every run."""
+
+
+class SteppingClock(ManualClock):
+    """A clock that moves on by a seeded 0.3–6 s at every reading, so the pictures show times as a
+    morning's work would, the same on every run."""
+
+    def __init__(self, start: str = START, seed: int = DEMO_SEED) -> None:
+        super().__init__(start)
+        self._random = random.Random(seed)
+
+    def __call__(self) -> str:
+        self.advance(round(self._random.uniform(0.3, 6.0), 3))
+        return super().__call__()
 
 
 class TickTimer:
@@ -46,16 +65,17 @@ class TickTimer:
 class DemoWorkbench(WorkbenchApp):
     """The workbench over the finished demo network, human 'ana', theme textual-dark, no live observing."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: ManualClock | None = None) -> None:
         super().__init__(None, None, Settings(theme="textual-dark"), observe=False, load_history=False)  # type: ignore[arg-type]
         self.animation_level = "none"
+        self._clock = clock if clock is not None else ManualClock(START)
         self._closers: list[Any] = []
 
     async def on_load(self) -> None:
         # built here, on the app's own event loop
         hub = await Hub.open(
             None,
-            clock=ManualClock("2026-03-01T09:30:00.000000Z"),
+            clock=self._clock,
             ttl_sweep_interval=0,
             expectation_sweep_interval=0,
             ids=IdMint.seeded(DEMO_SEED),
@@ -173,6 +193,12 @@ async def shot_detail(pilot: Pilot[Any]) -> None:
     await settle(pilot)
 
 
+async def shot_narrow(pilot: Pilot[Any]) -> None:
+    await _select(pilot, "consulting")
+    await pilot.press("2")
+    await settle(pilot)
+
+
 @dataclass(frozen=True, slots=True)
 class Shot:
     """One picture: the file name and what to do on the demo before taking it."""
@@ -180,6 +206,7 @@ class Shot:
     filename: str
     prepare: Callable[[Pilot[Any]], Awaitable[None]]
     title: str
+    size: tuple[int, int] = SIZE
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -190,16 +217,21 @@ SHOTS: tuple[Shot, ...] = (
     Shot("peers.svg", shot_peers, "a peer card"),
     Shot("composer.svg", shot_composer, "the composer with a custom event type and JSON"),
     Shot("detail.svg", shot_detail, "an envelope's detail"),
+    Shot("narrow.svg", shot_narrow, "the workbench at 80x24: one pane at a time", NARROW),
 )
 
 
-async def take(shot: Shot, out: Path, size: tuple[int, int] = SIZE) -> Path:
-    """Run a fresh demo workbench, prepare it for ``shot`` and save the SVG under ``out``."""
-    app = DemoWorkbench()
+FRAME_TITLE = "ag2net tui --memory --demo"
+"""The picture's window title (the app's own title is in its header already)."""
+
+
+async def take(shot: Shot, out: Path) -> Path:
+    """Run a fresh demo workbench (stepping clock), prepare it for ``shot`` and save the SVG under ``out``."""
+    app = DemoWorkbench(SteppingClock())
     path = out / shot.filename
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=shot.size) as pilot:
         await shot.prepare(pilot)
-        app.save_screenshot(shot.filename, str(out))
+        path.write_text(app.export_screenshot(title=FRAME_TITLE), encoding="utf-8")
     return path
 
 
@@ -231,4 +263,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["SHOTS", "SIZE", "DemoWorkbench", "Shot", "main", "still", "take", "take_all"]
+__all__ = ["SHOTS", "SIZE", "DemoWorkbench", "Shot", "SteppingClock", "main", "still", "take", "take_all"]
