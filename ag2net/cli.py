@@ -210,52 +210,52 @@ def serve(
 
 @app.command()
 def wal(
-    db: Annotated[Path, typer.Option(help="SQLite database to read.")],
+    db: Annotated[Path, typer.Option(help="SQLite database to read (opened read-only).")],
     channel: Annotated[
-        str | None, typer.Argument(help="Channel id (or a unique prefix); omit to list channels.")
+        str | None,
+        typer.Argument(
+            help="Channel: its label (discussion·7d80, or discussion.7d80), the id's last digits, the id or a "
+            "unique prefix; omit to list channels."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many of the newest envelopes.")] = 50,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per line for piping: each envelope as stored (or each channel's metadata "
+            "with its label, WAL count and participant names).",
+        ),
+    ] = False,
 ) -> None:
-    """List a database's channels, or print one channel's WAL."""
+    """List a database's channels, or print one channel's WAL (event_data as JSON); never writes the file."""
+    from ag2net.cli_wal import WalReader, WalReadError, envelope_json
+
     if not db.exists():
         fail(f"--db {str(db)!r} does not exist; give the path of an ag2net database")
+    if db.is_dir():
+        fail(f"--db {str(db)!r} is a directory; give the path of an ag2net database file")
     if limit < 1:
         fail(f"--limit must be 1 or more, got {limit}")
-
-    async def main() -> None:
-        hub = await open_hub(db)
-        try:
-            if channel is None:
-                stats = hub.channel_stats()
-                for md in hub.query_channels(limit=None):
-                    names = ", ".join(hub.name_for(p) for p in md.participant_ids())
-                    count = stats[md.channel_id]["wal_count"]
-                    typer.echo(
-                        f"{md.channel_id}  {md.manifest.type:<12} {md.state.value:<8} {count:>6}  {names}"
-                    )
-                return
-            matches = [cid for cid in hub.channels if cid.startswith(channel)]
-            if len(matches) != 1:
-                raise UsageProblem(
-                    f"channel {channel!r} matches {len(matches)} channels; give more of the id"
-                    if matches
-                    else f"channel {channel!r} not found in {db}"
-                )
-            cid = matches[0]
-            total = hub.wal_count(cid)
-            first = max(1, total - limit + 1)
-            for seq, env in await hub.read_wal_seq(cid, first, total):
-                text = env.event_data.get("text") if isinstance(env.event_data.get("text"), str) else ""
-                preview = (text or str(env.event_data)).replace("\n", " ")[:80]
-                typer.echo(
-                    f"{seq:>6}  {env.created_at[11:23]}  {hub.name_for(env.sender_id):<12} {env.event_type:<26} {preview}"
-                )
-        finally:
-            await hub.close()
-
     try:
-        asyncio.run(main())
-    except UsageProblem as exc:
+        with WalReader(db) as reader:
+            if channel is None:
+                width = max((len(label) for label in reader.labels.values()), default=0)
+                for md in reader.channels:
+                    typer.echo(reader.channel_json(md) if as_json else reader.channel_line(md, width))
+                return
+            md = reader.resolve(channel)
+            total = reader.wal_count(md.channel_id)
+            first = max(1, total - limit + 1)
+            if not as_json:
+                names = ", ".join(reader.name_for(p) for p in md.participant_ids())
+                shown = f"{first}-{total} of {total}" if total else "none"
+                typer.echo(
+                    f"{reader.label_for(md.channel_id)}  {md.state.value}  {names}  (envelopes {shown})"
+                )
+            for seq, data in reader.envelopes(md.channel_id, first, total):
+                typer.echo(envelope_json(data) if as_json else reader.envelope_line(seq, data))
+    except WalReadError as exc:
         fail(str(exc))
 
 

@@ -20,14 +20,16 @@ import typer
 
 from ag2net.errors import NetworkError
 
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
 
 class UsageProblem(Exception):
     """A bad option or input: reported as one sentence with exit code 2."""
 
 
 def fail(message: str) -> NoReturn:
-    """Print ``Error: <message>`` on stderr and end the command with exit code 2."""
-    typer.echo(f"Error: {message}", err=True)
+    """Print ``Error: <message>`` on stderr, on one line, and end the command with exit code 2."""
+    typer.echo(f"Error: {_LINE_BREAKS.sub(' ', message.strip())}", err=True)
     raise typer.Exit(2)
 
 
@@ -77,8 +79,18 @@ async def run_network(func: Any, hub: Any) -> Any:
         if inspect.isawaitable(result):
             result = await result
         return result
-    except NetworkError as exc:
-        raise UsageProblem(f"--network function failed: {exc}") from None
+    except Exception as exc:  # the user's code: any failure is theirs to fix, told in one sentence
+        raise UsageProblem(
+            f"--network function {network_name(func)} raised {type(exc).__name__}: {exc}; fix it, or start "
+            "without --network"
+        ) from None
+
+
+def network_name(func: Any) -> str:
+    """``module:function`` of a ``--network`` function, as the user wrote it."""
+    module = getattr(func, "__module__", None) or "?"
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return f"{module}:{name}"
 
 
 def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -> Path | None:
@@ -123,6 +135,8 @@ def check_name(name: str) -> str:
     """``--as NAME``: a valid participant name, or a UsageProblem naming it."""
     from ag2net.identity import check_agent_name
 
+    if not name.strip():
+        raise UsageProblem(f"--as {name!r} is empty; give the name to seat you under, e.g. --as ana")
     try:
         check_agent_name(name)
     except (NetworkError, ValueError) as exc:
@@ -138,6 +152,7 @@ __all__ = [
     "default_human_name",
     "fail",
     "load_network",
+    "network_name",
     "open_hub",
     "run_network",
 ]

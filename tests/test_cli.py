@@ -74,12 +74,14 @@ def test_wal_lists_channels_and_prints_a_channel(tmp_path):
         return ch.channel_id
 
     cid = asyncio.run(fill())
+    label = f"conversation·{cid[-4:]}"
     code, output = run("wal", "--db", str(db))
-    assert code == 0 and cid in output and "conversation" in output and "ana, ben" in output
+    assert code == 0 and label in output and "ana, ben" in output
+    assert cid not in output  # the short label, not the hex id
     code, output = run("wal", "--db", str(db), cid[:12])
     assert code == 0 and "hello from the cli test" in output and "ag2.msg.text" in output
     code, output = run("wal", "--db", str(db), "zzzz")
-    assert code == 2 and "not found" in one_sentence(output)
+    assert code == 2 and "'zzzz' matches no channel" in one_sentence(output)
     sqlite3.connect(db).close()
 
 
@@ -112,7 +114,7 @@ def test_default_database_folder_is_created(tmp_path, monkeypatch):
     assert code == 2 and "nope.toml" in one_sentence(output)
 
 
-def _tui_subprocess(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+def _tui_subprocess(tmp_path, *args: str, cwd=None) -> subprocess.CompletedProcess[str]:
     """``python -m ag2net.cli tui ...`` with per-test XDG folders (the log file goes next to the database)."""
     import os
 
@@ -127,6 +129,7 @@ def _tui_subprocess(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         env=env,
+        cwd=cwd,
         check=False,
     )
 
@@ -160,3 +163,76 @@ def test_tui_connect_to_a_closed_port_is_one_sentence(tmp_path):
     done = _tui_subprocess(tmp_path, "--connect", f"ws://127.0.0.1:{port}")
     assert done.returncode == 2, done.stderr
     assert f"ws://127.0.0.1:{port}" in one_sentence(done.stdout + done.stderr)
+
+
+def test_tui_connect_names_the_fix(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = _tui_subprocess(tmp_path, "--connect", f"ws://127.0.0.1:{port}")
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert "nothing is listening there" in sentence and "ag2net serve" in sentence
+    done = _tui_subprocess(tmp_path, "--connect", "ws://127.0.0.1:99999")
+    assert done.returncode == 2, done.stderr
+    assert "give a URL like ws://127.0.0.1:8765" in one_sentence(done.stdout + done.stderr)
+
+
+def test_tui_unknown_key_binding_id_is_one_sentence(tmp_path):
+    config = tmp_path / "workbench.toml"
+    config.write_text('[keys]\n"tail.folow" = "f"\n', encoding="utf-8")
+    done = _tui_subprocess(tmp_path, "--memory", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert "[keys] 'tail.folow'" in sentence and str(config) in sentence
+    assert "did you mean 'tail.follow'?" in sentence
+    config.write_text('[keys]\n"nothing.like.it" = "f"\n', encoding="utf-8")
+    done = _tui_subprocess(tmp_path, "--memory", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    assert "ids start with app., channels." in one_sentence(done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("flavour", ["def", "async def"])
+def test_tui_network_function_that_raises_is_one_sentence(tmp_path, flavour):
+    (tmp_path / "badnet.py").write_text(
+        f"{flavour} register(hub):\n    raise RuntimeError('boom in register\\nsecond line')\n",
+        encoding="utf-8",
+    )
+    done = _tui_subprocess(tmp_path, "--memory", "--network", "badnet:register", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert "--network function badnet:register raised RuntimeError: boom in register second line" in sentence
+    assert "without --network" in sentence
+
+
+def test_serve_network_function_that_raises_is_one_sentence(tmp_path):
+    (tmp_path / "badnet2.py").write_text("def register(hub):\n    return 1 / 0\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "serve", "--port", "0", "--network", "badnet2:register"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "badnet2:register raised ZeroDivisionError" in one_sentence(done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_tui_as_an_empty_name_is_one_sentence(tmp_path, name):
+    done = _tui_subprocess(tmp_path, "--memory", "--as", name)
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert f"--as {name!r} is empty" in sentence and "--as ana" in sentence
+
+
+def test_tui_human_name_from_the_settings_file_is_checked(tmp_path):
+    config = tmp_path / "workbench.toml"
+    config.write_text('human_name = ""\n', encoding="utf-8")
+    done = _tui_subprocess(tmp_path, "--memory", "--config", str(config))
+    assert done.returncode == 2, done.stderr
+    sentence = one_sentence(done.stdout + done.stderr)
+    assert "human_name ''" in sentence and str(config) in sentence and "--as NAME" in sentence

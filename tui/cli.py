@@ -28,6 +28,7 @@ from ag2net.cli_support import (
     run_network,
 )
 from ag2net.errors import NetworkError
+from ag2net.identity import check_agent_name
 from tui.launch import LaunchError, launch
 from tui.settings import SettingsError, load_settings
 
@@ -77,7 +78,18 @@ def tui(
             settings = load_settings(config)
         except SettingsError as exc:
             raise UsageProblem(str(exc)) from None
-        name = check_name(as_name or default_human_name())
+        if as_name is not None:
+            name = check_name(as_name)
+        elif "human_name" in settings.model_fields_set:  # set in the settings file
+            name = settings.human_name
+            try:
+                check_agent_name(name)
+            except (NetworkError, ValueError) as exc:
+                raise UsageProblem(
+                    f"human_name {name!r} in {settings.source} cannot be used ({exc}); change it, or pass --as NAME"
+                ) from None
+        else:
+            name = check_name(default_human_name())
         if not cache_mb > 0:
             raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
         if connect is not None:

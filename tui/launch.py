@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ag2net import HubClient
-from tui.settings import Settings
+from ag2net import ConnectionLostError, HubClient
+from tui.settings import Settings, SettingsError, check_keymap
 
 DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
 
@@ -55,6 +55,36 @@ def demo_starter(
     return start
 
 
+async def dial(url: str, *, token: str | None, operator_token: str | None) -> HubClient:
+    """A ``HubClient`` connected to the hub at ``url``; a hub that cannot be reached is a ``LaunchError``."""
+    hub_client = HubClient.connect(url, token=token, operator_token=operator_token)
+    try:
+        await hub_client.open()  # connect() builds the client; open() dials the hub
+    except ConnectionLostError as exc:
+        await _quietly_close(hub_client)
+        because = str(exc).removeprefix(f"cannot connect to {url}: ")
+        if "Connect call failed" in because or "refused" in because.lower():
+            because = "nothing is listening there"
+        raise LaunchError(
+            f"--connect {url}: cannot reach a hub ({because}); start one with 'ag2net serve' or check the "
+            "address"
+        ) from None
+    except ValueError as exc:  # not a WebSocket URL the client can dial
+        await _quietly_close(hub_client)
+        raise LaunchError(
+            f"--connect {url!r} is not an address to dial ({exc}); give a URL like ws://127.0.0.1:8765"
+        ) from None
+    except BaseException:
+        await _quietly_close(hub_client)
+        raise
+    return hub_client
+
+
+async def _quietly_close(hub_client: HubClient) -> None:
+    with contextlib.suppress(Exception):
+        await hub_client.close()
+
+
 async def launch(
     *,
     settings: Settings,
@@ -75,13 +105,16 @@ async def launch(
     """
     from tui.app import WorkbenchApp
 
+    try:  # before anything is opened: a [keys] entry naming no binding is the settings file's mistake
+        check_keymap(settings, WorkbenchApp.binding_ids())
+    except SettingsError as exc:
+        raise LaunchError(str(exc)) from None
     log_to_file(db_path)
     background: set[asyncio.Task[Any]] = set()
     networks: list[Any] = []
     hub = None
     if connect is not None:
-        hub_client = HubClient.connect(connect, token=token, operator_token=operator_token)
-        await hub_client.open()  # connect() builds the client; open() dials the hub
+        hub_client = await dial(connect, token=token, operator_token=operator_token)
         demo = None
         offer = False
     else:
@@ -119,4 +152,4 @@ async def launch(
             await hub.close()
 
 
-__all__ = ["LaunchError", "demo_starter", "is_new_database", "launch"]
+__all__ = ["LaunchError", "demo_starter", "dial", "is_new_database", "launch"]

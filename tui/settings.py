@@ -16,6 +16,7 @@ Errors are one sentence naming the key and the file.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -111,10 +112,17 @@ def check_keymap(settings: Settings, known_ids: set[str]) -> None:
     for binding_id in settings.keys:
         if binding_id not in known_ids:
             where = settings.source or default_config_path()
-            raise SettingsError(
-                f"[keys] {binding_id!r} in {where} is not a binding id; known ids include "
-                f"{', '.join(sorted(known_ids)[:8])}…"
-            )
+            close = difflib.get_close_matches(binding_id, sorted(known_ids), n=1, cutoff=0.75)
+            group = binding_id.split(".", 1)[0]
+            same = sorted(i for i in known_ids if i.startswith(f"{group}."))
+            if close:
+                hint = f"did you mean {close[0]!r}?"
+            elif same:
+                hint = f"the {group}.* ids are {', '.join(same)}"
+            else:
+                groups = sorted({i.split(".", 1)[0] for i in known_ids})
+                hint = f"ids start with {', '.join(f'{g}.' for g in groups)} (e.g. tail.follow)"
+            raise SettingsError(f"[keys] {binding_id!r} in {where} is not a binding id; {hint}")
 
 
 __all__ = [
