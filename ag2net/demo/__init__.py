@@ -17,7 +17,7 @@ from ag2net.demo.brains import CODER_LINES, CRITIC_LINES, Brains, input_text, me
 from ag2net.demo.cast import ROLES, Role, skill_card
 from ag2net.demo.network import CONVERSATION_TURNS, WRAP_UP_GRACE, DemoNetwork, ModelFactory, start_demo
 from ag2net.demo.tools import REVIEW_REQUEST, drafter_tools, reviewer_tools
-from ag2net.demo.transcript import preview, run_demo_cli
+from ag2net.demo.transcript import preview, run_demo_cli, tool_call_text
 
 __all__ = [
     "CODER_LINES",
@@ -38,5 +38,6 @@ __all__ = [
     "run_demo_cli",
     "skill_card",
     "start_demo",
+    "tool_call_text",
     "tool_results",
 ]

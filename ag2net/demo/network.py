@@ -12,7 +12,7 @@ from typing import Any
 
 from ag2net.adapters import AgentTarget, FromSpeaker, TerminateTarget, Transition, TransitionGraph
 from ag2net.agent import Agent, ScriptedModel
-from ag2net.agent.tool import Tool
+from ag2net.agent.tool import CHANNEL_DEP, Tool
 from ag2net.client.agent_client import AgentClient
 from ag2net.client.handler import default_handler, run_turn
 from ag2net.client.hub_client import HubClient
@@ -20,6 +20,7 @@ from ag2net.demo.brains import Brains
 from ag2net.demo.cast import ROLES, Role
 from ag2net.demo.tools import drafter_tools, reviewer_tools
 from ag2net.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_TEXT, Envelope
+from ag2net.events import ToolCallEvent
 from ag2net.identity import Passport, Resume
 
 CONVERSATION_TURNS = 16
@@ -29,6 +30,24 @@ WRAP_UP_GRACE = 5.0
 """Seconds a discussion may stay open after the planner's wrap-up before the script closes it."""
 
 ModelFactory = Callable[[str], Any]
+
+ToolCallTap = Callable[[str, str, ToolCallEvent], Any]
+"""Told of every tool call a demo agent's model makes, as it is made: ``(agent name, channel id, call)``."""
+
+
+@dataclass(eq=False)
+class _ToolCallWatch:
+    """Agent middleware that tells ``tap`` of each tool call before the tool runs (the turn goes on as is)."""
+
+    agent_name: str
+    tap: ToolCallTap
+
+    async def on_tool_execution(self, call_next: Callable[..., Any], event: Any, context: Any) -> Any:
+        channel = (context.dependencies if context is not None else {}).get(CHANNEL_DEP)
+        channel_id = getattr(channel, "channel_id", None)
+        if isinstance(event, ToolCallEvent) and isinstance(channel_id, str):
+            self.tap(self.agent_name, channel_id, event)
+        return await call_next(event, context)
 
 
 @dataclass
@@ -233,8 +252,12 @@ async def _coder_handler(demo: DemoNetwork, coder: AgentClient, envelope: Envelo
     await default_handler(envelope, coder)
 
 
-async def _register(hc: HubClient, role: Role, model: Any, tools: list[Tool]) -> AgentClient:
+async def _register(
+    hc: HubClient, role: Role, model: Any, tools: list[Tool], on_tool_call: ToolCallTap | None = None
+) -> AgentClient:
     agent = Agent(role.name, model, system_prompt=role.system_prompt, tools=tools)
+    if on_tool_call is not None:
+        agent.hooks.middleware.append(_ToolCallWatch(role.name, on_tool_call))
     existing = await hc.find_agent_id_remote(role.name)
     if existing is not None:
         passport = await hc.get_agent(existing)
@@ -261,13 +284,16 @@ async def start_demo(
     pace: float = 0.0,
     model_factory: ModelFactory | None = None,
     step_timeout: float | None = None,
+    on_tool_call: ToolCallTap | None = None,
 ) -> DemoNetwork:
     """Register the demo agents on a ``Hub`` or ``HubClient`` and start the scripted traffic.
 
     ``human_name`` names a human already registered (the person at the workbench): the planner asks them
     a question on a consulting channel and thanks them when they answer, without holding up the rest.
     ``pace`` is seconds between steps and before each model reply (0 runs flat out). ``model_factory``
-    (agent name → model) swaps the scripted brains for a real model.
+    (agent name → model) swaps the scripted brains for a real model. ``on_tool_call(agent name, channel id,
+    call)`` is told of each tool call an agent's model makes, just before the tool runs (``ag2net demo``
+    prints them in line with the envelopes they cause).
     """
     if isinstance(hub_or_client, HubClient):
         hc, owns = hub_or_client, False
@@ -290,11 +316,11 @@ async def start_demo(
             if model_factory is not None
             else ScriptedModel(brains.for_agent(role.name), name=f"demo-{role.name}", loop=True)
         )
-        demo.agents[role.name] = await _register(hc, role, model, extra.get(role.name, []))
+        demo.agents[role.name] = await _register(hc, role, model, extra.get(role.name, []), on_tool_call)
     coder = demo.agents["coder"]
     coder.on_envelope(lambda envelope: _coder_handler(demo, coder, envelope))
     demo.start()
     return demo
 
 
-__all__ = ["CONVERSATION_TURNS", "WRAP_UP_GRACE", "DemoNetwork", "ModelFactory", "start_demo"]
+__all__ = ["CONVERSATION_TURNS", "WRAP_UP_GRACE", "DemoNetwork", "ModelFactory", "ToolCallTap", "start_demo"]

@@ -1,4 +1,8 @@
-"""``ag2net demo``: run the demo once on a memory hub and print one line per envelope, then a summary."""
+"""``ag2net demo``: run the demo once on a memory hub and print one line per envelope, then a summary.
+
+Each tool call an agent's model makes is printed in line, where it happens (``researcher → delegate(critic,
+"…")``), so a reader sees which call opened a nested consulting channel or created a task.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 from ag2net.client.hub_client import HubClient
 from ag2net.demo.network import ModelFactory, start_demo
 from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
+from ag2net.events import ToolCallEvent
 
 
 def preview(envelope: Envelope, width: int = 100) -> str:
@@ -33,10 +38,49 @@ def preview(envelope: Envelope, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+_BARE_ARGUMENTS = ("action", "target")
+"""Arguments shown as bare words first: what a tool is asked to do, and whom."""
+_TEXT_ARGUMENTS = ("prompt", "content", "text", "body", "note", "reason", "summary", "result", "title")
+"""Arguments shown as quoted text, in their order, without their names."""
+
+
+def _argument_value(value: Any, width: int) -> str:
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        text = text if len(text) <= width else text[: width - 1] + "…"
+        return json.dumps(text, ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_call_text(name: str, arguments: str | dict[str, Any], width: int = 100) -> str:
+    """``name(args)`` as a reader wants it: ``delegate(critic, "What is…", capability="risk-review")``.
+
+    ``action`` and ``target`` come first as bare words, message-like text next (quoted, shortened), the rest
+    as ``key=value``; arguments that are not a JSON object are shown as they came.
+    """
+    if isinstance(arguments, str):
+        try:
+            parsed: Any = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = arguments
+    else:
+        parsed = arguments
+    if not isinstance(parsed, dict):
+        shown = [" ".join(str(parsed).split())]
+    else:
+        given = {k: v for k, v in parsed.items() if v is not None}
+        shown = [str(given.pop(k)) for k in _BARE_ARGUMENTS if isinstance(given.get(k), str)]
+        shown += [_argument_value(given.pop(k), 48) for k in _TEXT_ARGUMENTS if isinstance(given.get(k), str)]
+        shown += [f"{k}={_argument_value(v, 32)}" for k, v in given.items()]
+    text = f"{name}({', '.join(shown)})"
+    return text if len(text) <= width else text[: width - 2] + "…)"
+
+
 async def run_demo_cli(
     print_fn: Callable[[str], Any] = print, model: str | None = None, base_url: str | None = None
 ) -> int:
-    """Run the demo once on a memory hub and print one line per envelope; returns the exit code (0)."""
+    """Run the demo once on a memory hub and print one line per envelope, and one per tool call where the
+    model made it; returns the exit code (0)."""
     from ag2net.hub import Hub
 
     factory: ModelFactory | None = None
@@ -55,16 +99,32 @@ async def run_demo_cli(
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     hc = HubClient.local(hub)
     printed = 0
+    calls: list[tuple[int, str]] = []
+    """Tool call lines waiting for the observe stream to reach where they were made: (position, line)."""
+
+    def kind_of(channel_id: str) -> str:
+        md = hub.channels.get(channel_id)
+        return md.manifest.type if md is not None else "?"
+
+    def tool_called(agent_name: str, channel_id: str, call: ToolCallEvent) -> None:
+        # made while the observe stream stood at this position: print it after that event, before the next
+        line = f"{kind_of(channel_id):<12} {agent_name:<10} → {tool_call_text(call.name, call.arguments)}"
+        calls.append((hub.observe_log.position, line))
+
+    def flush_calls(before: int | None = None) -> None:
+        while calls and (before is None or calls[0][0] < before):
+            print_fn(calls.pop(0)[1])
+
     try:
         start = await hc.observe_position()
         printed = start
 
         def show(event: Any) -> None:
+            flush_calls(event.position)
             env = event.envelope
             if event.kind != "envelope" or env is None:
                 return
-            md = hub.channels.get(env.channel_id)
-            kind = md.manifest.type if md is not None else "?"
+            kind = kind_of(env.channel_id)
             print_fn(f"{kind:<12} {hc.name_for(env.sender_id):<10} {env.event_type:<26} {preview(env)}")
 
         async def follow() -> None:
@@ -74,7 +134,7 @@ async def run_demo_cli(
                 printed = event.position
 
         follower = asyncio.get_running_loop().create_task(follow())
-        demo = await start_demo(hc, model_factory=factory)
+        demo = await start_demo(hc, model_factory=factory, on_tool_call=tool_called)
         try:
             await demo.run()
         finally:
@@ -88,6 +148,7 @@ async def run_demo_cli(
                 show(event)
                 if event.position >= end:
                     break
+        flush_calls()
         channels = await hc.list_channels(include_terminal=True, limit=None)
         turns = await hc.list_turns(limit=10_000)
         print_fn("")
@@ -107,4 +168,4 @@ async def _counts(hc: HubClient, channels: list[Any]) -> list[int]:
     return [await hc.wal_count(md.channel_id) for md in channels]
 
 
-__all__ = ["preview", "run_demo_cli"]
+__all__ = ["preview", "run_demo_cli", "tool_call_text"]
