@@ -1,8 +1,11 @@
 """The agent view pane: what one participant's LLM sees of a channel, under the view in force or another.
 
 Switching the view here changes only this preview, never the channel. The pane also shows the tools
-offered (with their JSON schemas), token estimates per part, and the participant's last turn: the
-history it actually received beside a re-projection now, with differences marked per event.
+offered (with their JSON schemas, wrapped), token estimates per part, every recorded turn of the
+participant on the channel (the history it actually received beside a re-projection now, with
+differences marked per event), and a comparison of any two of its turns (projection, system prompt and
+tools offered). Agent ids that a projection carries as the model got them (a compaction summary names
+speakers by id) are shown as they are, with a legend naming them.
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from rich.console import Group, RenderableType
+from rich.highlighter import JSONHighlighter
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -23,9 +27,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Input, Label, Markdown, Select, Static, TabbedContent, TabPane
+from textual.timer import Timer
+from textual.widgets import Input, Label, Select, Static, TabbedContent, TabPane
 
 from ag2net.agent.tokens import default_counter
+from ag2net.client.turns import TurnRecord
 from ag2net.errors import NetworkError
 from ag2net.events import (
     BaseEvent,
@@ -38,12 +44,28 @@ from ag2net.events import (
     part_text,
 )
 from ag2net.views import registered_views, view_from_spec
+from tui.formatting import id_legend
 from tui.models import ProjectionData
 
 IN_FORCE = "__in_force__"
+REFRESH_DELAY = 0.4
+"""Seconds of quiet before the view re-projects after activity in its channel or a new turn."""
+CONTEXT = 2
+"""Unchanged events kept around each change when two turns are compared (the rest are folded)."""
 
 
-ProjectionLoader = Callable[[str, str, "dict[str, Any] | None"], Awaitable[ProjectionData]]
+class ProjectionLoader(Protocol):
+    """``HubSource.load_projection``: the projection now, the turns, and turn ``turn_id`` re-projected."""
+
+    def __call__(
+        self,
+        channel_id: str,
+        participant_id: str,
+        spec: dict[str, Any] | None,
+        /,
+        *,
+        turn_id: str | None = None,
+    ) -> Awaitable[ProjectionData]: ...
 
 
 def role_of(event: BaseEvent) -> str:
@@ -66,6 +88,19 @@ def spec_text(spec: dict[str, Any] | None) -> str:
         return "—"
     params = " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
     return f"{spec.get('name', '?')}{(' ' + params) if params else ''}"
+
+
+def event_body(event: BaseEvent, limit: int = 4000) -> str:
+    """The text of an event as the model gets it (a compaction summary with its elided count)."""
+    if isinstance(event, ModelRequest):
+        body = "\n".join(part_text(p) for p in event.parts)
+    elif isinstance(event, CompactionSummary):
+        body = f"{event.summary}  ({event.event_count} elided)"
+    else:
+        body = event_text(event)
+    if len(body) > limit:
+        body = body[:limit] + f"… ({len(body) - limit} more characters)"
+    return body
 
 
 @dataclass(slots=True)
@@ -100,25 +135,90 @@ def diff_events(then: Sequence[BaseEvent], now: Sequence[BaseEvent]) -> list[Dif
     return rows
 
 
+def tool_name(schema: dict[str, Any]) -> str:
+    fn = schema.get("function", schema)
+    return str(fn.get("name", "?")) if isinstance(fn, dict) else "?"
+
+
+def schema_lines(schema: dict[str, Any]) -> list[str]:
+    """A tool schema as indented JSON lines with sorted keys (what a diff compares)."""
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
+
+
+@dataclass(slots=True)
+class ToolDiff:
+    """One tool in a comparison: ``mark`` ' ' (same), '~' (schema changed), '-' (only then), '+' (only now);
+    ``lines`` is the unified diff of the schemas for a changed tool."""
+
+    mark: str
+    name: str
+    lines: list[str] = field(default_factory=list)
+
+
+def diff_tools(then: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> list[ToolDiff]:
+    """The tools offered at two turns, by name: in the order of ``now``, then those only ``then`` had."""
+    before = {tool_name(t): t for t in then}
+    after = {tool_name(t): t for t in now}
+    diffs: list[ToolDiff] = []
+    for name, schema in after.items():
+        old = before.get(name)
+        if old is None:
+            diffs.append(ToolDiff("+", name))
+        elif old == schema:
+            diffs.append(ToolDiff(" ", name))
+        else:
+            lines = list(difflib.unified_diff(schema_lines(old), schema_lines(schema), lineterm="", n=1))[2:]
+            diffs.append(ToolDiff("~", name, lines))
+    diffs.extend(ToolDiff("-", name) for name in before if name not in after)
+    return diffs
+
+
+def turn_label(turn: TurnRecord, number: int) -> str:
+    """``#3 09:30:01`` — a turn's number (1 = the first recorded) and its start time."""
+    started = turn.started_at[11:19] if len(turn.started_at) >= 19 else turn.started_at
+    return f"#{number} {started}".rstrip()
+
+
 class ProjectedView(Vertical):
-    """Pick a participant and a view; see the projection, tools, tokens and the last turn's diff."""
+    """Pick a participant and a view; see the projection, tools, tokens, its turns, and compare two turns."""
 
     HELP = """\
 ## Agent view
 
 What the selected participant's LLM receives on this channel: the projected history (role per
 event, `[name]:` prefixes as the view writes them, the compaction summary), the tools offered with
-their JSON schemas, and token estimates.
+their JSON schemas, and token estimates. Agent ids that the model gets as ids (a compaction summary
+names speakers by id) are shown as they are, with a legend naming them.
 
 - **View**: try any registered view (and `recent_n`). This changes the **preview only**; the
   channel keeps the view in force.
-- **Last turn**: the history the model actually got at its last turn beside a re-projection
-  of the same WAL now with the view selected here; `~` changed, `-` only then, `+` only now.
-- **r** reloads.
+- **Turns**: every recorded turn of the participant here, *turn k of n*; **[** / **]** step to
+  the previous / next one. Each shows the history the model got then beside a re-projection of the
+  same WAL now with the view selected here; `~` changed, `-` only then, `+` only now.
+- **Compare**: pick two turns (**d** compares the shown turn with the one before) to see what
+  changed in the projection, the system prompt and the tools offered.
+- **r** reloads (the view also follows new envelopes and turns by itself).
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", id="view.reload", tooltip="Re-project now"),
+        Binding(
+            "left_square_bracket",
+            "turn(-1)",
+            "Prev turn",
+            id="view.turn_prev",
+            tooltip="Show the participant's previous turn",
+        ),
+        Binding(
+            "right_square_bracket",
+            "turn(1)",
+            "Next turn",
+            id="view.turn_next",
+            tooltip="Show the participant's next turn",
+        ),
+        Binding(
+            "d", "compare", "Compare", id="view.compare", tooltip="Compare the shown turn with the one before"
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -137,6 +237,8 @@ their JSON schemas, and token estimates.
         & TabPane { padding: 0; }
         & VerticalScroll { height: 1fr; }
         & #pv-tools { padding: 0 1; }
+        & #pv-compare-controls { height: auto; }
+        & #pv-compare-controls > Vertical { height: auto; width: 1fr; }
     }
     """
 
@@ -164,8 +266,19 @@ their JSON schemas, and token estimates.
         self.name_for = name_for or (lambda agent_id: agent_id)
         self.data: ProjectionData | None = None
         self.turn_summary = ""
+        """One line about the shown turn against its re-projection (``identical: n events`` …)."""
+        self.compare_summary = ""
+        """One line about the two turns compared (``projection: 2 of 9 events differ · tools …``)."""
+        self.legend: list[tuple[str, str]] = []
+        """(agent id, name) for the ids the shown projection carries as ids."""
+        self.turn_index: int | None = None
+        """Which of ``data.turns`` the Turns tab shows (None: no turn)."""
+        self._pinned_turn: str | None = None
+        """The turn id the person stepped to; None follows the newest turn."""
+        self._compare: tuple[int, int] | None = None
         self._participants: list[tuple[str, str]] = []
         self._quiet = False
+        self._refresh_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pv-controls"):
@@ -180,16 +293,26 @@ their JSON schemas, and token estimates.
             with Vertical(id="pv-recent-box"):
                 yield Label("recent_n", classes="pv-label")
                 yield Input(placeholder="—", compact=True, id="pv-recent", type="integer")
-        yield Static("Select a channel to see what its participants' LLMs see.", id="pv-status")
+        yield Static(NO_CHANNEL, id="pv-status")
         yield Static("", id="pv-error", classes="-empty")
         yield Static("", id="pv-tokens")
         with TabbedContent(id="pv-tabs"):
             with TabPane("Projection", id="pv-tab-history"), VerticalScroll():
                 yield Static("", id="pv-history")
             with TabPane("Tools", id="pv-tab-tools"), VerticalScroll():
-                yield Markdown("", id="pv-tools")
-            with TabPane("Last turn", id="pv-tab-turn"), VerticalScroll():
+                yield Static("", id="pv-tools")
+            with TabPane("Turns", id="pv-tab-turn"), VerticalScroll():
                 yield Static("", id="pv-turn")
+            with TabPane("Compare", id="pv-tab-compare"):
+                with Horizontal(id="pv-compare-controls"):
+                    with Vertical():
+                        yield Label("from turn", classes="pv-label")
+                        yield Select([], prompt="turn", compact=True, id="pv-compare-a")
+                    with Vertical():
+                        yield Label("to turn", classes="pv-label")
+                        yield Select([], prompt="turn", compact=True, id="pv-compare-b")
+                with VerticalScroll():
+                    yield Static("", id="pv-compare")
 
     @staticmethod
     def _view_options() -> list[tuple[str, str]]:
@@ -198,7 +321,8 @@ their JSON schemas, and token estimates.
     # ------------------------------------------------------------------ inputs
 
     def set_channel(self, channel_id: str | None, participants: Sequence[tuple[str, str]]) -> None:
-        """Show ``channel_id``; ``participants`` are (agent_id, name). Picks the first agent (not a human)."""
+        """Show ``channel_id`` (None: none, and nothing of the last one stays on screen); ``participants``
+        are (agent_id, name). Keeps the participant when it is in the new channel, else picks the first."""
         self._participants = list(participants)
         select = self.query_one("#pv-participant", Select)
         self._quiet = True
@@ -212,8 +336,12 @@ their JSON schemas, and token estimates.
                 select.value = chosen
         finally:
             self._quiet = False
+        changed = channel_id != self.channel_id or chosen != self.participant_id
         self.channel_id = channel_id
         self.participant_id = chosen
+        if changed:
+            self._pinned_turn = None
+            self._clear(NO_CHANNEL if channel_id is None else "loading the projection…")
         self.reload()
 
     def select_participant(self, agent_id: str) -> None:
@@ -245,11 +373,33 @@ their JSON schemas, and token estimates.
             spec["recent_n"] = 10
         return spec
 
+    def note_activity(self, channel_ids: Sequence[str] | set[str] | dict[str, Any]) -> None:
+        """New envelopes arrived in ``channel_ids``: re-project soon when the shown channel is among them."""
+        if self.channel_id is not None and self.channel_id in channel_ids:
+            self._refresh_soon()
+
+    def note_turn(self, channel_id: str, agent_id: str) -> None:
+        """``agent_id`` recorded a turn in ``channel_id``: re-project soon when it is the participant shown
+        (its system prompt and own tools come from its newest turn, whatever the channel)."""
+        if self.channel_id is not None and agent_id == self.participant_id:
+            self._refresh_soon()
+
+    def _refresh_soon(self) -> None:
+        if self._refresh_timer is not None:
+            self._refresh_timer.stop()
+        self._refresh_timer = self.set_timer(REFRESH_DELAY, self._refresh_now, name="agent view refresh")
+
+    def _refresh_now(self) -> None:
+        self._refresh_timer = None
+        self.reload()
+
     @on(Select.Changed, "#pv-participant")
     def _participant_changed(self, event: Select.Changed) -> None:
-        if self._quiet or event.value is Select.NULL:
+        if self._quiet or event.value is Select.NULL or str(event.value) == self.participant_id:
             return
         self.participant_id = str(event.value)
+        self._pinned_turn = None
+        self._clear("loading the projection…")
         self.reload()
 
     @on(Select.Changed, "#pv-view")
@@ -263,8 +413,32 @@ their JSON schemas, and token estimates.
         if not self._quiet:
             self.reload()
 
+    @on(Select.Changed, "#pv-compare-a")
+    @on(Select.Changed, "#pv-compare-b")
+    def _compare_changed(self) -> None:
+        if self._quiet or self.data is None:
+            return
+        a = self.query_one("#pv-compare-a", Select).value
+        b = self.query_one("#pv-compare-b", Select).value
+        if isinstance(a, int) and isinstance(b, int):
+            self.compare(a, b)
+
     def action_reload(self) -> None:
         self.reload()
+
+    def action_turn(self, step: int) -> None:
+        """Show the previous (-1) or next (+1) recorded turn."""
+        self.show_turn((self.turn_index if self.turn_index is not None else 0) + step)
+
+    def action_compare(self) -> None:
+        """Compare the shown turn with the one before it (or the first two)."""
+        data = self.data
+        if data is None or len(data.turns) < 2:
+            self.notify("Fewer than two turns are recorded here: nothing to compare yet.", timeout=3)
+            return
+        b = self.turn_index if self.turn_index else 1
+        self.compare(b - 1, b)
+        self.query_one("#pv-tabs", TabbedContent).active = "pv-tab-compare"
 
     # ------------------------------------------------------------------ loading
 
@@ -279,16 +453,18 @@ their JSON schemas, and token estimates.
             self._show_error(str(exc))
             return
         self._show_error("")
-        self._load(self.channel_id, self.participant_id, spec)
+        self._load(self.channel_id, self.participant_id, spec, self._pinned_turn)
 
     @work(exclusive=True, group="projection")
-    async def _load(self, channel_id: str, participant_id: str, spec: dict[str, Any] | None) -> None:
+    async def _load(
+        self, channel_id: str, participant_id: str, spec: dict[str, Any] | None, turn_id: str | None
+    ) -> None:
         assert self.loader is not None
         try:
-            data = await self.loader(channel_id, participant_id, spec)
-        except NetworkError as exc:
-            if self.is_mounted:
-                self._show_error(str(exc))
+            data = await self.loader(channel_id, participant_id, spec, turn_id=turn_id)
+        except (NetworkError, TimeoutError) as exc:
+            if self.is_mounted and channel_id == self.channel_id:
+                self._show_error(str(exc) or "the hub did not answer in time")
             return
         if not self.is_mounted or channel_id != self.channel_id or participant_id != self.participant_id:
             return
@@ -299,6 +475,27 @@ their JSON schemas, and token estimates.
         error.update(message)
         error.set_class(not message, "-empty")
 
+    def _clear(self, status: str) -> None:
+        """Nothing of the previous channel or participant stays on screen."""
+        self.workers.cancel_group(self, "projection")
+        self.data = None
+        self.turn_index = None
+        self._compare = None
+        self.turn_summary = self.compare_summary = ""
+        self.legend = []
+        status_line = self.query_one("#pv-status", Static)
+        status_line.update(status)
+        status_line.set_class(False, "-switched")
+        self._show_error("")
+        for selector in ("#pv-tokens", "#pv-history", "#pv-tools", "#pv-turn", "#pv-compare"):
+            self.query_one(selector, Static).update("")
+        self._quiet = True
+        try:
+            for selector in ("#pv-compare-a", "#pv-compare-b"):
+                self.query_one(selector, Select).set_options([])
+        finally:
+            self._quiet = False
+
     # ------------------------------------------------------------------ rendering
 
     def _color(self, name: str, fallback: str) -> str:
@@ -308,7 +505,7 @@ their JSON schemas, and token estimates.
             return fallback
 
     def show(self, data: ProjectionData) -> None:
-        """Render ``data`` into the status line, tokens, projection, tools and last turn tabs."""
+        """Render ``data`` into the status line, tokens, projection, tools, turns and compare tabs."""
         self.data = data
         preview = data.preview
         switched = preview.view != data.in_force
@@ -334,9 +531,38 @@ their JSON schemas, and token estimates.
         self.query_one("#pv-history", Static).update(
             self._history_table(preview.system_prompt, preview.history)
         )
-        self.query_one("#pv-tools", Markdown).update(self._tools_markdown(preview.tools))
+        self.legend = id_legend([preview.system_prompt, *map(event_body, preview.history)], self.name_for)
+        self.query_one("#pv-tools", Static).update(self._tools_renderable(preview.tools))
+        self.turn_index = data.turn_index
+        self._pinned_turn = (
+            data.turn.turn_id if data.turn is not None and self.turn_index != len(data.turns) - 1 else None
+        )
         self.query_one("#pv-turn", Static).update(self._turn_renderable(data))
+        self._fill_compare_options()
         self.post_message(self.Loaded(self, data))
+
+    def show_turn(self, index: int) -> bool:
+        """Show turn ``index`` of ``data.turns`` (0 = the first recorded) in the Turns tab.
+
+        The record is shown at once; its re-projection now is loaded (the newest turn's comes with every
+        load). Returns False when there is no such turn.
+        """
+        data = self.data
+        if data is None or not data.turns:
+            return False
+        if not 0 <= index < len(data.turns):
+            return False
+        turn = data.turns[index]
+        self.turn_index = index
+        newest = index == len(data.turns) - 1
+        self._pinned_turn = None if newest else turn.turn_id
+        self.query_one("#pv-tabs", TabbedContent).active = "pv-tab-turn"
+        if data.turn is not None and data.turn.turn_id == turn.turn_id:
+            self.query_one("#pv-turn", Static).update(self._turn_renderable(data))
+        else:
+            self.query_one("#pv-turn", Static).update(self._turn_renderable(data, index, loading=True))
+            self.reload()
+        return True
 
     def _role_style(self, role: str) -> str:
         colors = {
@@ -349,6 +575,19 @@ their JSON schemas, and token estimates.
         }
         return f"bold {colors.get(role, 'white')}"
 
+    def _legend(self, texts: Sequence[str]) -> RenderableType | None:
+        """Which agent each raw id in ``texts`` is (None when the texts carry no known id)."""
+        pairs = id_legend(texts, self.name_for)
+        if not pairs:
+            return None
+        legend = Text("Agent ids in this text, as the model gets them:", style="dim")
+        for agent_id, name in pairs:
+            legend.append("\n  ")
+            legend.append(agent_id, style="dim")
+            legend.append(" = ", style="dim")
+            legend.append(name, style="bold")
+        return legend
+
     def _history_table(self, system_prompt: str, history: Sequence[BaseEvent]) -> RenderableType:
         """One block per event: a header line (index, role, tokens) and the content indented below."""
         counter = default_counter()
@@ -357,6 +596,10 @@ their JSON schemas, and token estimates.
                 "Nothing to project yet: no visible envelope renders for this participant.", style="dim"
             )
         blocks: list[RenderableType] = []
+        texts = [system_prompt, *(event_body(e) for e in history)]
+        legend = self._legend(texts)
+        if legend is not None:
+            blocks.append(Padding(legend, (0, 0, 1, 0)))
         if system_prompt:
             blocks.append(self._block("", "system", Text(system_prompt), counter.count_system(system_prompt)))
         for index, event in enumerate(history, 1):
@@ -375,35 +618,45 @@ their JSON schemas, and token estimates.
 
     @staticmethod
     def _event_text(event: BaseEvent, limit: int = 4000) -> Text:
-        if isinstance(event, ModelRequest):
-            body = "\n".join(part_text(p) for p in event.parts)
-        elif isinstance(event, CompactionSummary):
-            body = f"{event.summary}  ({event.event_count} elided)"
-        else:
-            body = event_text(event)
-        if len(body) > limit:
-            body = body[:limit] + f"… ({len(body) - limit} more characters)"
-        return Text(body)
+        return Text(event_body(event, limit))
 
-    @staticmethod
-    def _tools_markdown(tools: Sequence[dict[str, Any]]) -> str:
+    def _tools_renderable(self, tools: Sequence[dict[str, Any]]) -> RenderableType:
+        """Each tool: its name and token estimate, its whole description, and its JSON schema — every
+        line wrapped to the pane (nothing is cut at the right edge)."""
         if not tools:
-            return "_No tools offered to this participant on this turn._"
+            return Text("No tools offered to this participant on this turn.", style="dim italic")
         counter = default_counter()
-        parts = [f"**{len(tools)} tools offered** (≈ {counter.count_tools(tools)} tokens)\n"]
+        heading = Text.assemble(
+            (f"{len(tools)} tools offered", "bold"), f"  (≈ {counter.count_tools(tools)} tokens)"
+        )
+        blocks: list[RenderableType] = [heading]
+        highlight = JSONHighlighter()
         for schema in tools:
             fn = schema.get("function", schema)
-            name = fn.get("name", "?")
-            description = (fn.get("description") or "").strip().splitlines()
-            parameters = json.dumps(fn.get("parameters", {}), indent=2, sort_keys=True)
-            parts.append(f"### `{name}`  ·  ≈ {counter.count_tools([schema])} tokens\n")
+            name = tool_name(schema)
+            head = Text.assemble(
+                ("\n" + name, f"bold {self._color('text-warning', 'yellow')}"),
+                (f"  ≈ {counter.count_tools([schema])} tokens", "dim"),
+            )
+            blocks.append(head)
+            description = str(fn.get("description") or "").strip() if isinstance(fn, dict) else ""
             if description:
-                parts.append(description[0] + "\n")
-            parts.append(f"```json\n{parameters}\n```\n")
-        return "\n".join(parts)
+                blocks.append(Text(description))
+            parameters = fn.get("parameters", {}) if isinstance(fn, dict) else {}
+            body = highlight(Text(json.dumps(parameters, indent=2, sort_keys=True, ensure_ascii=False)))
+            body.overflow = "fold"
+            blocks.append(Padding(body, (0, 0, 0, 1)))
+        return Group(*blocks)
 
-    def _turn_renderable(self, data: ProjectionData) -> RenderableType:
-        turn = data.turn
+    def _turn_renderable(
+        self, data: ProjectionData, index: int | None = None, *, loading: bool = False
+    ) -> RenderableType:
+        """Turn ``index`` of ``data.turns`` (default: ``data.turn``): what it got and did, and — for the
+        turn ``data.replay`` belongs to — its history beside a re-projection of the same WAL now."""
+        turns = data.turns
+        if index is None:
+            index = data.turn_index
+        turn = turns[index] if index is not None and 0 <= index < len(turns) else data.turn
         if turn is None and data.preview.turns_private:
             self.turn_summary = "turns private"
             return Text(
@@ -415,9 +668,17 @@ their JSON schemas, and token estimates.
         if turn is None:
             self.turn_summary = "no turn"
             return Text("No recorded turn for this participant on this channel yet.", style="dim")
-        header = Text()
-        header.append("Last turn ", style="bold")
-        header.append(f"{turn.started_at[11:23]} · {turn.duration_ms:.0f} ms · view {spec_text(turn.view)}")
+        number = (index + 1) if index is not None else len(turns) or 1
+        count = len(turns) or 1
+        position = Text()
+        position.append(f"Turn {number} of {count}", style="bold")
+        if data.turns_capped:
+            position.append(f" (the newest {count} recorded)", style="dim")
+        position.append("   [ previous · ] next · d compare", style="dim")
+        header = Text(
+            f"{turn.started_at[11:23]} · {turn.duration_ms:.0f} ms · view {spec_text(turn.view)}",
+            style="dim",
+        )
         if turn.error:
             header.append(f"\nerror: {turn.error}", style=self._color("text-error", "red"))
         reply = Text.assemble(("\nreply: ", "bold"), turn.reply if turn.reply is not None else "(none)")
@@ -430,6 +691,16 @@ their JSON schemas, and token estimates.
         tokens = " · ".join(f"{k} {v}" for k, v in turn.tokens.items())
         token_line = Text(f"tokens: {tokens} ({turn.token_method})", style="dim")
         inputs = Text.assemble(("\ninput: ", "bold"), " ".join(part_text(p) for p in turn.inputs)[:500])
+        parts: list[RenderableType] = [position, header, inputs, reply]
+        if turn.tool_calls:
+            parts.append(calls)
+        parts.append(token_line)
+        replayed = data.turn is not None and data.turn.turn_id == turn.turn_id and not loading
+        if not replayed:
+            self.turn_summary = "re-projecting…"
+            parts.append(Text("\nre-projecting this turn's WAL now…", style="dim italic"))
+            parts.append(self._history_table(turn.system_prompt, turn.history))
+            return Group(*parts)
         now = data.replay if data.replay is not None else data.preview.history
         now_label = spec_text(data.preview.view)
         rows = diff_events(turn.history, now)
@@ -438,12 +709,7 @@ their JSON schemas, and token estimates.
         table.add_column("", width=1, no_wrap=True)
         table.add_column(f"at turn time ({spec_text(turn.view)})", ratio=1, overflow="fold")
         table.add_column(f"re-projected now ({now_label})", ratio=1, overflow="fold")
-        mark_style = {
-            "~": self._color("text-warning", "yellow"),
-            "-": self._color("text-error", "red"),
-            "+": self._color("text-success", "green"),
-            " ": "dim",
-        }
+        mark_style = self._mark_styles()
         for row in rows:
             style = mark_style[row.mark]
             cells = []
@@ -464,11 +730,168 @@ their JSON schemas, and token estimates.
             "\n" + self.turn_summary,
             style=f"bold {mark_style['~'] if changed else mark_style['+']}",
         )
-        parts: list[RenderableType] = [header, inputs, reply]
-        if turn.tool_calls:
-            parts.append(calls)
-        parts += [token_line, summary, table]
+        parts += [summary, table]
+        legend = self._legend([event_body(e) for e in (*turn.history, *now)])
+        if legend is not None:
+            parts.append(Padding(legend, (1, 0, 0, 0)))
         return Group(*parts)
 
+    def _mark_styles(self) -> dict[str, str]:
+        return {
+            "~": self._color("text-warning", "yellow"),
+            "-": self._color("text-error", "red"),
+            "+": self._color("text-success", "green"),
+            " ": "dim",
+        }
 
-__all__ = ["DiffRow", "ProjectedView", "ProjectionData", "diff_events", "role_of", "spec_text"]
+    # ------------------------------------------------------------------ comparing two turns
+
+    def _fill_compare_options(self) -> None:
+        data = self.data
+        turns = data.turns if data is not None else []
+        options = [(turn_label(t, i + 1), i) for i, t in enumerate(turns)]
+        self._quiet = True
+        try:
+            for selector in ("#pv-compare-a", "#pv-compare-b"):
+                self.query_one(selector, Select).set_options(options)
+        finally:
+            self._quiet = False
+        if len(turns) < 2:
+            self._compare = None
+            self.compare_summary = ""
+            self.query_one("#pv-compare", Static).update(
+                Text(
+                    f"Two recorded turns are needed to compare; this participant has {len(turns)} here.",
+                    style="dim",
+                )
+            )
+            return
+        pair = self._compare
+        if pair is None or max(pair) >= len(turns):
+            current = self.turn_index if self.turn_index else len(turns) - 1
+            pair = (current - 1, current)
+        self.compare(*pair)
+
+    def compare(self, a: int, b: int) -> bool:
+        """Compare turn ``a`` with turn ``b`` (indexes into ``data.turns``) in the Compare tab."""
+        data = self.data
+        if data is None or not (0 <= a < len(data.turns) and 0 <= b < len(data.turns)):
+            return False
+        self._compare = (a, b)
+        self._quiet = True
+        try:
+            self.query_one("#pv-compare-a", Select).value = a
+            self.query_one("#pv-compare-b", Select).value = b
+        finally:
+            self._quiet = False
+        self.query_one("#pv-compare", Static).update(self._compare_renderable(data.turns, a, b))
+        return True
+
+    def _compare_renderable(self, turns: Sequence[TurnRecord], a: int, b: int) -> RenderableType:
+        then, now = turns[a], turns[b]
+        styles = self._mark_styles()
+        rows = diff_events(then.history, now.history)
+        changed = sum(1 for r in rows if r.mark != " ")
+        tools = diff_tools(then.tools, now.tools)
+        added = sum(1 for t in tools if t.mark == "+")
+        removed = sum(1 for t in tools if t.mark == "-")
+        altered = sum(1 for t in tools if t.mark == "~")
+        system_same = then.system_prompt == now.system_prompt
+        self.compare_summary = (
+            f"projection: {changed} of {len(rows)} events differ · tools: +{added} −{removed} ~{altered}"
+            f" · system prompt {'same' if system_same else 'changed'}"
+        )
+        out: list[RenderableType] = [
+            Text.assemble(
+                (f"{turn_label(then, a + 1)} → {turn_label(now, b + 1)}", "bold"),
+                ("\n" + self.compare_summary, "dim"),
+            )
+        ]
+        if then.view != now.view:
+            out.append(Text(f"view: {spec_text(then.view)} → {spec_text(now.view)}", style=styles["~"]))
+        if not system_same:
+            out.append(Text("\nSystem prompt", style="bold"))
+            out.append(self._unified(then.system_prompt.splitlines(), now.system_prompt.splitlines(), styles))
+        out.append(Text("\nProjection", style="bold"))
+        out.append(self._event_lines(rows, styles))
+        out.append(Text("\nTools offered", style="bold"))
+        if not tools:
+            out.append(Text("none at either turn", style="dim"))
+        for tool in tools:
+            line = Text(f"{tool.mark} {tool.name}", style=styles[tool.mark])
+            if tool.mark == " ":
+                line.append("  (same schema)", style="dim")
+            out.append(line)
+            if tool.lines:
+                out.append(Padding(self._diff_text(tool.lines, styles), (0, 0, 0, 2)))
+        legend = self._legend([event_body(e) for e in (*then.history, *now.history)])
+        if legend is not None:
+            out.append(Padding(legend, (1, 0, 0, 0)))
+        return Group(*out)
+
+    def _event_lines(self, rows: Sequence[DiffRow], styles: dict[str, str]) -> Text:
+        """A unified diff of two histories, one line per event; runs of unchanged events are folded."""
+        text = Text()
+        keep = {
+            j
+            for i, row in enumerate(rows)
+            if row.mark != " "
+            for j in range(max(0, i - CONTEXT), min(len(rows), i + CONTEXT + 1))
+        }
+        folded = 0
+        for i, row in enumerate(rows):
+            if row.mark == " " and i not in keep:
+                folded += 1
+                continue
+            if folded:
+                text.append(f"  … {folded} unchanged events\n", style="dim italic")
+                folded = 0
+            pairs = (
+                [("-", row.then), ("+", row.now)]
+                if row.mark == "~"
+                else [(row.mark, row.then if row.mark == "-" else row.now)]
+            )
+            for mark, event in pairs:
+                if event is None:
+                    continue
+                text.append(f"{mark} ", style=f"bold {styles[mark]}")
+                text.append(f"{role_of(event)}: ", style=self._role_style(role_of(event)))
+                text.append(event_body(event, 600) + "\n", style="dim" if mark == " " else "")
+        if folded:
+            text.append(f"  … {folded} unchanged events\n", style="dim italic")
+        if not rows:
+            text.append("(both empty)", style="dim")
+        text.rstrip()
+        return text
+
+    @staticmethod
+    def _unified(then: list[str], now: list[str], styles: dict[str, str]) -> Text:
+        lines = list(difflib.unified_diff(then, now, lineterm="", n=1))[2:]
+        return ProjectedView._diff_text(lines, styles)
+
+    @staticmethod
+    def _diff_text(lines: Sequence[str], styles: dict[str, str]) -> Text:
+        text = Text(overflow="fold")
+        for line in lines:
+            mark = line[:1] if line[:1] in "+-" else " "
+            text.append(line + "\n", style="dim" if line.startswith("@@") else styles[mark])
+        text.rstrip()
+        return text
+
+
+NO_CHANNEL = "Select a channel to see what its participants' LLMs see."
+
+
+__all__ = [
+    "DiffRow",
+    "ProjectedView",
+    "ProjectionData",
+    "ProjectionLoader",
+    "ToolDiff",
+    "diff_events",
+    "diff_tools",
+    "event_body",
+    "role_of",
+    "spec_text",
+    "turn_label",
+]
