@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import EV_TEXT, Envelope
+
+if TYPE_CHECKING:
+    from ag2net.client.port import NetworkClientPort
 
 
 class Channel:
     """A participant's handle on a channel: send into it, refresh its metadata, close it."""
 
-    def __init__(self, *, metadata: ChannelMetadata, client: Any) -> None:
+    def __init__(self, *, metadata: ChannelMetadata, client: NetworkClientPort) -> None:
         self._metadata = metadata
         self._client = client
 

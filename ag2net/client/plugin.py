@@ -26,9 +26,10 @@ from ag2net.agent.hooks import (
     check_prompt,
 )
 from ag2net.agent.tool import Tool, as_tool, build_tool
+from ag2net.client.port import NetworkClientPort
 
 
-def identity_prefix(client: Any) -> str:
+def identity_prefix(client: NetworkClientPort) -> str:
     """ "You are {name} (agent_id: {id})." for a registered client."""
     name = getattr(client, "name", None) or client.passport.name
     return f"You are {name} (agent_id: {client.agent_id})."
@@ -44,7 +45,7 @@ class NetworkContextPolicy:
 
     name = "network_context"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: NetworkClientPort) -> None:
         self.client = client
 
     async def apply(self, prompts: list[str], events: list[Any], context: Any) -> tuple[list[str], list[Any]]:
@@ -87,7 +88,7 @@ class NetworkPlugin:
 
     name = "network"
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: NetworkClientPort) -> None:
         self.client = client
         self._tools: list[Tool] = []
         self.hooks = TurnHooks()

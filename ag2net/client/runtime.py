@@ -4,8 +4,9 @@ handle on one task the hub observes)."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from ag2net.client.port import NetworkClientPort, TaskLookup
 from ag2net.envelope import Envelope
 from ag2net.identity import Passport, Resume
 from ag2net.tasks import TaskMetadata, TaskState
@@ -35,7 +36,7 @@ class ClientTask:
     ``client`` is an ``AgentClient``/``HumanClient`` (its ``hub_client`` is asked) or a ``HubClient``.
     """
 
-    def __init__(self, *, metadata: TaskMetadata, client: Any) -> None:
+    def __init__(self, *, metadata: TaskMetadata, client: NetworkClientPort | TaskLookup) -> None:
         if not isinstance(metadata, TaskMetadata):
             raise TypeError(
                 f"ClientTask metadata must be a TaskMetadata, got {type(metadata).__name__}; "

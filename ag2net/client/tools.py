@@ -4,7 +4,8 @@
 Each tool returns data (dicts, lists, strings) on success and an ``"Error: ..."`` string on failure, never an
 exception, so the model can read what went wrong and try again. The current channel, the running task and
 the agent client come in through injected parameters the model never sees; the client the tools were built
-for is the fallback when no client is injected.
+for is the fallback when no client is injected. Both are typed as ``NetworkClientPort`` (``ag2net.client.port``):
+what the tools use of an ``AgentClient`` and its ``HubClient``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from ag2net.agent.tool import AgentClientInject, ChannelInject, TaskInject, Tool, build_tool
 from ag2net.channel import ChannelMetadata
+from ag2net.client.port import NetworkClientPort
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
@@ -41,7 +43,13 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 
-def _pick(client: Any, injected: Any) -> Any:
+def _unregistered(what: str, name: str) -> str:
+    # The hub stamps ``agent_id`` on every passport it hands out; a passport without one is not on the network.
+    return f"Error: {what} {name!r} has no agent_id (its passport is not registered with the hub)"
+
+
+def _pick(client: NetworkClientPort, injected: NetworkClientPort | None) -> NetworkClientPort:
+    """The client injected for this call (the agent running the turn), else the one the tools were built for."""
     return injected if injected is not None else client
 
 
@@ -70,12 +78,14 @@ def _peer_summary(passport: Passport, resume: Resume) -> dict[str, Any]:
     }
 
 
-async def _channel_for(me: Any, channel_id: str | None, channel: Any) -> tuple[ChannelMetadata | None, str]:
+async def _channel_for(
+    me: NetworkClientPort, channel_id: str | None, channel: Any
+) -> tuple[ChannelMetadata | None, str]:
     """The metadata of ``channel_id`` (which ``me`` must be in) or of the injected current channel."""
     if not channel_id:
         if channel is None:
             return None, "Error: no current channel and no channel_id provided"
-        channel_id = channel.channel_id
+        channel_id = str(channel.channel_id)
     try:
         md = await me.hub_client.get_channel(channel_id)
     except NotFoundError:
@@ -90,7 +100,7 @@ async def _channel_for(me: Any, channel_id: str | None, channel: Any) -> tuple[C
 # ---------------------------------------------------------------------------------------------- delegate
 
 
-def make_delegate_tool(client: Any) -> Tool:
+def make_delegate_tool(client: NetworkClientPort) -> Tool:
     """``delegate``: a one-shot consult on a fresh consulting channel; returns the target's reply text."""
 
     async def delegate(
@@ -124,6 +134,8 @@ def make_delegate_tool(client: Any) -> Tool:
         except Exception as exc:
             return f"Error: target {target!r} lookup failed: {_err(exc)}"
         target_id = passport.agent_id
+        if target_id is None:
+            return _unregistered("target", target)
         if target_id == me.agent_id:
             return f"Error: cannot delegate to self (target {target!r} is this agent)"
         try:
@@ -176,7 +188,7 @@ def make_delegate_tool(client: Any) -> Tool:
     return build_tool(delegate)
 
 
-async def _target_not_found(me: Any, target: str) -> str:
+async def _target_not_found(me: NetworkClientPort, target: str) -> str:
     try:
         names = sorted(
             p.name for p in await me.hub_client.list_agents(limit=None) if p.agent_id != me.agent_id
@@ -191,7 +203,7 @@ async def _target_not_found(me: Any, target: str) -> str:
 # ---------------------------------------------------------------------------------------------- peers
 
 
-def make_peers_tool(client: Any) -> Tool:
+def make_peers_tool(client: NetworkClientPort) -> Tool:
     """``peers``: find other agents, or describe one (passport, resume, skill markdown)."""
 
     async def peers(
@@ -225,7 +237,7 @@ def make_peers_tool(client: Any) -> Tool:
                 found = await hub_client.list_agents(capability=capability, query=query, limit=limit + 1)
                 out = []
                 for passport in found:
-                    if passport.agent_id == me.agent_id:
+                    if passport.agent_id is None or passport.agent_id == me.agent_id:
                         continue
                     out.append(_peer_summary(passport, await hub_client.get_resume(passport.agent_id)))
             except Exception as exc:
@@ -247,6 +259,8 @@ def make_peers_tool(client: Any) -> Tool:
                 return f"Error: peer {name!r} not found"
             except Exception as exc:
                 return f"Error: peer {name!r} lookup failed: {_err(exc)}"
+            if passport.agent_id is None:
+                return _unregistered("peer", name)
             try:
                 resume = await hub_client.get_resume(passport.agent_id)
                 skill_md = await hub_client.get_skill(passport.agent_id)
@@ -284,7 +298,7 @@ def _cost_key(peer: dict[str, Any]) -> float | None:
 # ---------------------------------------------------------------------------------------------- channels
 
 
-def make_channels_tool(client: Any) -> Tool:
+def make_channels_tool(client: NetworkClientPort) -> Tool:
     """``channels``: list, open, inspect and close channels this agent participates in."""
 
     async def channels(
@@ -385,7 +399,7 @@ def make_channels_tool(client: Any) -> Tool:
 # ---------------------------------------------------------------------------------------------- tasks
 
 
-def make_tasks_tool(client: Any) -> Tool:
+def make_tasks_tool(client: NetworkClientPort) -> Tool:
     """``tasks``: report on the running task, and look at, wait for or cancel any task the hub has seen."""
 
     async def tasks(
@@ -494,7 +508,7 @@ def make_tasks_tool(client: Any) -> Tool:
 # ---------------------------------------------------------------------------------------------- context
 
 
-def make_context_tool(client: Any) -> Tool:
+def make_context_tool(client: NetworkClientPort) -> Tool:
     """``context``: search past content (a channel, or the agent's own knowledge) or quote a speaker."""
 
     async def context(
@@ -584,7 +598,7 @@ def make_context_tool(client: Any) -> Tool:
     return build_tool(context)
 
 
-async def _texts(me: Any, md: ChannelMetadata) -> list[tuple[Envelope, str]]:
+async def _texts(me: NetworkClientPort, md: ChannelMetadata) -> list[tuple[Envelope, str]]:
     """The channel's messages this agent can see, as (envelope, text), in WAL order.
 
     Text is what the channel's adapter renders for the LLM: ``EV_TEXT`` everywhere, plus workflow packets.
@@ -604,7 +618,7 @@ async def _texts(me: Any, md: ChannelMetadata) -> list[tuple[Envelope, str]]:
 # ---------------------------------------------------------------------------------------------- plugin
 
 
-def make_plugin_tools(client: Any) -> list[Tool]:
+def make_plugin_tools(client: NetworkClientPort) -> list[Tool]:
     """The plugin's tools for ``client``, in order: delegate, peers, channels, tasks, context."""
     return [
         make_delegate_tool(client),
