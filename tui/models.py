@@ -121,7 +121,8 @@ class PeerInfo:
         return self.resume.capabilities()
 
     def matches(self, query: str) -> bool:
-        """``cap:x`` (or ``capability:x``) terms must be capabilities; other words must appear somewhere."""
+        """``cap:x`` (or ``capability:x``) terms must be capabilities, ``kind:x`` the kind, ``is:online`` /
+        ``is:offline`` the presence (unknown presence matches neither); other words must appear somewhere."""
         for word in query.lower().split():
             key, sep, value = word.partition(":")
             if sep and key in ("cap", "capability"):
@@ -129,6 +130,9 @@ class PeerInfo:
                     return False
             elif sep and key == "kind":
                 if self.passport.effective_kind != value:
+                    return False
+            elif sep and key == "is" and value in ("online", "offline"):
+                if self.online is not (value == "online"):
                     return False
             elif word not in self._haystack():
                 return False

@@ -92,3 +92,41 @@ async def test_search_by_capability_kind_and_text() -> None:
         pane.search("nobody-has-this")
         await pilot.pause()
         assert pane.shown == [] and pane.card.peer is None
+
+
+class PresenceApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield PeersPane()
+
+    def on_mount(self) -> None:
+        researcher, critic, ana = peers()
+        researcher.online, critic.online = True, False  # ana: the hub did not say
+        self.query_one(PeersPane).set_peers([researcher, critic, ana])
+
+
+async def test_presence_shows_online_offline_and_unknown() -> None:
+    app = PresenceApp()
+    async with app.run_test(size=(90, 60)) as pilot:
+        pane = app.query_one(PeersPane)
+        assert "1 online" in str(pane.query_one("#peers-count").render())
+        options = pane.query_one("#peers-list")
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        by_name = {label.lstrip("●○ ").split()[0]: label for label in labels}
+        assert by_name["researcher"].startswith("● researcher")
+        assert by_name["critic"].startswith("○ critic")
+        assert by_name["ana"].startswith("ana")  # no mark: the hub did not say
+        pane.select("researcher")
+        await pilot.pause()
+        assert str(pane.card.query_one("#peer-presence").render()) == "online"
+        assert dict(pane.card.field_rows)["presence"].startswith("online")
+        pane.select("critic")
+        await pilot.pause()
+        assert str(pane.card.query_one("#peer-presence").render()) == "offline"
+        pane.select("ana")
+        await pilot.pause()
+        assert not pane.card.query("#peer-presence")
+        assert dict(pane.card.field_rows)["presence"] == "not reported by this hub"
+        pane.search("is:online")
+        assert [p.name for p in pane.shown] == ["researcher"]
+        pane.search("is:offline")
+        assert [p.name for p in pane.shown] == ["critic"]

@@ -45,6 +45,12 @@ def _grid(rows: list[tuple[str, str]]) -> Table:
     return table
 
 
+def presence_text(online: bool | None) -> str:
+    if online is None:
+        return "not reported by this hub"
+    return "online (bound to a live connection)" if online else "offline (no live connection)"
+
+
 class PeerCard(VerticalScroll):
     """One peer: front matter table, body Markdown, passport/resume fields, capabilities."""
 
@@ -56,6 +62,8 @@ class PeerCard(VerticalScroll):
         & .peer-badge { margin-left: 1; padding: 0 1; height: 1; }
         & .peer-badge.-generated { background: $warning-muted; color: $text-warning; }
         & .peer-badge.-kind { background: $primary-muted; color: $text-primary; }
+        & .peer-badge.-online { background: $success-muted; color: $text-success; }
+        & .peer-badge.-offline { background: $panel; color: $text-muted; }
         & #peer-name { text-style: bold; color: $text-primary; }
         & #peer-error { color: $text-error; border-left: thick $error; padding-left: 1; height: auto; }
         & #peer-error.-empty { display: none; }
@@ -82,6 +90,13 @@ class PeerCard(VerticalScroll):
         with Horizontal(id="peer-title"):
             yield Label(peer.name, id="peer-name")
             yield Label(peer.passport.effective_kind, classes="peer-badge -kind")
+            if peer.online is not None:
+                state = "online" if peer.online else "offline"
+                yield Label(state, classes=f"peer-badge -{state}", id="peer-presence").with_tooltip(
+                    "Bound to a live connection of the hub: envelopes reach it now."
+                    if peer.online
+                    else "Registered, but no live connection: envelopes wait for it."
+                )
             if peer.generated:
                 yield Label("generated", classes="peer-badge -generated", id="peer-generated").with_tooltip(
                     "No skill was registered; the hub rendered this card from the passport and resume."
@@ -126,6 +141,7 @@ class PeerCard(VerticalScroll):
         rows = [
             ("agent_id", p.agent_id or "—"),
             ("kind", p.effective_kind),
+            ("presence", presence_text(peer.online)),
             ("owner", p.owner or "—"),
             ("provider / model", f"{p.provider or '—'} / {p.model or '—'}"),
             ("region", p.region or "—"),
@@ -156,7 +172,9 @@ class PeersPane(Vertical):
 Every registered agent and human with its skill card.
 
 - Type in the search box: words match name, summary, capabilities and skill text;
-  `cap:research` requires a capability, `kind:human` a kind.
+  `cap:research` requires a capability, `kind:human` a kind, `is:online` / `is:offline` presence.
+- **●** online (bound to a live connection of the hub), **○** offline; no mark when the hub does not
+  report presence.
 - **Up/Down** in the list picks a peer; the card shows its front matter, capabilities,
   passport and resume, and the skill body. A **generated** badge marks a card the hub
   rendered because the peer registered no skill.
@@ -195,7 +213,9 @@ Every registered agent and human with its skill card.
         self._shown: list[PeerInfo] = []
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search: words, cap:research, kind:human", compact=True, id="peers-search")
+        yield Input(
+            placeholder="search: words, cap:research, kind:human, is:online", compact=True, id="peers-search"
+        )
         yield Label("", id="peers-count")
         yield OptionList(id="peers-list", compact=True)
         yield PeerCard(id="peer-card")
@@ -253,8 +273,10 @@ Every registered agent and human with its skill card.
         options.clear_options()
         options.add_options([Option(self._option_label(p), id=p.agent_id or p.name) for p in self._shown])
         total = len(self._peers)
+        online = sum(1 for p in self._peers if p.online)
+        presence = f" · {online} online" if any(p.online is not None for p in self._peers) else ""
         self.query_one("#peers-count", Label).update(
-            f"{len(self._shown)} of {total} peers" if query.strip() else f"{total} peers"
+            (f"{len(self._shown)} of {total} peers" if query.strip() else f"{total} peers") + presence
         )
         if not self._shown:
             self.card.peer = None
@@ -272,7 +294,9 @@ Every registered agent and human with its skill card.
     def _option_label(peer: PeerInfo) -> Content:
         kind = peer.passport.effective_kind
         caps = ", ".join(peer.capabilities()[:4])
+        dot = {True: ("● ", "$text-success"), False: ("○ ", "$text-muted"), None: ("", "")}[peer.online]
         return Content.assemble(
+            dot,
             (peer.name, "bold"),
             (f" ({kind})" if kind != "agent" else "", "$text-muted"),
             (f"  {caps}" if caps else "", "italic $text-secondary"),
@@ -280,4 +304,4 @@ Every registered agent and human with its skill card.
         )
 
 
-__all__ = ["PeerCard", "PeerInfo", "PeersPane"]
+__all__ = ["PeerCard", "PeerInfo", "PeersPane", "presence_text"]
