@@ -16,6 +16,7 @@ from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
 from ag2net.hub.local import LocalEndpoint
+from ag2net.hub.probe import dry_run as probe_dry_run
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.protocol.codec import to_wire
 from ag2net.protocol.ops import OPS as CATALOGUE
@@ -92,7 +93,7 @@ def _check_params_text(name: str, params: dict[str, Any]) -> None:
     ``post_envelope``'s envelope is checked by admission (``check_shape`` and ``encode_envelope``).
     """
     for key, value in params.items():
-        if name == "post_envelope" and key == "envelope":
+        if name in ("post_envelope", "dry_run") and key == "envelope":
             continue
         if isinstance(value, (int, float, bool)) or value is None:
             continue
@@ -318,6 +319,15 @@ async def _explain_send(hub: Hub, endpoint: Any, p: dict[str, Any]) -> tuple[boo
         _str(p, "channel_id"), _str(p, "sender_id"), event_type=p.get("event_type")
     )
     return (ok, why)
+
+
+@op("dry_run")
+async def _dry_run(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """What posting ``params.envelope`` would do now (``ag2net.hub.probe.dry_run``); nothing is written."""
+    env = p.get("envelope")
+    if not isinstance(env, Envelope):
+        raise ProtocolError("dry_run needs params.envelope as an envelope object")
+    return await probe_dry_run(hub, env)
 
 
 @op("pending_turns_for")

@@ -217,6 +217,13 @@ _declare(
     agent("sender_id", operators_too=True),
     "(allowed, why) for a send",
 )
+_declare(
+    "dry_run",
+    (Param("envelope", Record(Envelope, "dry_run needs params.envelope as an envelope object")),),
+    JSON,
+    POLICY,
+    "what posting an envelope would do now (verdict, recipients, projections, adapter state); writes nothing",
+)
 # --- turns
 _declare(
     "pending_turns_for",

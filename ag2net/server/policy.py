@@ -205,6 +205,17 @@ class WirePolicy:
             if not all(a in participants for a in env.audience):
                 raise ProtocolError("audience must list only participants of the channel")
 
+    async def dry_run(self, conn: Connection, params: dict[str, Any]) -> None:
+        """A participant dry-runs only as itself (an identity this connection holds); an operator as anyone."""
+        env = params.get("envelope")
+        if isinstance(env, dict):
+            env = Envelope.from_dict(env)
+            params["envelope"] = env
+        if not isinstance(env, Envelope):
+            raise ProtocolError("dry_run needs params.envelope as an envelope object")
+        if not conn.operator:
+            self.require_bound(conn, env.sender_id)
+
     async def report_turn_failure(self, conn: Connection, params: dict[str, Any]) -> None:
         self.require_bound(conn, params.get("agent_id"))
         channel_id = _param(params, "channel_id")

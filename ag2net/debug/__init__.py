@@ -1,0 +1,31 @@
+"""The debugger's headless library: who could see what, what the protocol thought at each seq, which
+chain of causes and delegations led to an envelope, and what an envelope would do before it is sent.
+
+- ``visibility(hub, channel_id)``: envelope x participant: delivered (and why not), projected, as which role.
+- ``states_at(hub, channel_id)``: the adapter state after each seq, folded once and cached.
+- ``causation_tree(hub, envelope_id)``: causes and consequences across channels (delegations included).
+- ``dry_run(hub_or_client, envelope)``: the ``dry_run`` op: admission, recipients, projection deltas, state after.
+
+Everything here reads; nothing writes to the hub or its store. Each function runs the hub's own code
+(admission, dispatch, the views, the adapters' folds, the expectation evaluators) on what it inspects.
+"""
+
+from ag2net.debug.causation import CausationNode, CausationTree, causation_tree
+from ag2net.debug.dry_run import DryRun, dry_run
+from ag2net.debug.scrubber import ProtocolState, Scrubber, states_at
+from ag2net.debug.visibility import Cell, Row, VisibilityMatrix, visibility
+
+__all__ = [
+    "CausationNode",
+    "CausationTree",
+    "Cell",
+    "DryRun",
+    "ProtocolState",
+    "Row",
+    "Scrubber",
+    "VisibilityMatrix",
+    "causation_tree",
+    "dry_run",
+    "states_at",
+    "visibility",
+]

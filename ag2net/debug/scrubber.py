@@ -1,0 +1,315 @@
+"""The protocol scrubber: what the channel's adapter thought after each seq.
+
+``scrubber = await states_at(hub, channel_id)`` reads the channel's WAL once; ``scrubber.at(seq)`` is the
+``ProtocolState`` after envelope ``seq`` (0: before the first). The adapter's own ``fold`` runs over the
+prefixes, from ``initial_state`` as the hub starts it, and each state is kept: the first request folds up to
+its seq, later ones fold only what lies beyond the furthest seq folded so far, so stepping costs O(1)
+amortised. Folding the whole WAL ends in the hub's own current state (a test checks it).
+
+A ``ProtocolState`` holds the adapter state (as the adapter's ``state_to_dict``), who the adapter expects
+next (``expected_next``), whether accepting that envelope made the adapter ask to close the channel
+(``on_accepted``), the channel's lifecycle (pending/active/closed, from its channel events), the consulting
+phase, the workflow node with its transitions (each condition evaluated by the graph's own code against a
+plain reply of the expected speaker), the open expectations with their deadlines (the hub's registered
+evaluators, asked when they would first fire over this prefix), the tasks and their states then, and which
+state fields changed from the previous seq.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ag2net.adapters.consulting import ConsultingState
+from ag2net.adapters.workflow import WorkflowAdapter, WorkflowState
+from ag2net.channel import ChannelMetadata, ChannelState
+from ag2net.envelope import (
+    EV_CHANNEL_CLOSED,
+    EV_CHANNEL_EXPIRED,
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_OPENED,
+    EV_TEXT,
+    Envelope,
+)
+from ag2net.hub.expectations import ExpectationContext, threshold_seconds
+from ag2net.hub.probe import channel_log, expected_of
+from ag2net.ids import add_seconds
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+    from ag2net.views.wal import WalLog
+
+
+@dataclass(slots=True)
+class ProtocolState:
+    """The channel as its adapter saw it right after envelope ``seq``."""
+
+    seq: int
+    envelope_id: str | None
+    event_type: str | None
+    sender_id: str | None
+    at: str
+    lifecycle: str
+    state: Any
+    expected: dict[str, Any] | None
+    closes: dict[str, Any] | None = None
+    phase: str | None = None
+    round: int | None = None
+    workflow: dict[str, Any] | None = None
+    expectations: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _state_dict(adapter: Any, state: Any) -> Any:
+    to_dict = getattr(adapter, "state_to_dict", None)
+    if callable(to_dict):
+        try:
+            return _plain(to_dict(state))
+        except Exception:
+            return repr(state)
+    return repr(state)
+
+
+def _rule(obj: Any) -> dict[str, Any]:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return {"name": getattr(obj, "name", type(obj).__name__)}
+
+
+class Scrubber:
+    """Adapter states after each seq of one channel, folded on demand and kept."""
+
+    def __init__(self, hub: Hub, md: ChannelMetadata, log: WalLog) -> None:
+        self.hub = hub
+        self.metadata = md
+        self.adapter = hub.adapter_for_metadata(md)
+        self.log = log
+        self._states: list[Any] = [self.adapter.initial_state(md)]
+        self._lifecycle: list[str] = [ChannelState.PENDING.value]
+        self._acked: list[frozenset[str]] = [frozenset()]
+        self._task_first: dict[str, int] = {}  # task id -> the first seq naming it
+
+    def __len__(self) -> int:
+        """How many envelopes the channel held when the scrubber was made (the last seq)."""
+        return len(self.log)
+
+    @property
+    def folded(self) -> int:
+        """The furthest seq folded so far."""
+        return len(self._states) - 1
+
+    def _fold_to(self, seq: int) -> None:
+        states, lifecycle, acked = self._states, self._lifecycle, self._acked
+        fold = self.adapter.fold
+        start = len(states) - 1
+        if seq <= start:
+            return
+        state, phase, acks = states[-1], lifecycle[-1], acked[-1]
+        tasks = self._task_first
+        for env in self.log.iter_range(start, seq):
+            state = fold(env, state)
+            if env.task_id and env.task_id not in tasks:
+                tasks[env.task_id] = len(states)
+            etype = env.event_type
+            if etype == EV_CHANNEL_OPENED:
+                phase = ChannelState.ACTIVE.value
+            elif etype == EV_CHANNEL_CLOSED:
+                phase = ChannelState.CLOSED.value
+            elif etype == EV_CHANNEL_EXPIRED:
+                phase = ChannelState.EXPIRED.value
+            elif etype == EV_CHANNEL_INVITE_ACK:
+                acks = acks | {env.sender_id}
+            states.append(state)
+            lifecycle.append(phase)
+            acked.append(acks)
+
+    def state(self, seq: int) -> Any:
+        """The raw adapter state after ``seq`` (0: the initial state)."""
+        self._check(seq)
+        self._fold_to(seq)
+        return self._states[seq]
+
+    def _check(self, seq: int) -> None:
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= len(self.log):
+            raise ValueError(f"seq must be between 0 and {len(self.log)}, got {seq!r}")
+
+    def at(self, seq: int) -> ProtocolState:
+        """The ``ProtocolState`` after envelope ``seq``."""
+        self._check(seq)
+        self._fold_to(seq)
+        adapter, md = self.adapter, self.metadata
+        state = self._states[seq]
+        env = self.log[seq - 1] if seq else None
+        when = env.created_at if env is not None else md.created_at
+        lifecycle = self._lifecycle[seq]
+        out = ProtocolState(
+            seq=seq,
+            envelope_id=env.envelope_id if env is not None else None,
+            event_type=env.event_type if env is not None else None,
+            sender_id=env.sender_id if env is not None else None,
+            at=when,
+            lifecycle=lifecycle,
+            state=_state_dict(adapter, state),
+            expected=expected_of(adapter, md, state) if lifecycle != "closed" else None,
+        )
+        if env is not None:
+            result = adapter.on_accepted(md, env, state)
+            if result is not None and result.next_state is not None:
+                out.closes = {"state": result.next_state.value, "reason": result.auto_close_reason}
+        turns = getattr(state, "turn_count", None)
+        out.round = turns if isinstance(turns, int) else None
+        if isinstance(state, ConsultingState):
+            out.phase = (
+                "awaiting question"
+                if not state.initiator_sent
+                else ("awaiting reply" if not state.respondent_replied else "complete")
+            )
+        if isinstance(state, WorkflowState) and isinstance(adapter, WorkflowAdapter):
+            out.workflow = self._workflow(state)
+        then = self._metadata_at(seq)
+        out.expectations = self._expectations(then, state, seq, when)
+        out.tasks = self._tasks(seq, when)
+        if seq:
+            before = _state_dict(adapter, self._states[seq - 1])
+            if isinstance(before, dict) and isinstance(out.state, dict):
+                out.changed = sorted(k for k in out.state if out.state.get(k) != before.get(k))
+            elif before != out.state:
+                out.changed = ["state"]
+            if self._lifecycle[seq - 1] != lifecycle:
+                out.changed.append("lifecycle")
+        return out
+
+    def changes(self) -> list[int]:
+        """Every seq whose envelope changed the adapter state or the lifecycle (for jumping between them)."""
+        self._fold_to(len(self.log))
+        adapter = self.adapter
+        out = []
+        previous = _state_dict(adapter, self._states[0])
+        for seq in range(1, len(self._states)):
+            current = _state_dict(adapter, self._states[seq])
+            if current != previous or self._lifecycle[seq] != self._lifecycle[seq - 1]:
+                out.append(seq)
+            previous = current
+        return out
+
+    # ---------------------------------------------------------------- details
+
+    def _metadata_at(self, seq: int) -> ChannelMetadata:
+        md = self.metadata.copy()
+        md.state = ChannelState(self._lifecycle[seq])
+        invitees = [p for p in md.participant_ids() if p != md.creator_id]
+        md.pending_acks = [p for p in invitees if p not in self._acked[seq]] if md.state == "pending" else []
+        return md
+
+    def _workflow(self, state: WorkflowState) -> dict[str, Any]:
+        adapter = self.adapter
+        assert isinstance(adapter, WorkflowAdapter)
+        graph = adapter.graph(state.graph_data)
+        node = state.expected_next_speaker
+        out: dict[str, Any] = {
+            "node": node,
+            "context_vars": _plain(state.context_vars),
+            "max_turns": graph.max_turns,
+            "default_target": _rule(graph.default_target),
+            "transitions": [],
+            "next_on_plain_reply": None,
+        }
+        if node is None:
+            return out
+        probe = Envelope(self.metadata.channel_id, node, None, EV_TEXT, {"text": ""})
+        after = adapter.fold(probe, state)
+        out["next_on_plain_reply"] = after.expected_next_speaker
+        for t in sorted(graph.transitions, key=lambda t: t.priority):
+            when = _rule(t.when)
+            tool = when.get("args", {}).get("tool_name") if when.get("name") == "tool_called" else None
+            out["transitions"].append(
+                {
+                    "priority": t.priority,
+                    "when": when,
+                    "then": _rule(t.then),
+                    "holds_on_plain_reply": bool(t.when.evaluate(after, probe)),
+                    "via_tool": tool,
+                }
+            )
+        return out
+
+    def _expectations(self, md: ChannelMetadata, state: Any, seq: int, when: str) -> list[dict[str, Any]]:
+        evaluators = self.hub._evaluators
+        if not when or not md.manifest.expectations:
+            return []
+        wal = self.log.prefix(seq)
+        out = []
+        for exp in md.manifest.expectations:
+            evaluator = evaluators.get(exp.name)
+            if evaluator is None:
+                continue
+            try:
+                threshold = threshold_seconds(exp, float(getattr(evaluator, "default_seconds", 0.0)))
+            except ValueError:
+                continue
+
+            def fires(seconds: float, evaluator: Any = evaluator, exp: Any = exp) -> Any:
+                ctx = ExpectationContext.at(md, state, wal, add_seconds(when, seconds))
+                return evaluator.evaluate(exp, ctx)
+
+            entry: dict[str, Any] = {
+                "name": exp.name,
+                "on_violation": exp.on_violation,
+                "threshold_seconds": threshold,
+            }
+            now = fires(0.0)
+            if now is not None:
+                entry.update(deadline=when, overdue=True, violators=list(now.violator_ids))
+                out.append(entry)
+                continue
+            late = fires(threshold + 0.001)
+            if late is None:
+                continue  # nothing is waiting on this expectation after this seq
+            lo, hi = 0.0, threshold + 0.001
+            while hi - lo > 0.001:
+                mid = (lo + hi) / 2
+                if fires(mid) is None:
+                    lo = mid
+                else:
+                    hi = mid
+            entry.update(deadline=add_seconds(when, hi), overdue=False, violators=list(late.violator_ids))
+            out.append(entry)
+        return out
+
+    def _tasks(self, seq: int, when: str) -> list[dict[str, Any]]:
+        cid = self.metadata.channel_id
+        named = {tid for tid, first in self._task_first.items() if first <= seq}
+        tasks = [t for t in self.hub._tasks.values() if t.channel_id == cid or t.task_id in named]
+        out = []
+        for task in tasks:
+            if task.created_at and when and task.created_at > when:
+                continue
+            if not when or (task.completed_at and task.completed_at <= when):
+                state = task.state.value
+            elif task.started_at and task.started_at <= when:
+                state = "running"
+            else:
+                state = "created"
+            out.append(
+                {"task_id": task.task_id, "owner_id": task.owner_id, "title": task.spec.title, "state": state}
+            )
+        return out
+
+
+async def states_at(hub: Hub, channel_id: str) -> Scrubber:
+    """A ``Scrubber`` over the channel's WAL as it is now (the hub's cached log of a live channel)."""
+    md = hub.lookup_channel(channel_id)
+    log = await channel_log(hub, channel_id)
+    return Scrubber(hub, md, log)
+
+
+__all__ = ["ProtocolState", "Scrubber", "states_at"]

@@ -1,0 +1,266 @@
+"""The visibility matrix: for each envelope and each participant, was it delivered, and what does that
+participant's model get of it.
+
+``await visibility(hub, channel_id, first_seq=1, last_seq=None, preview_view=None)`` answers, per cell:
+
+- ``delivered``: whether the hub's dispatch addressed the envelope to the participant. The hub's own
+  ``Delivery._dispatch`` decides (``ag2net.hub.probe.addressed``), run against the channel's participants
+  as they were when the envelope was created (``joined_at``), as if everyone were connected; a registered
+  arbiter is asked as a post asks it. ``reason`` says why not: ``sender`` (its own envelope, not listed in
+  the audience), ``audience`` (not listed), ``not_yet_participant`` (joined after it), ``left`` (no longer a
+  participant, or no longer registered), ``inbound_from`` (the recipient's rule refuses the sender) or
+  ``arbiter``.
+- ``projected``: what the participant's model gets of it on its next turn, under the view in force (and,
+  given ``preview_view``, under that one): ``shown`` (as ``role`` ``user``/``assistant``, with ``text`` as the
+  model reads it), ``elided`` (the view left it out, e.g. a window's summary counts it), ``hidden`` (not
+  visible to the participant: audience) or ``not_rendered`` (the adapter renders it to nothing). The view's
+  own ``project`` runs over the whole WAL with the adapter's renderer, wrapped to tag each rendered text with
+  its envelope id (the tag is stripped again): no rule of a view is restated here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ag2net.envelope import Envelope, visible_to
+from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
+from ag2net.hub.probe import addressed, arbiter_denials, channel_log
+from ag2net.views.registry import resolve_view, view_from_spec, view_spec
+
+if TYPE_CHECKING:
+    from ag2net.channel import ChannelMetadata
+    from ag2net.hub.hub import Hub
+
+_MARK = "\u2063"  # INVISIBLE SEPARATOR: brackets the envelope id in a tagged rendering
+_TAGGED = re.compile(f"{_MARK}([^{_MARK}]*){_MARK}")
+
+
+@dataclass(slots=True)
+class Cell:
+    """One participant's view of one envelope."""
+
+    participant_id: str
+    delivered: bool
+    reason: str
+    projected: str
+    role: str | None = None
+    text: str | None = None
+    preview: str | None = None
+    preview_role: str | None = None
+    preview_text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(slots=True)
+class Row:
+    """One envelope and its cells, by participant id."""
+
+    seq: int
+    envelope_id: str
+    sender_id: str
+    event_type: str
+    audience: list[str] | None
+    created_at: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["cells"] = {pid: cell.to_dict() for pid, cell in self.cells.items()}
+        return out
+
+
+@dataclass(slots=True)
+class VisibilityMatrix:
+    """Rows (envelopes ``first_seq``..``last_seq``) by columns (participants, then former ones)."""
+
+    channel_id: str
+    participants: list[str]
+    views: dict[str, dict[str, Any]]
+    preview_view: dict[str, Any] | None
+    wal_length: int
+    rows: list[Row]
+
+    def cell(self, seq: int, participant_id: str) -> Cell:
+        for row in self.rows:
+            if row.seq == seq:
+                return row.cells[participant_id]
+        raise KeyError(f"seq {seq} is not in this page of the matrix")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "channel_id": self.channel_id,
+            "participants": list(self.participants),
+            "views": dict(self.views),
+            "preview_view": self.preview_view,
+            "wal_length": self.wal_length,
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+class _Tagged:
+    """The adapter's renderer with each text prefixed by its envelope id between two ``_MARK``s.
+
+    Pure, and equal to another tagging of the same renderer, so a ``WalLog``'s visibility index for it is
+    built once and reused."""
+
+    __slots__ = ("render",)
+
+    def __init__(self, render: Any) -> None:
+        self.render = render
+
+    def __call__(self, env: Envelope) -> Any:
+        text = self.render(env)
+        if isinstance(text, str):
+            return f"{_MARK}{env.envelope_id}{_MARK}{text}"
+        return text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tagged) and other.render == self.render
+
+    def __hash__(self) -> int:
+        return hash((_Tagged, self.render))
+
+
+def _untag(text: str) -> tuple[list[str], str]:
+    return _TAGGED.findall(text), _TAGGED.sub("", text)
+
+
+def shown_in(events: list[BaseEvent]) -> dict[str, tuple[str, str]]:
+    """``{envelope_id: (role, text)}`` for every tagged rendering in a projection."""
+    out: dict[str, tuple[str, str]] = {}
+    for event in events:
+        if isinstance(event, ModelMessage):
+            ids, text = _untag(event.content)
+            for eid in ids:
+                out[eid] = ("assistant", text)
+        elif isinstance(event, ModelRequest):
+            for part in event.parts:
+                if isinstance(part, TextInput):
+                    ids, text = _untag(part.content)
+                    for eid in ids:
+                        out[eid] = ("user", text)
+        elif isinstance(event, CompactionSummary):
+            continue
+    return out
+
+
+def _participants_at(md: ChannelMetadata, created_at: str) -> ChannelMetadata:
+    """The channel as it was when an envelope was created: participants who had joined by then."""
+    if not created_at or all(not p.joined_at or p.joined_at <= created_at for p in md.participants):
+        return md
+    then = md.copy()
+    then.participants = [p for p in then.participants if not p.joined_at or p.joined_at <= created_at]
+    return then
+
+
+def _why_not(
+    hub: Hub, md: ChannelMetadata, then: ChannelMetadata, env: Envelope, pid: str, denied: Any
+) -> str:
+    """Why the dispatch did not address ``env`` to ``pid`` (it decided; this names the cause)."""
+    audience = env.audience
+    if audience is not None and pid not in audience:
+        return "sender" if pid == env.sender_id else "audience"
+    if audience is None and pid == env.sender_id:
+        return "sender"
+    if pid not in hub.agents or md.participant(pid) is None:
+        return "left"
+    if audience is None and then.participant(pid) is None:
+        return "not_yet_participant"
+    if denied is not None and pid in denied:
+        return "arbiter"
+    return "inbound_from"
+
+
+async def _projections(
+    hub: Hub, md: ChannelMetadata, adapter: Any, wal: Any, pids: list[str], view: Any | None
+) -> tuple[dict[str, dict[str, tuple[str, str]]], dict[str, dict[str, Any]]]:
+    tagged = _Tagged(adapter.render_envelope)
+    shown: dict[str, dict[str, tuple[str, str]]] = {}
+    specs: dict[str, dict[str, Any]] = {}
+    for pid in pids:
+        policy = view if view is not None else resolve_view(md, pid, adapter)
+        specs[pid] = view_spec(policy)
+        events = await policy.project(
+            wal, participant_id=pid, channel=md, render_envelope=tagged, name_for=hub.name_for
+        )
+        shown[pid] = shown_in(events)
+    return shown, specs
+
+
+def _projected(
+    adapter: Any, env: Envelope, pid: str, shown: dict[str, tuple[str, str]]
+) -> tuple[str, Any, Any]:
+    hit = shown.get(env.envelope_id)
+    if hit is not None:
+        return "shown", hit[0], hit[1]
+    if not visible_to(env, pid):
+        return "hidden", None, None
+    if adapter.render_envelope(env) is None:
+        return "not_rendered", None, None
+    return "elided", None, None
+
+
+async def visibility(
+    hub: Hub,
+    channel_id: str,
+    *,
+    first_seq: int = 1,
+    last_seq: int | None = None,
+    preview_view: Any = None,
+) -> VisibilityMatrix:
+    """The matrix for envelopes ``first_seq``..``last_seq`` (all by default) of a channel."""
+    md = hub.lookup_channel(channel_id)
+    adapter = hub.adapter_for_metadata(md)
+    log = await channel_log(hub, channel_id)
+    n = len(log)
+    stop = n if last_seq is None else max(0, min(n, last_seq))
+    start = max(1, first_seq)
+    page = [(seq, log[seq - 1]) for seq in range(start, stop + 1)]
+    current = md.participant_ids()
+    former: list[str] = []
+    for _, env in page:
+        for pid in [env.sender_id, *(env.audience or ())]:
+            if pid not in current and pid not in former:
+                former.append(pid)
+    columns = current + former
+    wal = log.prefix()
+    shown, views = await _projections(hub, md, adapter, wal, current, None)
+    preview = view_from_spec(preview_view) if preview_view is not None else None
+    preview_shown: dict[str, dict[str, tuple[str, str]]] = {}
+    if preview is not None:
+        preview_shown, _ = await _projections(hub, md, adapter, wal, current, preview)
+    rows: list[Row] = []
+    for seq, env in page:
+        then = _participants_at(md, env.created_at)
+        denied = await arbiter_denials(hub, then, env)
+        reached = set(addressed(hub, then, env, denied))
+        row = Row(seq, env.envelope_id, env.sender_id, env.event_type, env.audience, env.created_at)
+        for pid in columns:
+            delivered = pid in reached
+            reason = "delivered" if delivered else _why_not(hub, md, then, env, pid, denied)
+            if pid in shown:
+                projected, role, text = _projected(adapter, env, pid, shown[pid])
+            else:
+                projected, role, text = "not_a_participant", None, None
+            cell = Cell(pid, delivered, reason, projected, role, text)
+            if pid in preview_shown:
+                cell.preview, cell.preview_role, cell.preview_text = _projected(
+                    adapter, env, pid, preview_shown[pid]
+                )
+            row.cells[pid] = cell
+        rows.append(row)
+    return VisibilityMatrix(
+        channel_id=channel_id,
+        participants=columns,
+        views=views,
+        preview_view=view_spec(preview) if preview is not None else None,
+        wal_length=n,
+        rows=rows,
+    )
+
+
+__all__ = ["Cell", "Row", "VisibilityMatrix", "shown_in", "visibility"]

@@ -1,0 +1,303 @@
+"""Probes: what the hub would do with an envelope, decided by the hub's own code, writing nothing.
+
+- ``addressed(hub, md, env)``: the recipients the hub's dispatch (``Delivery._dispatch``, the very method a
+  post runs) queues ``env`` for, in its order, as if every recipient were connected. The method runs
+  against a recording stand-in for the hub's delivery tables, so no mailbox, receipt or cursor changes.
+- ``with_envelope(log, env)``: a ``WalLog`` reading as ``log`` followed by ``env``, without touching
+  ``log``; a windowed view projects it in O(window) (its visibility indexes start from copies of the
+  log's own).
+- ``dry_run(hub, env)``: the ``dry_run`` op's body. Admission is ``core.admit`` (what ``explain_send`` and
+  a post run) plus the encoding check a post makes before its append; then the recipients, each
+  participant's projection before and after (the view in force, the adapter's renderer), and the adapter
+  state after the fold. No id is minted and no clock is read: the probe envelope stays unstamped.
+
+This module is part of the hub (the op handler needs it); ``ag2net.debug`` builds on it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from array import array
+from typing import TYPE_CHECKING, Any
+
+from ag2net.channel import ChannelMetadata
+from ag2net.envelope import PRIORITY_RANK, Envelope, encode_envelope
+from ag2net.errors import NetworkError
+from ag2net.events import BaseEvent
+from ag2net.hub.core import Refused, admit
+from ag2net.hub.delivery import Delivery
+from ag2net.hub.dispatch import Mailbox
+from ag2net.views.registry import resolve_view, view_spec
+from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+    from ag2net.hub.records import AgentRecord
+
+# ---------------------------------------------------------------------------------------- dispatch
+
+
+async def _never(env: Envelope, recipient_id: str, exc: BaseException) -> None:  # pragma: no cover
+    return None
+
+
+class _Seen(Mailbox):
+    """A mailbox that only notes who ``put`` was called for."""
+
+    def __init__(self, recipient_id: str, seen: list[str]) -> None:
+        super().__init__(recipient_id, None, _never)
+        self.seen = seen
+
+    def put(self, envelope: Envelope) -> None:
+        self.seen.append(self.recipient_id)
+
+
+class _Mailboxes(dict[str, Mailbox]):
+    def __init__(self, seen: list[str]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return _Seen(key, self.seen)
+
+
+_CONNECTED = object()
+
+
+class _Everyone(dict[str, Any]):
+    """Bindings in which every agent is connected (a probe asks who is addressed, not who is online)."""
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return _CONNECTED
+
+
+class _DispatchProbe(Delivery):
+    """The hub's ``Delivery`` mixin over stand-in tables: ``_dispatch`` records instead of queueing."""
+
+    def __init__(self, hub: Hub, denied: set[str] | None) -> None:
+        self.seen: list[str] = []
+        self.agents = hub.agents
+        self._dispatch_denied = denied
+        self._bindings = _Everyone()
+        self._mailboxes = _Mailboxes(self.seen)
+        self._unacked = {}
+        self._hub = hub
+
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
+        return self._hub.name_for(agent_id, default=default)
+
+    def _check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:
+        return None
+
+
+def addressed(hub: Hub, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None) -> list[str]:
+    """The recipients the hub's dispatch queues ``env`` for on channel ``md``, in dispatch order, as if each
+    were connected. ``denied``: a registered arbiter's refusals (``await hub._dispatch_denials(md, env)``)."""
+    probe = _DispatchProbe(hub, denied)
+    probe._dispatch(md, env)
+    return probe.seen
+
+
+async def arbiter_denials(hub: Hub, md: ChannelMetadata, env: Envelope) -> set[str] | None:
+    """A registered arbiter's dispatch refusals for ``env`` (None under the default rules)."""
+    if hub._arbiter_custom is None:
+        return None
+    return await hub._dispatch_denials(md, env)
+
+
+# ---------------------------------------------------------------------------------------- WAL + one
+
+
+class _WithEnvelope(WalLog):
+    """``under`` followed by extra envelopes; positions below ``len(under)`` read through ``under``."""
+
+    __slots__ = ("_under",)
+
+    def __init__(self, under: WalLog, extra: list[Envelope]) -> None:
+        n = len(under)
+        if n:
+            super().__init__(base=n, cold=lambda start, stop: list(under.iter_range(start, stop)))
+        else:
+            super().__init__()
+        self._under = under
+        for env in extra:
+            self.append(env)
+
+    def _derived(self, under_index: VisibleIndex, participant_id: str, render: Any, end: int) -> VisibleIndex:
+        idx = VisibleIndex(participant_id, render)
+        idx.positions = array("I", under_index.positions)
+        idx.dropped = under_index.dropped
+        idx.first_seen = dict(under_index.first_seen)
+        idx.scanned = under_index.scanned
+        if end > idx.scanned:
+            idx.advance(self, end)
+        return idx
+
+    def visible_index(self, participant_id: str, render: Any, end: int) -> VisibleIndex:
+        n = len(self._under)
+        return self._derived(
+            self._under.visible_index(participant_id, render, min(end, n)), participant_id, render, end
+        )
+
+    def rebuild_index(self, participant_id: str, render: Any, end: int) -> VisibleIndex:
+        n = len(self._under)
+        return self._derived(
+            self._under.rebuild_index(participant_id, render, min(end, n)), participant_id, render, end
+        )
+
+
+async def channel_log(hub: Hub, channel_id: str) -> WalLog:
+    """The channel's whole WAL as a ``WalLog``: the hub's cached log of a live channel (its visibility
+    indexes shared with the agents' views), else a log read from the store (a closed channel)."""
+    wal = await hub._wal_for_read(channel_id)
+    if wal is not None:
+        return wal
+    return WalLog(await hub.read_wal(channel_id))
+
+
+def with_envelope(log: WalLog, env: Envelope) -> WalSlice:
+    """The whole of ``log`` and then ``env``, as a slice a view projects; ``log`` is not changed."""
+    return _WithEnvelope(log, [env]).prefix()
+
+
+# ---------------------------------------------------------------------------------------- projections
+
+
+def event_dict(event: BaseEvent) -> dict[str, Any]:
+    return event.to_dict()
+
+
+def projection_delta(before: list[BaseEvent], after: list[BaseEvent]) -> dict[str, Any]:
+    """What changes between two projections: ``removed`` and ``added`` events (dicts), in order."""
+    lo = 0
+    top = min(len(before), len(after))
+    while lo < top and before[lo] == after[lo]:
+        lo += 1
+    hi_b, hi_a = len(before), len(after)
+    while hi_b > lo and hi_a > lo and before[hi_b - 1] == after[hi_a - 1]:
+        hi_b -= 1
+        hi_a -= 1
+    mid_b = [json.dumps(event_dict(e), sort_keys=True, default=str) for e in before[lo:hi_b]]
+    mid_a = [json.dumps(event_dict(e), sort_keys=True, default=str) for e in after[lo:hi_a]]
+    removed: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
+    matcher = difflib.SequenceMatcher(None, mid_b, mid_a, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            removed += [event_dict(e) for e in before[lo + i1 : lo + i2]]
+        if tag in ("replace", "insert"):
+            added += [event_dict(e) for e in after[lo + j1 : lo + j2]]
+    return {"before": len(before), "after": len(after), "removed": removed, "added": added}
+
+
+# ---------------------------------------------------------------------------------------- dry run
+
+
+def _refusal(error: NetworkError, advice: str = "") -> dict[str, Any]:
+    return {"error": type(error).__name__, "code": error.code, "message": str(error), "advice": advice}
+
+
+def _state_dict(adapter: Any, state: Any) -> Any:
+    to_dict = getattr(adapter, "state_to_dict", None)
+    if callable(to_dict):
+        try:
+            return json.loads(json.dumps(to_dict(state), default=str))
+        except Exception:
+            return repr(state)
+    return repr(state)
+
+
+def expected_of(adapter: Any, md: ChannelMetadata, state: Any) -> dict[str, Any] | None:
+    """``adapter.expected_next`` as a dict (None: nobody in particular)."""
+    expected = adapter.expected_next(md, state)
+    if expected is None:
+        return None
+    return {"agent_id": expected.agent_id, "triggering_envelope_id": expected.triggering_envelope_id}
+
+
+async def dry_run(hub: Hub, envelope: Envelope) -> dict[str, Any]:
+    """What posting ``envelope`` would do now (see the module docstring); nothing is written or delivered."""
+    env = envelope.copy()
+    env.envelope_id = ""
+    env.created_at = ""
+    out: dict[str, Any] = {
+        "channel_id": env.channel_id,
+        "sender_id": env.sender_id,
+        "event_type": env.event_type,
+        "admitted": False,
+        "refusal": None,
+        "recipients": [],
+        "projections": {},
+        "state_before": None,
+        "state_after": None,
+        "expected_before": None,
+        "expected_after": None,
+        "closes": None,
+    }
+    verdict = admit(hub.core, env)
+    if isinstance(verdict, Refused):
+        out["refusal"] = _refusal(verdict.error, verdict.advice)
+        return out
+    try:
+        encode_envelope(env)  # a post's append encodes the envelope, refusing what no store can hold
+        verdict.fold()
+    except NetworkError as exc:
+        out["refusal"] = _refusal(exc)
+        return out
+    out["admitted"] = True
+    md, adapter = verdict.metadata, verdict.adapter
+    out["state_before"] = _state_dict(adapter, verdict.state)
+    out["state_after"] = _state_dict(adapter, verdict.new_state)
+    out["expected_before"] = expected_of(adapter, md, verdict.state)
+    out["expected_after"] = expected_of(adapter, md, verdict.new_state)
+    result = verdict.result
+    if result is not None and result.next_state is not None:
+        out["closes"] = {"state": result.next_state.value, "reason": result.auto_close_reason}
+    denied = await arbiter_denials(hub, md, env)
+    rank = PRIORITY_RANK.get(env.priority, 1)
+    recipients = []
+    for order, rid in enumerate(addressed(hub, md, env, denied)):
+        mailbox = hub._mailboxes.get(rid)
+        recipients.append(
+            {
+                "agent_id": rid,
+                "name": hub.name_for(rid),
+                "order": order,
+                "priority": env.priority,
+                "rank": rank,
+                "connected": rid in hub._bindings,
+                "unacked": hub.inboxes.pending(rid),
+                "queued": len(mailbox) if mailbox is not None else 0,
+            }
+        )
+    out["recipients"] = recipients
+    log = await channel_log(hub, md.channel_id)
+    before_wal = log.prefix()
+    after_wal = with_envelope(log, env)
+    render = adapter.render_envelope
+    projections: dict[str, Any] = {}
+    for pid in md.participant_ids():
+        view = resolve_view(md, pid, adapter)
+        kwargs: dict[str, Any] = {
+            "participant_id": pid,
+            "channel": md,
+            "render_envelope": render,
+            "name_for": hub.name_for,
+        }
+        before = await view.project(before_wal, **kwargs)
+        after = await view.project(after_wal, **kwargs)
+        projections[pid] = {"view": view_spec(view), **projection_delta(before, after)}
+    out["projections"] = projections
+    return out
+
+
+__all__ = [
+    "addressed",
+    "arbiter_denials",
+    "channel_log",
+    "dry_run",
+    "expected_of",
+    "projection_delta",
+    "with_envelope",
+]
