@@ -1,0 +1,1060 @@
+"""PostgresStore: the durable Store on a PostgreSQL database (asyncpg), with group-committed writes.
+
+``PostgresStore("postgresql://user[:password]@host[:port]/dbname")`` keeps the same tables as SqliteStore
+(agents, channels, wal, audit, tasks, cursors, knowledge, turns, meta) in the database's current schema
+(the first of its ``search_path``; ``?search_path=name`` in the URL picks another), with the same
+semantics:
+
+* Writes go through one ordered writer task: every write issued while a batch is being committed waits
+  and goes out with the next batch, in one transaction (group commit), and each caller resumes only
+  after the transaction holding its write has committed (with the server's ``synchronous_commit`` on,
+  the default, that is after PostgreSQL flushed it to its WAL on disk).
+* Per-channel seqs, audit positions and knowledge ids are computed inside the inserting statement from
+  the committed rows (``MAX(...) + n``, an index lookup), never from a sequence: a failed write leaves no
+  gap, and a writer that is not alone hits the primary key and fails instead of writing over a number.
+* Envelope ids are unique (``UNIQUE (envelope_id)``): a duplicate fails only its own caller; if one write
+  of a batch fails, the batch is retried op by op in savepoints so the others still commit.
+* ``append_group`` is one op: all of its envelopes or none.
+* Schema versions: ``ag2net_schema.version`` counts the steps of ``UPGRADES`` that ran; opening runs the
+  missing ones in order, each in its own transaction (PostgreSQL's DDL is transactional, so a failed step
+  leaves the database at its old version), serialised between processes by an advisory lock. A database
+  of a newer version is refused with one sentence.
+* Reads come from a connection pool (``min_connections``..``max_connections``); ``read_wal_block``, the
+  one synchronous read (the hub's WAL cache reads older envelopes back through it), runs on a dedicated
+  connection served by its own daemon thread and event loop, and blocks the caller for one indexed
+  range scan, as SqliteStore's does.
+
+Text columns that hold ids are ``COLLATE "C"`` so ``iter_wal`` and ``wal_counts`` order channels by code
+point whatever the database's locale, as SQLite does. PostgreSQL text cannot hold U+0000: a raw string
+holding it (an id, a meta value, knowledge text) is refused at the call; JSON records escape it.
+
+Every error is a StoreError of one sentence that names the URL without its password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from ag2net.ids import utc_now
+from ag2net.store.base import (
+    StoreError,
+    check_text,
+    duplicate_envelope,
+    encode,
+    optional_text,
+    record_key,
+    slice_seqs,
+)
+
+SCHEMES = ("postgresql", "postgres")
+
+# --- asyncpg, typed as far as this module uses it (asyncpg ships no type information) ---
+
+
+class _Record(Protocol):
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+
+class _Transaction(Protocol):
+    async def __aenter__(self) -> Any: ...
+    async def __aexit__(self, *exc: object) -> Any: ...
+
+
+class _Connection(Protocol):
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str: ...
+    async def executemany(self, command: str, args: Any, *, timeout: float | None = None) -> None: ...
+    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[_Record]: ...
+    async def fetchval(
+        self, query: str, *args: Any, column: int = 0, timeout: float | None = None
+    ) -> Any: ...
+    def transaction(self) -> _Transaction: ...
+    def is_closed(self) -> bool: ...
+    async def close(self, *, timeout: float | None = None) -> None: ...
+    def terminate(self) -> None: ...
+
+
+class _Pool(Protocol):
+    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[_Record]: ...
+    async def acquire(self, *, timeout: float | None = None) -> _Connection: ...
+    async def release(self, connection: _Connection, *, timeout: float | None = None) -> None: ...
+    async def close(self) -> None: ...
+    def terminate(self) -> None: ...
+
+
+def _asyncpg() -> Any:
+    try:
+        import asyncpg
+    except ImportError:
+        raise StoreError(
+            "a postgresql:// database needs the asyncpg package, which is not installed; "
+            "pip install 'ag2net[postgres]'"
+        ) from None
+    return asyncpg
+
+
+# --- URLs ---
+
+
+def is_postgres_url(text: str) -> bool:
+    """True for ``postgresql://…`` and ``postgres://…``."""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.lower() in SCHEMES
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (in the user part or a ``password=`` query parameter)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        scheme = url.partition("://")[0] or "postgresql"
+        return f"{scheme}://…"
+    netloc = ""
+    if parts.username:
+        netloc = quote(unquote(parts.username), safe="") + "@"
+    if host:
+        netloc += f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _where(url: str) -> tuple[str, str, str]:
+    """(user, host, database) named by ``url``, for messages (empty when the URL leaves them out)."""
+    try:
+        parts = urlsplit(url)
+        return unquote(parts.username or ""), parts.hostname or "", unquote(parts.path.lstrip("/"))
+    except ValueError:
+        return "", "", ""
+
+
+# --- schema: step i upgrades a database from version i to i + 1 ---
+
+_ID = 'TEXT COLLATE "C"'
+
+_SCHEMA_V1 = (
+    f"""CREATE TABLE agents (
+        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        agent_id {_ID} NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        record TEXT NOT NULL)""",
+    f"""CREATE TABLE channels (
+        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        channel_id {_ID} NOT NULL UNIQUE,
+        metadata TEXT NOT NULL)""",
+    # The primary key gives the O(range) seq reads and the per-channel MAX(seq); the unique envelope
+    # id is one more index entry per row (SQLite's store moves ids to an index in bulk instead).
+    f"""CREATE TABLE wal (
+        channel_id {_ID} NOT NULL,
+        seq BIGINT NOT NULL,
+        envelope_id {_ID} NOT NULL,
+        envelope TEXT NOT NULL,
+        PRIMARY KEY (channel_id, seq),
+        CONSTRAINT wal_envelope_id_unique UNIQUE (envelope_id))""",
+    "CREATE TABLE audit (pos BIGINT PRIMARY KEY, record TEXT NOT NULL)",
+    f"""CREATE TABLE tasks (
+        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id {_ID} NOT NULL UNIQUE,
+        record TEXT NOT NULL)""",
+    f"""CREATE TABLE cursors (
+        agent_id {_ID} NOT NULL,
+        channel_id {_ID} NOT NULL,
+        envelope_id {_ID} NOT NULL,
+        PRIMARY KEY (agent_id, channel_id))""",
+    f"""CREATE TABLE knowledge (
+        id BIGINT PRIMARY KEY,
+        agent_id {_ID} NOT NULL,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,
+        at TEXT NOT NULL)""",
+    "CREATE INDEX knowledge_agent ON knowledge (agent_id, id)",
+    f"""CREATE TABLE turns (
+        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        turn_id {_ID} NOT NULL UNIQUE,
+        channel_id {_ID},
+        agent_id {_ID},
+        trigger_envelope_id {_ID},
+        record TEXT NOT NULL)""",
+    "CREATE INDEX turns_channel ON turns (channel_id, ord)",
+    "CREATE INDEX turns_agent ON turns (agent_id, ord)",
+    "CREATE INDEX turns_trigger ON turns (trigger_envelope_id, ord)",
+    f"CREATE TABLE meta (key {_ID} PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+_Step = Callable[[Any], Awaitable[None]]
+
+
+def _run_statements(statements: tuple[str, ...]) -> _Step:
+    async def step(conn: Any) -> None:
+        for statement in statements:
+            await conn.execute(statement)
+
+    return step
+
+
+# Append a step to evolve the schema; never edit a step that has shipped.
+UPGRADES: tuple[_Step, ...] = (_run_statements(_SCHEMA_V1),)
+
+# pg_advisory_xact_lock key serialising schema upgrades between processes ("ag2net-u").
+_UPGRADE_LOCK = 0x6167326E65742D75
+_VERSION_TABLE = "ag2net_schema"
+
+
+def schema_version() -> int:
+    """The schema version this code writes (the number of upgrade steps)."""
+    return len(UPGRADES)
+
+
+# --- the writer's operations ---
+
+_APPEND, _AGENT, _DELETE_AGENT, _CHANNEL, _AUDIT, _TASK, _CURSOR, _KNOWLEDGE, _TURN, _META, _BARRIER = range(
+    11
+)
+_APPEND_GROUP = 11
+
+_UPSERT_SQL = {
+    _AGENT: "INSERT INTO agents (agent_id, name, kind, record) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (agent_id) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
+    "record = excluded.record",
+    _CHANNEL: "INSERT INTO channels (channel_id, metadata) VALUES ($1, $2) "
+    "ON CONFLICT (channel_id) DO UPDATE SET metadata = excluded.metadata",
+    _TASK: "INSERT INTO tasks (task_id, record) VALUES ($1, $2) "
+    "ON CONFLICT (task_id) DO UPDATE SET record = excluded.record",
+    _CURSOR: "INSERT INTO cursors (agent_id, channel_id, envelope_id) VALUES ($1, $2, $3) "
+    "ON CONFLICT (agent_id, channel_id) DO UPDATE SET envelope_id = excluded.envelope_id",
+    _TURN: "INSERT INTO turns (turn_id, channel_id, agent_id, trigger_envelope_id, record) "
+    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (turn_id) DO UPDATE SET channel_id = excluded.channel_id, "
+    "agent_id = excluded.agent_id, trigger_envelope_id = excluded.trigger_envelope_id, "
+    "record = excluded.record",
+    _META: "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+}
+
+# One statement per run of appends: each channel's head read once (the primary key's last entry), the
+# rows numbered from it in call order.
+_INSERT_WAL = """
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (channel_id, envelope_id, envelope, n)
+), heads AS (
+    SELECT c.channel_id, COALESCE((SELECT MAX(w.seq) FROM wal w WHERE w.channel_id = c.channel_id), 0) AS head
+    FROM (SELECT DISTINCT channel_id FROM input) c
+)
+INSERT INTO wal (channel_id, seq, envelope_id, envelope)
+SELECT i.channel_id, h.head + row_number() OVER (PARTITION BY i.channel_id ORDER BY i.n), i.envelope_id, i.envelope
+FROM input i JOIN heads h ON h.channel_id = i.channel_id
+ORDER BY i.n
+RETURNING envelope_id, seq
+"""
+_INSERT_AUDIT = """
+INSERT INTO audit (pos, record)
+SELECT (SELECT COALESCE(MAX(pos), 0) FROM audit) + u.n, u.record
+FROM unnest($1::text[]) WITH ORDINALITY AS u (record, n)
+RETURNING pos
+"""
+_INSERT_KNOWLEDGE = """
+INSERT INTO knowledge (id, agent_id, text, source, at)
+SELECT (SELECT COALESCE(MAX(id), 0) FROM knowledge) + u.n, u.agent_id, u.text, u.source, u.at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (agent_id, text, source, at, n)
+RETURNING id
+"""
+# Each channel's count by a skip scan of the primary key: one index probe per channel, not a table scan.
+_WAL_HEADS = """
+WITH RECURSIVE heads (channel_id) AS (
+    (SELECT channel_id FROM wal ORDER BY channel_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.channel_id FROM wal w WHERE w.channel_id > heads.channel_id ORDER BY w.channel_id LIMIT 1)
+    FROM heads WHERE heads.channel_id IS NOT NULL
+)
+SELECT channel_id, (SELECT MAX(seq) FROM wal WHERE wal.channel_id = heads.channel_id)
+FROM heads WHERE channel_id IS NOT NULL
+"""
+_READ_BLOCK = "SELECT envelope FROM wal WHERE channel_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq"
+
+_Op = tuple[int, tuple, asyncio.Future]
+
+
+class _Unsaved(Exception):
+    """The writer's connection failed; ``committing`` when it failed during COMMIT (outcome unknown)."""
+
+    def __init__(self, cause: BaseException, committing: bool) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.committing = committing
+
+
+def _no_nul(what: str, value: Any, *, empty_ok: bool = False) -> str:
+    text = check_text(what, value, empty_ok=empty_ok)
+    if "\x00" in text:
+        raise StoreError(
+            f"{what} holds the character U+0000, which PostgreSQL text cannot store; remove it or encode it"
+        )
+    return text
+
+
+class _BlockReader:
+    """A connection of its own, driven by a daemon thread's event loop, for synchronous reads."""
+
+    def __init__(self, connect: Callable[[], Awaitable[Any]]) -> None:
+        self._connect = connect
+        self._conn: Any = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="ag2net-pg-block-reader", daemon=True
+        )
+        self._thread.start()
+
+    async def _fetch(self, sql: str, args: tuple) -> list:
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await self._connect()
+        return await self._conn.fetch(sql, *args)
+
+    def fetch(self, sql: str, *args: Any, timeout: float) -> list:
+        return asyncio.run_coroutine_threadsafe(self._fetch(sql, args), self._loop).result(timeout)
+
+    async def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close(timeout=5)
+            except Exception:
+                conn.terminate()
+
+    def close(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self._close_conn(), self._loop).result(10)
+        except Exception:
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+class PostgresStore:
+    """The Store on a PostgreSQL database: ``PostgresStore("postgresql://user@host/dbname")``.
+
+    ``durable`` is True: an acknowledged write is committed in the database.
+    """
+
+    durable = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Callable[[], str] | None = None,
+        min_connections: int = 1,
+        max_connections: int = 8,
+        batch_limit: int = 2048,
+        iter_batch: int = 4096,
+        connect_timeout: float = 10.0,
+        command_timeout: float | None = 60.0,
+    ) -> None:
+        if not isinstance(url, str) or not is_postgres_url(url):
+            raise StoreError(
+                f"{url!r} is not a PostgreSQL URL; write it as postgresql://user[:password]@host[:port]/dbname"
+            )
+        if not 1 <= min_connections <= max_connections:
+            raise StoreError(
+                f"min_connections ({min_connections}) must be at least 1 and at most max_connections "
+                f"({max_connections})"
+            )
+        self.url = url
+        self.where = redact_url(url)
+        self._clock = clock or utc_now
+        self._min_connections = min_connections
+        self._max_connections = max_connections
+        self._batch_limit = max(1, batch_limit)
+        self._iter_batch = max(1, iter_batch)
+        self._connect_timeout = connect_timeout
+        self._command_timeout = command_timeout
+        self._open_lock = asyncio.Lock()
+        self._pool: _Pool | None = None
+        self._writer_conn: _Connection | None = None
+        self._block_reader: _BlockReader | None = None
+        self._block_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._accepting = False
+        self._pending: list[_Op] = []
+        self._writer_task: asyncio.Task | None = None
+
+    def __repr__(self) -> str:
+        state = "open" if self._pool is not None else "closed"
+        return f"PostgresStore({self.where!r}, {state})"
+
+    async def __aenter__(self) -> PostgresStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- open / close ---
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"dsn": self.url, "timeout": self._connect_timeout, "command_timeout": self._command_timeout}
+
+    async def open(self) -> None:
+        async with self._open_lock:
+            if self._pool is not None:
+                return
+            asyncpg = _asyncpg()
+            try:
+                pool = await asyncpg.create_pool(
+                    min_size=self._min_connections, max_size=self._max_connections, **self._connect_kwargs()
+                )
+            except Exception as exc:
+                raise self._open_error(exc) from None
+            try:
+                conn = await pool.acquire()
+                try:
+                    await self._upgrade(conn)
+                finally:
+                    await pool.release(conn)
+                writer = await pool.acquire()
+            except BaseException as exc:
+                pool.terminate()
+                if isinstance(exc, StoreError):
+                    raise
+                if isinstance(exc, Exception):
+                    raise self._open_error(exc) from None
+                raise
+            self._loop = asyncio.get_running_loop()
+            self._pool = pool
+            self._writer_conn = writer
+            self._pending = []
+            self._accepting = True
+
+    async def _upgrade(self, conn: _Connection) -> None:
+        target = schema_version()
+        while True:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", _UPGRADE_LOCK)
+                schema = await conn.fetchval("SELECT current_schema()")
+                if schema is None:
+                    raise StoreError(
+                        f"the PostgreSQL database {self.where} has no schema to keep the store in (its "
+                        "search_path names none that exists); create the schema or fix ?search_path= in the URL"
+                    )
+                tables = [
+                    row[0]
+                    for row in await conn.fetch(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", schema
+                    )
+                ]
+                if _VERSION_TABLE in tables:
+                    version = await conn.fetchval(f"SELECT version FROM {_VERSION_TABLE}")
+                    version = 0 if version is None else int(version)
+                else:
+                    if tables:
+                        raise StoreError(
+                            f"the schema {schema!r} of the PostgreSQL database {self.where} holds tables of "
+                            f"another application ({', '.join(tables[:5])}); give ag2net a database or schema "
+                            "of its own (?search_path=name in the URL)"
+                        )
+                    await conn.execute(f"CREATE TABLE {_VERSION_TABLE} (version INTEGER NOT NULL)")
+                    await conn.execute(f"INSERT INTO {_VERSION_TABLE} (version) VALUES (0)")
+                    version = 0
+                if version > target:
+                    raise StoreError(
+                        f"the PostgreSQL database {self.where} has schema version {version}, newer than the "
+                        f"version {target} this ag2net understands; upgrade ag2net or use another database"
+                    )
+                if version == target:
+                    return
+                await UPGRADES[version](conn)
+                await conn.execute(f"UPDATE {_VERSION_TABLE} SET version = $1", version + 1)
+
+    def _open_error(self, exc: BaseException) -> StoreError:
+        """One sentence for a database that cannot be used: what went wrong, with the URL, and the fix."""
+        if isinstance(exc, StoreError):
+            return exc
+        user, _, database = _where(self.url)
+        asyncpg = _asyncpg()
+        errors = asyncpg.exceptions
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, errors.InvalidPasswordError) or (
+            isinstance(exc, errors.InvalidAuthorizationSpecificationError) and "password" in detail
+        ):
+            return StoreError(
+                f"the PostgreSQL server refused the login of {self.where} ({detail}); fix the user name and "
+                "password in the URL (or PGPASSWORD, ~/.pgpass)"
+            )
+        if isinstance(exc, errors.InvalidAuthorizationSpecificationError):
+            return StoreError(
+                f"the PostgreSQL server refused the login of {self.where} ({detail}); use a user the server "
+                "knows and admits (its pg_hba.conf) in the URL"
+            )
+        if isinstance(exc, errors.InvalidCatalogNameError):
+            return StoreError(
+                f"the PostgreSQL database {database or '(default)'!r} of {self.where} does not exist ({detail}); "
+                f"create it (createdb {database or 'NAME'}) or name an existing one in the URL"
+            )
+        if isinstance(exc, errors.InsufficientPrivilegeError):
+            return StoreError(
+                f"the PostgreSQL user {user or '(default)'!r} may not create the store's tables in "
+                f"{self.where} ({detail}); grant it CREATE on the schema or use a database it owns"
+            )
+        if isinstance(exc, errors.TooManyConnectionsError | errors.CannotConnectNowError):
+            return StoreError(
+                f"the PostgreSQL server at {self.where} takes no connection now ({detail}); wait and retry, "
+                "or raise its max_connections"
+            )
+        if isinstance(exc, OSError | TimeoutError | asyncio.TimeoutError):
+            return StoreError(
+                f"cannot reach the PostgreSQL server at {self.where} ({detail or 'timed out'}); start the server "
+                "or fix the host and port in the URL"
+            )
+        if isinstance(exc, ValueError | TypeError):
+            return StoreError(
+                f"the database URL {self.where} is not valid ({detail}); write it as "
+                "postgresql://user[:password]@host[:port]/dbname"
+            )
+        return StoreError(
+            f"cannot use the PostgreSQL database {self.where} ({detail}); check the URL, the server and "
+            "the user's rights"
+        )
+
+    async def close(self) -> None:
+        async with self._open_lock:
+            pool = self._pool
+            if pool is None:
+                return
+            self._accepting = False
+            try:
+                task = self._writer_task
+                if task is not None:
+                    await asyncio.shield(task)
+            finally:
+                self._pool = None
+                writer, self._writer_conn = self._writer_conn, None
+                try:
+                    if writer is not None:
+                        await pool.release(writer)
+                    await asyncio.wait_for(pool.close(), 10)
+                except Exception:
+                    pool.terminate()
+                with self._block_lock:
+                    block_reader, self._block_reader = self._block_reader, None
+                if block_reader is not None:
+                    await asyncio.to_thread(block_reader.close)
+
+    async def flush(self) -> None:
+        """Wait until every write submitted so far is committed."""
+        await self._submit(_BARRIER, ())
+
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"the store {self.where} is not open; await store.open() first")
+
+    # --- the writer ---
+
+    async def _submit(self, kind: int, params: tuple) -> Any:
+        loop = self._loop
+        if not self._accepting or loop is None:
+            raise self._closed_error()
+        fut = loop.create_future()
+        self._pending.append((kind, params, fut))
+        if self._writer_task is None:
+            # Starts on the next loop iteration: every write issued in this one joins the first batch.
+            self._writer_task = loop.create_task(self._write_loop())
+        return await fut
+
+    async def _write_loop(self) -> None:
+        batch: list[_Op] = []
+        try:
+            while self._pending:
+                limit = self._batch_limit
+                batch, self._pending = self._pending[:limit], self._pending[limit:]
+                self._resolve(batch, await self._write_batch(batch))
+                batch = []
+        except BaseException as exc:
+            # Only a cancelled loop gets here (the event loop shutting down): nobody must wait forever.
+            error = exc if isinstance(exc, StoreError) else self._write_error(exc, False)
+            for _, _, fut in [*batch, *self._pending]:
+                if not fut.done():
+                    fut.set_exception(error)
+            self._pending = []
+            raise
+        finally:
+            self._writer_task = None
+
+    @staticmethod
+    def _resolve(batch: list[_Op], results: list) -> None:
+        for (_, _, fut), result in zip(batch, results, strict=True):
+            if fut.done():
+                continue  # the caller was cancelled; its write still happened
+            if isinstance(result, BaseException):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+    async def _writer(self) -> _Connection:
+        conn = self._writer_conn
+        pool = self._pool
+        if conn is not None and not conn.is_closed():
+            return conn
+        if pool is None:
+            raise self._closed_error()
+        if conn is not None:
+            self._writer_conn = None
+            try:
+                await pool.release(conn)
+            except Exception:
+                pass
+        conn = await pool.acquire()
+        self._writer_conn = conn
+        return conn
+
+    async def _write_batch(self, ops: list[_Op]) -> list:
+        """Apply ``ops`` in one transaction; if it fails, retry them one by one in savepoints.
+
+        One caller's bad write must never fail the other callers' writes that shared its group commit.
+        """
+        try:
+            conn = await self._writer()
+        except Exception as exc:
+            error = self._write_error(exc, False)
+            return [error for _ in ops]
+        try:
+            return await self._transaction(conn, ops)
+        except _Unsaved as exc:
+            error = self._write_error(exc.cause, exc.committing)
+            return [error for _ in ops]
+        except Exception:
+            pass
+        try:
+            return await self._one_by_one(conn, ops)
+        except _Unsaved as exc:
+            error = self._write_error(exc.cause, exc.committing)
+        except Exception as exc:
+            error = self._write_error(exc, False)
+        return [error for _ in ops]
+
+    async def _transaction(self, conn: _Connection, ops: list[_Op]) -> list:
+        committing = False
+        try:
+            await conn.execute("BEGIN")
+            try:
+                results = await self._apply(conn, ops)
+            except BaseException:
+                if not conn.is_closed():
+                    await conn.execute("ROLLBACK")
+                raise
+            committing = True
+            await conn.execute("COMMIT")
+            return results
+        except Exception as exc:
+            if conn.is_closed():
+                raise _Unsaved(exc, committing) from exc
+            raise
+
+    async def _one_by_one(self, conn: _Connection, ops: list[_Op]) -> list:
+        committing = False
+        asyncpg = _asyncpg()
+        try:
+            await conn.execute("BEGIN")
+            results: list = []
+            try:
+                for op in ops:
+                    await conn.execute("SAVEPOINT op")
+                    try:
+                        results.extend(await self._apply(conn, [op]))
+                    except (asyncpg.PostgresError, StoreError) as exc:
+                        if conn.is_closed():
+                            raise
+                        await conn.execute("ROLLBACK TO SAVEPOINT op")
+                        results.append(self._op_error(op, exc))
+                    await conn.execute("RELEASE SAVEPOINT op")
+            except BaseException:
+                if not conn.is_closed():
+                    await conn.execute("ROLLBACK")
+                raise
+            committing = True
+            await conn.execute("COMMIT")
+            return results
+        except Exception as exc:
+            if conn.is_closed():
+                raise _Unsaved(exc, committing) from exc
+            raise
+
+    def _op_error(self, op: _Op, exc: Exception) -> StoreError:
+        """The error of one op that failed on its own (the others of its batch were committed)."""
+        if isinstance(exc, StoreError):
+            return exc
+        kind, params, _ = op
+        constraint = getattr(exc, "constraint_name", None) or ""
+        detail = getattr(exc, "detail", None) or ""
+        if kind in (_APPEND, _APPEND_GROUP):
+            if constraint == "wal_envelope_id_unique":
+                found = re.search(r"\(envelope_id\)=\((.*)\) already exists", detail)
+                if found:
+                    return duplicate_envelope(found.group(1))
+                return duplicate_envelope(params[1] if kind == _APPEND else params[1][0][0])
+            if constraint == "wal_pkey":
+                return StoreError(
+                    f"channel {params[0]!r} got WAL rows from another writer during this append; only one "
+                    f"hub may write to {self.where} at a time"
+                )
+        return StoreError(f"cannot write to the store {self.where} ({exc}); this write was not saved")
+
+    def _write_error(self, exc: BaseException, committing: bool) -> StoreError:
+        if isinstance(exc, StoreError):
+            return exc
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if committing:
+            return StoreError(
+                f"the connection to {self.where} was lost while committing ({detail}); the write may or may "
+                "not be saved: read it back before writing it again"
+            )
+        return StoreError(
+            f"cannot write to the store {self.where} ({detail}); nothing of this batch was saved"
+        )
+
+    async def _apply(self, conn: _Connection, ops: Sequence[_Op]) -> list:
+        results: list = []
+        count = len(ops)
+        i = 0
+        while i < count:
+            kind = ops[i][0]
+            appends = kind in (_APPEND, _APPEND_GROUP)
+            j = i + 1
+            while j < count and (ops[j][0] == kind or (appends and ops[j][0] in (_APPEND, _APPEND_GROUP))):
+                j += 1
+            run = ops[i:j]
+            if appends:
+                results.extend(await self._apply_appends(conn, run))
+            elif kind in _UPSERT_SQL:
+                await conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
+                results.extend([None] * len(run))
+            elif kind == _AUDIT:
+                rows = await conn.fetch(_INSERT_AUDIT, [op[1][0] for op in run])
+                results.extend(sorted(row[0] for row in rows))
+            elif kind == _KNOWLEDGE:
+                columns = [list(column) for column in zip(*(op[1] for op in run), strict=True)]
+                rows = await conn.fetch(_INSERT_KNOWLEDGE, *columns)
+                results.extend(sorted(row[0] for row in rows))
+            elif kind == _DELETE_AGENT:
+                ids = [op[1][0] for op in run]
+                await conn.execute("DELETE FROM agents WHERE agent_id = ANY($1::text[])", ids)
+                await conn.execute("DELETE FROM cursors WHERE agent_id = ANY($1::text[])", ids)
+                results.extend([None] * len(run))
+            else:  # _BARRIER
+                results.extend([None] * len(run))
+            i = j
+        return results
+
+    async def _apply_appends(self, conn: _Connection, run: Sequence[_Op]) -> list:
+        channels: list[str] = []
+        ids: list[str] = []
+        texts: list[str] = []
+        for kind, params, _ in run:
+            if kind == _APPEND:
+                channels.append(params[0])
+                ids.append(params[1])
+                texts.append(params[2])
+            else:
+                channel_id, items = params
+                for envelope_id, text in items:
+                    channels.append(channel_id)
+                    ids.append(envelope_id)
+                    texts.append(text)
+        rows = await conn.fetch(_INSERT_WAL, channels, ids, texts)
+        seqs = {row[0]: row[1] for row in rows}
+        if len(seqs) != len(ids):
+            raise StoreError("an envelope id appears twice in one batch")  # a duplicate inside the batch
+        results: list = []
+        for kind, params, _ in run:
+            if kind == _APPEND:
+                results.append(seqs[params[1]])
+            else:
+                results.append([seqs[envelope_id] for envelope_id, _ in params[1]])
+        return results
+
+    # --- reads (the pool) ---
+
+    async def _fetch(self, sql: str, *args: Any) -> list[_Record]:
+        pool = self._pool
+        if pool is None:
+            raise self._closed_error()
+        try:
+            return await pool.fetch(sql, *args)
+        except Exception as exc:
+            if self._pool is None:
+                raise self._closed_error() from None
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
+
+    # --- agents ---
+
+    async def put_agent(self, record: dict) -> None:
+        agent_id = _no_nul("agent_id", record_key("agent record", record, "agent_id"))
+        text = encode(f"agent record {agent_id!r}", record)
+        name = record.get("name")
+        kind = record.get("kind")
+        await self._submit(
+            _AGENT,
+            (
+                agent_id,
+                _no_nul("agent name", name) if isinstance(name, str) and name else "",
+                _no_nul("agent kind", kind) if isinstance(kind, str) and kind else "",
+                text,
+            ),
+        )
+
+    async def delete_agent(self, agent_id: str) -> None:
+        _no_nul("agent_id", agent_id)
+        await self._submit(_DELETE_AGENT, (agent_id,))
+
+    async def load_agents(self) -> list[dict]:
+        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM agents ORDER BY ord")]
+
+    # --- channels ---
+
+    async def put_channel(self, metadata: dict) -> None:
+        channel_id = _no_nul("channel_id", record_key("channel metadata", metadata, "channel_id"))
+        await self._submit(_CHANNEL, (channel_id, encode(f"channel metadata {channel_id!r}", metadata)))
+
+    async def load_channels(self) -> list[dict]:
+        return [json.loads(row[0]) for row in await self._fetch("SELECT metadata FROM channels ORDER BY ord")]
+
+    # --- WAL ---
+
+    async def append(self, channel_id: str, envelope_id: str, envelope_json: str) -> int:
+        _no_nul("channel_id", channel_id)
+        _no_nul("envelope_id", envelope_id)
+        _no_nul("envelope_json", envelope_json)
+        return await self._submit(_APPEND, (channel_id, envelope_id, envelope_json))
+
+    async def append_group(self, channel_id: str, items: list[tuple[str, str]]) -> list[int]:
+        """Append ``(envelope_id, envelope_json)`` pairs to one channel's WAL, all or none, in order;
+        returns their seqs. They commit with whatever else shares the batch, as ``append`` does."""
+        seen: set[str] = set()
+        for envelope_id, envelope_json in items:
+            _no_nul("envelope_id", envelope_id)
+            _no_nul("envelope_json", envelope_json)
+            if envelope_id in seen:
+                raise duplicate_envelope(envelope_id)
+            seen.add(envelope_id)
+        _no_nul("channel_id", channel_id)
+        if not items:
+            return []
+        return await self._submit(_APPEND_GROUP, (channel_id, tuple(items)))
+
+    async def wal_count(self, channel_id: str) -> int:
+        rows = await self._fetch("SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = $1", channel_id)
+        return int(rows[0][0])
+
+    async def wal_counts(self) -> dict[str, int]:
+        return {row[0]: int(row[1]) for row in await self._fetch(_WAL_HEADS)}
+
+    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[str]:
+        if since >= 0 and (until is None or until >= 0):
+            first, last = since + 1, until  # no count needed: seq = index + 1
+        else:
+            first, last = slice_seqs(await self.wal_count(channel_id), since, until)
+        if last is None:
+            rows = await self._fetch(
+                "SELECT envelope FROM wal WHERE channel_id = $1 AND seq >= $2 ORDER BY seq", channel_id, first
+            )
+        elif last < first:
+            return []
+        else:
+            rows = await self._fetch(_READ_BLOCK, channel_id, first, last)
+        return [row[0] for row in rows]
+
+    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, str]]:
+        if last_seq < first_seq:
+            return []
+        rows = await self._fetch(
+            "SELECT seq, envelope FROM wal WHERE channel_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
+            channel_id,
+            first_seq,
+            last_seq,
+        )
+        return [(int(row[0]), row[1]) for row in rows]
+
+    def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
+        """``read_wal_seq``'s JSON texts, read synchronously: the caller's thread waits for one indexed
+        range scan on the store's block-reading connection (its own thread and event loop)."""
+        if last_seq < first_seq:
+            return []
+        with self._block_lock:
+            if self._pool is None:
+                raise self._closed_error()
+            reader = self._block_reader
+            if reader is None:
+                asyncpg = _asyncpg()
+                kwargs = self._connect_kwargs()
+                reader = self._block_reader = _BlockReader(lambda: asyncpg.connect(**kwargs))
+        try:
+            rows = reader.fetch(
+                _READ_BLOCK, channel_id, first_seq, last_seq, timeout=(self._command_timeout or 60.0) + 5
+            )
+        except Exception as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
+        return [row[0] for row in rows]
+
+    async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
+        size = self._iter_batch
+        if channel_ids is None:
+            # Keyset pagination on (channel_id, seq): each batch is one primary-key range scan, and no
+            # transaction stays open between batches.
+            after: tuple[str, int] = ("", 0)
+            while True:
+                rows = await self._fetch(
+                    "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > ($1, $2) "
+                    "ORDER BY channel_id, seq LIMIT $3",
+                    *after,
+                    size,
+                )
+                for row in rows:
+                    yield row[0], int(row[1]), row[2]
+                if len(rows) < size:
+                    return
+                after = (rows[-1][0], int(rows[-1][1]))
+        for channel_id in channel_ids:
+            seq = 0
+            while True:
+                rows = await self._fetch(
+                    "SELECT seq, envelope FROM wal WHERE channel_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                    channel_id,
+                    seq,
+                    size,
+                )
+                for row in rows:
+                    yield channel_id, int(row[0]), row[1]
+                if len(rows) < size:
+                    break
+                seq = int(rows[-1][0])
+
+    async def find_seq(self, channel_id: str, envelope_id: str) -> int | None:
+        rows = await self._fetch(
+            "SELECT seq FROM wal WHERE envelope_id = $1 AND channel_id = $2", envelope_id, channel_id
+        )
+        return int(rows[0][0]) if rows else None
+
+    # --- audit ---
+
+    async def append_audit(self, record: dict) -> int:
+        if not isinstance(record, dict):
+            raise StoreError(f"audit record must be a dict, got {type(record).__name__}")
+        return await self._submit(_AUDIT, (encode("audit record", record),))
+
+    async def read_audit(self, *, since: int = 0, limit: int | None = None) -> list[tuple[int, dict]]:
+        rows = await self._fetch(
+            "SELECT pos, record FROM audit WHERE pos > $1 ORDER BY pos LIMIT $2",
+            since,
+            None if limit is None else max(limit, 0),
+        )
+        return [(int(row[0]), json.loads(row[1])) for row in rows]
+
+    # --- tasks ---
+
+    async def put_task(self, record: dict) -> None:
+        task_id = _no_nul("task_id", record_key("task record", record, "task_id"))
+        await self._submit(_TASK, (task_id, encode(f"task record {task_id!r}", record)))
+
+    async def load_tasks(self) -> list[dict]:
+        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM tasks ORDER BY ord")]
+
+    # --- delivery cursors ---
+
+    async def set_cursor(self, agent_id: str, channel_id: str, envelope_id: str) -> None:
+        _no_nul("agent_id", agent_id)
+        _no_nul("channel_id", channel_id)
+        _no_nul("envelope_id", envelope_id, empty_ok=True)
+        await self._submit(_CURSOR, (agent_id, channel_id, envelope_id))
+
+    async def load_cursors(self) -> dict[str, dict[str, str]]:
+        cursors: dict[str, dict[str, str]] = {}
+        for row in await self._fetch(
+            "SELECT agent_id, channel_id, envelope_id FROM cursors ORDER BY agent_id, channel_id"
+        ):
+            cursors.setdefault(row[0], {})[row[1]] = row[2]
+        return cursors
+
+    # --- knowledge ---
+
+    async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
+        _no_nul("agent_id", agent_id)
+        _no_nul("knowledge text", text, empty_ok=True)
+        _no_nul("knowledge source", source, empty_ok=True)
+        return await self._submit(_KNOWLEDGE, (agent_id, text, source, self._clock()))
+
+    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict]:
+        # Filtered here, not in SQL, exactly as the other stores do: casefold() folds all of Unicode.
+        needle = query.casefold()
+        found = [item for item in await self.list_knowledge(agent_id) if needle in item["text"].casefold()]
+        return found[: max(limit, 0)]
+
+    async def list_knowledge(self, agent_id: str) -> list[dict]:
+        rows = await self._fetch(
+            "SELECT id, text, source, at FROM knowledge WHERE agent_id = $1 ORDER BY id", agent_id
+        )
+        return [{"id": int(row[0]), "text": row[1], "source": row[2], "at": row[3]} for row in rows]
+
+    # --- turn records ---
+
+    async def put_turn(self, record: dict) -> None:
+        turn_id = _no_nul("turn_id", record_key("turn record", record, "turn_id"))
+        text = encode(f"turn record {turn_id!r}", record)
+        columns = []
+        for key in ("channel_id", "agent_id", "trigger_envelope_id"):
+            value = optional_text(record, key)
+            columns.append(None if value is None else _no_nul(f"turn record {key}", value, empty_ok=True))
+        await self._submit(_TURN, (turn_id, *columns, text))
+
+    async def list_turns(
+        self,
+        *,
+        channel_id: str | None = None,
+        agent_id: str | None = None,
+        trigger_envelope_id: str | None = None,
+        limit: int = 50,
+        agent_ids: Collection[str] | None = None,
+    ) -> list[dict]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("channel_id", channel_id),
+            ("agent_id", agent_id),
+            ("trigger_envelope_id", trigger_envelope_id),
+        ):
+            if value is not None:
+                params.append(value)
+                where.append(f"{column} = ${len(params)}")
+        if agent_ids is not None:
+            wanted = sorted({a for a in agent_ids if isinstance(a, str)})
+            if not wanted:
+                return []
+            params.append(wanted)
+            where.append(f"agent_id = ANY(${len(params)}::text[])")
+        sql = "SELECT record FROM turns"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        params.append(max(limit, 0))
+        sql += f" ORDER BY ord DESC LIMIT ${len(params)}"
+        return [json.loads(row[0]) for row in await self._fetch(sql, *params)]
+
+    # --- settings ---
+
+    async def get_meta(self, key: str) -> str | None:
+        rows = await self._fetch("SELECT value FROM meta WHERE key = $1", key)
+        return rows[0][0] if rows else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        _no_nul("meta key", key)
+        _no_nul(f"meta value for {key!r}", value, empty_ok=True)
+        await self._submit(_META, (key, value))
+
+
+__all__ = ["UPGRADES", "PostgresStore", "is_postgres_url", "redact_url", "schema_version"]
