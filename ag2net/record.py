@@ -107,6 +107,7 @@ def _wire_of(f: dataclasses.Field[Any]) -> Wire:
 
 _HINTS: dict[type, dict[str, Any]] = {}
 _SCALARS = (str, int, float, bool, type(None))
+_ATOMIC = frozenset(_SCALARS)
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -153,10 +154,10 @@ def copy_tree(value: Any) -> Any:
     """A fresh copy of a JSON-like tree (dicts, lists and tuples rebuilt, anything else ``deepcopy``-ed)."""
     kind = type(value)
     if kind is dict:
-        return {k: copy_tree(v) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMIC else copy_tree(v) for k, v in value.items()}
     if kind is list:
-        return [copy_tree(v) for v in value]
-    if kind in _SCALARS:
+        return [v if type(v) in _ATOMIC else copy_tree(v) for v in value]
+    if kind in _ATOMIC:
         return value
     if kind is tuple:
         return tuple(copy_tree(v) for v in value)
@@ -176,7 +177,8 @@ def _encode_expr(value: str, hint: Any, env: dict[str, Any]) -> str:
     if _is_enum(hint):
         name = f"_enum{len(env)}"
         env[name] = hint
-        return f"{name}({value}).value"
+        # a member writes its value; a plain value set on the record is checked by the enum
+        return f"({value}.value if type({value}) is {name} else {name}({value}).value)"
     origin, args = get_origin(hint), get_args(hint)
     if origin is list and args:
         if _is_record(args[0]):
