@@ -22,8 +22,8 @@ Where a class's wire form differs, a field says so with ``field(metadata=wire(..
 lenient refusal names the field). ``_wire_tag`` names a ``ClassVar`` written first (the events' ``"type"``).
 A class may still define its own ``to_dict``/``from_dict`` and call ``Record.to_dict(self)`` inside.
 
-``to_dict`` is compiled once per class into one dict literal (as ``dataclasses`` compiles ``__init__``), so a
-record costs what a hand-written method did.
+``to_dict`` is compiled once per class into one dict literal (as ``dataclasses`` compiles ``__init__``): as
+quick as a hand-written method that copies what it hands out (``asdict`` was 10-20 times slower).
 """
 
 from __future__ import annotations
