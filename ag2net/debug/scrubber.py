@@ -274,14 +274,16 @@ class Scrubber:
             late = fires(threshold + 0.001)
             if late is None:
                 continue  # nothing is waiting on this expectation after this seq
-            lo, hi = 0.0, threshold + 0.001
-            while hi - lo > 0.001:
-                mid = (lo + hi) / 2
-                if fires(mid) is None:
+            lo, hi = 0, int(threshold * 1_000_000) + 1000  # microseconds: never fires at lo, fires at hi
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fires(mid / 1_000_000) is None:
                     lo = mid
                 else:
                     hi = mid
-            entry.update(deadline=add_seconds(when, hi), overdue=False, violators=list(late.violator_ids))
+            entry.update(
+                deadline=add_seconds(when, hi / 1_000_000), overdue=False, violators=list(late.violator_ids)
+            )
             out.append(entry)
         return out
 
