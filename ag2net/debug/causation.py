@@ -273,7 +273,16 @@ async def causation_tree(
         chain.append((*parent, "root"))
     chain.reverse()
     root_cid, root_seq, root_env, _ = chain[0]
-    # down: everything the root led to
+    # down: everything the root led to, in the root's channel and in every channel sharing a participant
+    # with it (a causation_id may name an envelope of another channel)
+    members = set(hub.lookup_channel(root_cid).participant_ids())
+    related = [root_cid] + [
+        c
+        for c, md in list(hub.channels.items())
+        if c != root_cid and members.intersection(md.participant_ids())
+    ]
+    for c in related:
+        await space.channel(c)
     root = _node(root_cid, root_seq, root_env)
     nodes = {root.envelope_id: root}
     queue = [root]
@@ -282,10 +291,12 @@ async def causation_tree(
     while at < len(queue):
         node = queue[at]
         at += 1
-        idx = await space.channel(node.channel_id)
-        kids: list[tuple[str, str, str]] = [
-            (node.channel_id, kid, "causation") for kid in idx.children.get(node.envelope_id, ())
-        ]
+        own = node.channel_id
+        if own not in space.index:
+            await space.channel(own)
+        kids: list[tuple[str, str, str]] = []
+        for c in related if own in related else [own, *related]:
+            kids += [(c, kid, "causation") for kid in space.index[c].children.get(node.envelope_id, ())]
         for prompt_id, link in await space.delegated_under(node.envelope_id):
             hit = await space.find(prompt_id)
             if hit is not None:
