@@ -104,8 +104,9 @@ class VisibilityMatrix:
 class _Tagged:
     """The adapter's renderer with each text prefixed by its envelope id between two ``_MARK``s.
 
-    Pure, and equal to another tagging of the same renderer, so a ``WalLog``'s visibility index for it is
-    built once and reused."""
+    It renders ``None`` exactly where the adapter's renderer does, so it compares and hashes equal to it: a
+    ``WalLog`` then answers it from the visibility index it already keeps for the adapter's renderer (the
+    one the agents' windowed views use), instead of scanning the channel again."""
 
     __slots__ = ("render",)
 
@@ -119,10 +120,12 @@ class _Tagged:
         return text
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Tagged) and other.render == self.render
+        if isinstance(other, _Tagged):
+            return other.render == self.render
+        return self.render == other
 
     def __hash__(self) -> int:
-        return hash((_Tagged, self.render))
+        return hash(self.render)
 
 
 def _untag(text: str) -> tuple[list[str], str]:
