@@ -20,6 +20,11 @@ In a test module::
 Every module that declares the fixture shares one server per pytest process (reference counted), and it
 is stopped when the last of them is torn down (or at interpreter exit, whichever comes first). Tests get a
 fresh schema each (``await pg_server.fresh_url()``) so no test sees another's tables.
+
+The shared server runs with ``fsync=off``: the tests kill client processes, never the machine, so what
+the server acknowledged stays acknowledged, and creating a schema's tables or committing does not wait
+for the disk of a machine that other test runs share. ``PgServer(bindir)`` alone keeps PostgreSQL's
+defaults (bench/store.py uses it that way).
 """
 
 from __future__ import annotations
@@ -102,8 +107,9 @@ def _free_port() -> int:
 class PgServer:
     """One PostgreSQL cluster in a temp dir, serving ``127.0.0.1:<port>`` until ``stop()``."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, settings: dict[str, str] | None = None) -> None:
         self.bindir = bindir
+        self.settings = dict(settings or {})
         self.password = secrets.token_hex(12)
         self.port = 0
         self.root = Path(tempfile.mkdtemp(prefix="ag2net-pg-"))
@@ -160,6 +166,7 @@ class PgServer:
                 f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root} "
                 "-c max_connections=200"
             )
+            options += "".join(f" -c {key}={value}" for key, value in self.settings.items())
             result = self._run(
                 str(self.bindir / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data),
                 "-l", str(self.log), "-o", options,
@@ -171,9 +178,12 @@ class PgServer:
         else:
             raise self._fail("pg_ctl start (no free port)", result)
         self._running = True
-        result = self._run(
-            str(self.bindir / "createdb"), "-h", str(self.root), "-p", str(self.port), "-U", USER, DATABASE
-        )
+        createdb = [str(self.bindir / "createdb"), "-h", str(self.root), "-p", str(self.port), "-U", USER]
+        # A natural-language collation ('Zed' sorts after 'é'), as a production database often has, so
+        # the store's code-point ordering of ids is tested against one; the C locale where ICU is missing.
+        result = self._run(*createdb, "--locale-provider=icu", "--icu-locale=en", "-T", "template0", DATABASE)
+        if result.returncode != 0:
+            result = self._run(*createdb, DATABASE)
         if result.returncode != 0:
             self.stop()
             raise self._fail("createdb", result)
@@ -218,7 +228,9 @@ def _acquire() -> PgServer:
         if _shared is None:
             bindir = find_bindir()
             assert bindir is not None
-            server = PgServer(bindir)
+            # fsync=off: the tests kill clients, never the machine, and a commit the server acknowledged
+            # survives a killed client (or server) process without it; bench/store.py measures with fsync on.
+            server = PgServer(bindir, {"fsync": "off"})
             try:
                 server.start()
             except BaseException:

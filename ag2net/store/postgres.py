@@ -641,6 +641,10 @@ class PostgresStore:
     async def _transaction(self, conn: _Connection, ops: list[_Op]) -> list:
         committing = False
         try:
+            if self._one_statement(ops):
+                # A single statement commits on its own (atomically): one round trip instead of three.
+                committing = True
+                return await self._apply(conn, ops)
             await conn.execute("BEGIN")
             try:
                 results = await self._apply(conn, ops)
@@ -655,6 +659,17 @@ class PostgresStore:
             if conn.is_closed():
                 raise _Unsaved(exc, committing) from exc
             raise
+
+    @staticmethod
+    def _one_statement(ops: list[_Op]) -> bool:
+        """True when ``_apply`` runs ``ops`` as one SQL statement: a run of appends and append groups,
+        of audit records or of knowledge items, or a single upsert."""
+        first = ops[0][0]
+        if first in (_APPEND, _APPEND_GROUP):
+            return all(op[0] in (_APPEND, _APPEND_GROUP) for op in ops)
+        if first in (_AUDIT, _KNOWLEDGE):
+            return all(op[0] == first for op in ops)
+        return len(ops) == 1 and first in _UPSERT_SQL
 
     async def _one_by_one(self, conn: _Connection, ops: list[_Op]) -> list:
         committing = False
