@@ -39,7 +39,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from ag2net.ids import utc_now
 from ag2net.store.base import (
@@ -108,23 +108,22 @@ def is_postgres_url(text: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` query parameter)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        scheme = url.partition("://")[0] or "postgresql"
-        return f"{scheme}://…"
-    netloc = ""
-    if parts.username:
-        netloc = quote(unquote(parts.username), safe="") + "@"
-    if host:
-        netloc += f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    """``url`` without its password (in the user part or a ``password=`` query parameter), for messages."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "postgresql://…"
+    rest, _, _fragment = rest.partition("#")
+    rest, qmark, query = rest.partition("?")
+    slash = rest.find("/")
+    netloc, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at:
+        user = userinfo.partition(":")[0]
+        netloc = f"{user}@{hosts}" if user else hosts
+    if qmark:
+        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k.lower() != "password"]
+        query = urlencode(kept, safe="/,:")
+    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 
 
 def _where(url: str) -> tuple[str, str, str]:
@@ -419,7 +418,9 @@ class PostgresStore:
                     await self._upgrade(conn)
                 finally:
                     await pool.release(conn)
-                writer = await pool.acquire()
+                # The writer's own connection, outside the pool: a pooled one is taken back by the pool
+                # when its server session ends, and the writer reconnects on its own instead.
+                writer = await asyncpg.connect(**self._connect_kwargs())
             except BaseException as exc:
                 pool.terminate()
                 if isinstance(exc, StoreError):
@@ -442,7 +443,8 @@ class PostgresStore:
                 if schema is None:
                     raise StoreError(
                         f"the PostgreSQL database {self.where} has no schema to keep the store in (its "
-                        "search_path names none that exists); create the schema or fix ?search_path= in the URL"
+                        "search_path names none that exists and the user may use); create the schema, grant "
+                        "the user USAGE and CREATE on it, or fix ?search_path= in the URL"
                     )
                 tables = [
                     row[0]
@@ -537,11 +539,14 @@ class PostgresStore:
                 self._pool = None
                 writer, self._writer_conn = self._writer_conn, None
                 try:
-                    if writer is not None:
-                        await pool.release(writer)
                     await asyncio.wait_for(pool.close(), 10)
                 except Exception:
                     pool.terminate()
+                if writer is not None:
+                    try:
+                        await writer.close(timeout=5)
+                    except Exception:
+                        writer.terminate()
                 with self._block_lock:
                     block_reader, self._block_reader = self._block_reader, None
                 if block_reader is not None:
@@ -598,18 +603,14 @@ class PostgresStore:
 
     async def _writer(self) -> _Connection:
         conn = self._writer_conn
-        pool = self._pool
         if conn is not None and not conn.is_closed():
             return conn
-        if pool is None:
+        if self._pool is None:
             raise self._closed_error()
+        self._writer_conn = None
         if conn is not None:
-            self._writer_conn = None
-            try:
-                await pool.release(conn)
-            except Exception:
-                pass
-        conn = await pool.acquire()
+            conn.terminate()
+        conn = await _asyncpg().connect(**self._connect_kwargs())
         self._writer_conn = conn
         return conn
 
