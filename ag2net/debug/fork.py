@@ -7,9 +7,7 @@ up to ``at_seq`` and every participant's passport, resume, rule and skill card; 
 hub's would. Identities keep their ids and names, envelopes their ids and times, so the sandbox's WAL is
 the source's prefix envelope for envelope. The channel's lifecycle is the one the prefix shows (pending
 until it was opened, with the invitees who had not acked yet; closed if the prefix holds the close).
-Nothing is written to the source.
-
-Replaying the agents' turns in the sandbox (``replay``/``compare`` of issue 12, item 1) is not built yet.
+Nothing is written to the source. ``ag2net.debug.replay`` drives the sandbox's agents on from there.
 """
 
 from __future__ import annotations

@@ -1,0 +1,93 @@
+"""Replay and compare (``ag2net.debug.replay``/``compare``) on a fork of the demo's conversation: with no
+overrides and replay models the original transcript comes back exactly (determinism); a different model
+for one agent diverges at its first reply; a narrower view changes that agent's projected history while the
+transcript stays the same; the source hub is never written."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from ag2net import Hub, HubClient, ScriptedModel
+from ag2net.debug import fork
+from ag2net.debug.replay import Override, ReplayModel, compare, replay
+from ag2net.demo import start_demo
+
+
+@pytest.fixture
+async def demo_hub() -> Any:
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hc = HubClient.local(hub)
+    demo = await start_demo(hc)
+    await asyncio.wait_for(demo.run(), timeout=15)
+    await demo.close()
+    cid = next(c for c, step in demo.steps.items() if step == "pairing")
+    yield hub, cid, demo
+    await hc.close()
+    await hub.close()
+
+
+async def test_forking_the_demo_conversation_at_seq_1_replays_it_exactly(demo_hub):
+    hub, cid, demo = demo_hub
+    before = (await hub.store.read_wal(cid), len(await hub.list_turns(limit=1000)))
+    async with await fork(hub, cid, 1) as box:
+        result = await replay(hub, box, timeout=30)
+        diff = compare(result)
+    assert (result.stopped, result.first_divergence) == ("original replayed", None)
+    assert diff.identical and diff.why == "" and len(diff.rows) == 20
+    assert [(e.sender_id, e.event_type, e.event_data) for e in result.replayed] == [
+        (e.sender_id, e.event_type, e.event_data) for e in result.original
+    ]
+    # every turn saw the same history, input and tools and gave the same reply
+    assert len(diff.turns) == len(result.original_turns) == 15
+    assert diff.first_turn is None and all(t["history_same"] and t["reply_same"] for t in diff.turns)
+    assert all(isinstance(m, ReplayModel) and m.diverged is None for m in result.models.values())
+    assert (await hub.store.read_wal(cid), len(await hub.list_turns(limit=1000))) == before
+
+
+async def test_another_model_for_the_critic_diverges_at_its_first_reply(demo_hub):
+    hub, cid, demo = demo_hub
+    critic = demo["critic"].agent_id
+    async with await fork(hub, cid, 1) as box:
+        result = await replay(
+            hub,
+            box,
+            overrides={"critic": Override(model=ScriptedModel("I disagree.", loop=True))},
+            timeout=30,
+        )
+        diff = compare(result)
+    assert result.first_divergence == 4 and result.stopped == "diverged"
+    row = diff.rows[4]
+    assert row["original"]["sender_id"] == row["replayed"]["sender_id"] == critic
+    assert row["replayed"]["event_data"] == {"text": "I disagree."}
+    assert (diff.first_divergence, diff.why) == (4, "different reply")
+    assert diff.first_turn is not None and diff.first_turn["agent_id"] == critic
+    assert diff.turn_why == "different reply"
+
+
+async def test_a_narrower_view_changes_the_history_not_the_transcript(demo_hub):
+    hub, cid, demo = demo_hub
+    critic = demo["critic"].agent_id
+    view = {"name": "windowed_summary", "recent_n": 2}
+    async with await fork(hub, cid, 1) as box:
+        result = await replay(hub, box, overrides={critic: Override(view=view)}, timeout=30)
+        diff = compare(result)
+        assert box.hub.lookup_channel(cid).knobs["view_policies"] == {critic: view}
+    assert diff.identical  # the replay model answers the same inputs the same way
+    first = diff.first_turn
+    assert first is not None and first["agent_id"] == critic and diff.turn_why == "different history"
+    assert (
+        first["turn"] == 3 and first["inputs_same"]
+    )  # two earlier messages fit a window of two and first["reply_same"]
+    removed = first["history_delta"]["removed"]
+    assert removed and all(e["type"] == "model_request" or e["type"] == "model_message" for e in removed)
+    assert first["history_delta"]["added"][0]["type"] == "compaction_summary"
+
+
+async def test_an_override_for_a_stranger_is_refused(demo_hub):
+    hub, cid, _ = demo_hub
+    async with await fork(hub, cid, 1) as box:
+        with pytest.raises(ValueError, match=r"^override names 'zed', which is not an agent of the sandbox$"):
+            await replay(hub, box, overrides={"zed": Override(system_prompt="hi")})
