@@ -1,6 +1,8 @@
 """Store throughput and read latency: appends/s (sequential and pipelined, fsync off and on) and WAL reads.
 
 Run ``python bench/store.py`` (``--quick`` for smaller runs); every figure is printed as one JSON line.
+``--postgres URL`` or ``--postgres-local`` adds PostgreSQL figures beside SQLite's: store appends and hub
+admission with 1 and 64 in flight, reads, and hub hydrate of 100k posts (``--skip-sqlite`` for those only).
 """
 
 from __future__ import annotations
@@ -219,10 +221,250 @@ async def bench_reads(root: Path, n_channel: int, n_big: int, n_channels: int) -
         )
 
 
+# --- PostgreSQL, beside SQLite (``--postgres URL`` or ``--postgres-local``) ---
+
+
+class PgTarget:
+    """Fresh schemas on one PostgreSQL database for the bench cases; dropped again by ``cleanup()``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.schemas: list[str] = []
+
+    async def fresh(self, name: str) -> str:
+        import asyncpg
+
+        schema = f"ag2net_bench_{os.getpid()}_{name}"
+        conn = await asyncpg.connect(self.url)
+        try:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            await conn.execute(f"CREATE SCHEMA {schema}")
+        finally:
+            await conn.close()
+        self.schemas.append(schema)
+        return f"{self.url}{'&' if '?' in self.url else '?'}search_path={schema}"
+
+    async def settings(self) -> dict[str, str]:
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url)
+        try:
+            names = ("server_version", "fsync", "synchronous_commit", "shared_buffers", "wal_level")
+            return {n: await conn.fetchval(f"SHOW {n}") for n in names}
+        finally:
+            await conn.close()
+
+    async def cleanup(self) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url)
+        try:
+            for schema in self.schemas:
+                await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        finally:
+            await conn.close()
+
+
+async def hub_admission(store, n: int, in_flight: int) -> tuple[float, int]:
+    """Posts/s through a Hub on ``store`` (each acknowledged = committed), ``in_flight`` posts at a time."""
+    from ag2net.client import HubClient
+    from ag2net.hub import Hub
+    from ag2net.identity import Passport
+
+    hub = await Hub.open(store, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    try:
+        hc = HubClient.local(hub)
+        ana = await hc.register_human(Passport(name="ana", kind="human"))
+        await hc.register_human(Passport(name="ben", kind="human"))
+        cid = (await ana.open(type="conversation", target="ben")).channel_id
+
+        async def poster(k: int) -> None:
+            for i in range(k, n, in_flight):
+                await ana.send(cid, f"message {i}: hello there")
+
+        start = time.perf_counter()
+        await asyncio.gather(*(poster(k) for k in range(in_flight)))
+        elapsed = time.perf_counter() - start
+        return elapsed, hub.wal_count(cid)
+    finally:
+        await hub.close()
+
+
+async def hub_hydrate(make_store, channels: int, per_channel: int) -> dict[str, float]:
+    """Seconds to reopen a Hub on a store of ``channels * per_channel`` posts: after a clean close and as
+    after a crash (no shutdown snapshot: every live channel's WAL is read and folded)."""
+    from ag2net.client import HubClient
+    from ag2net.hub import Hub
+    from ag2net.hub.hub import SNAPSHOT_KEY
+    from ag2net.identity import Passport
+
+    quiet = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
+    hub = await Hub.open(make_store(), **quiet)
+    hc = HubClient.local(hub)
+    a = await hc.register_human(Passport(name="writer", kind="human"))
+    await hc.register_human(Passport(name="reader", kind="human"))
+    cids = [(await a.open(type="conversation", target="reader")).channel_id for _ in range(channels)]
+    sem = asyncio.Semaphore(256)
+
+    async def one(cid: str, i: int) -> None:
+        async with sem:
+            await a.send(cid, f"hydrate filler {i} " + "x" * 80)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(cid, i) for i in range(per_channel) for cid in cids))
+    fill_s = time.perf_counter() - start
+    await hub.close()
+    start = time.perf_counter()
+    hub = await Hub.open(make_store(), **quiet)
+    clean_s = time.perf_counter() - start
+    total = sum(hub.wal_count(c) for c in cids)
+    await hub.close()
+    store = make_store()
+    await store.open()
+    await store.set_meta(SNAPSHOT_KEY, "")
+    await store.close()
+    start = time.perf_counter()
+    hub = await Hub.open(make_store(), **quiet)
+    crash_s = time.perf_counter() - start
+    await hub.close()
+    return {
+        "envelopes": total,
+        "fill_s": round(fill_s, 2),
+        "clean_close_s": round(clean_s, 3),
+        "crash_fold_all_s": round(crash_s, 3),
+    }
+
+
+async def bench_postgres(root: Path, target: PgTarget, n: int, n_big: int, hydrate: int) -> None:
+    """Store appends (1 and 64 in flight), hub admission (1 and 64 in flight), reads, and hub hydrate, on
+    PostgreSQL and, for the hub-level cases, on SQLite with the same workload."""
+    from ag2net.store import PostgresStore
+
+    emit(case="postgres_server", **await target.settings())
+    for mode in ("sequential", "pipelined_64"):
+        items = make_envelopes([make_id(), make_id()], n)
+        async with PostgresStore(await target.fresh(f"append_{mode}")) as store:
+            if mode == "sequential":
+                elapsed, first, last = await append_sequential(store, items)
+                extra = {"first_tenth_us": round(first, 1), "last_tenth_us": round(last, 1)}
+            else:
+                elapsed = await append_pipelined(store, items)
+                extra = {}
+        emit(case=f"append_{mode}", store="postgres", n=n, per_s=round(n / elapsed), **extra)
+
+    for in_flight in (1, 64):
+        for kind in ("sqlite", "postgres"):
+            if kind == "sqlite":
+                store = SqliteStore(root / f"admission-{in_flight}.db")
+            else:
+                store = PostgresStore(await target.fresh(f"admission_{in_flight}"))
+            elapsed, count = await hub_admission(store, n, in_flight)
+            emit(
+                case="hub_admission",
+                store=kind,
+                in_flight=in_flight,
+                n=n,
+                posts_per_s=round(n / elapsed),
+                wal=count,
+            )
+
+    # Reads: one channel of n rows, a big channel of n_big rows, n_big rows in 100 channels.
+    url = await target.fresh("reads")
+    channel, big = make_id(), make_id()
+    channels = [make_id() for _ in range(100)]
+    async with PostgresStore(url) as store:
+        await append_pipelined(store, make_envelopes([channel], n))
+        await append_pipelined(store, make_envelopes([big], n_big))
+        start = time.perf_counter()
+        await append_pipelined(store, make_envelopes(channels, n_big))
+        emit(
+            case="append_pipelined_64",
+            store="postgres",
+            n=n_big,
+            channels=100,
+            per_s=round(n_big / (time.perf_counter() - start)),
+        )
+    async with PostgresStore(url) as store:  # reopened: nothing cached in the process
+        first, best = await timed(lambda: store.read_wal(channel))
+        assert len(await store.read_wal(channel)) == n
+        emit(case="read_wal", store="postgres", rows=n, first_ms=round(first, 2), best_ms=round(best, 2))
+        first, best = await timed(lambda: store.read_wal(channel, since=-10))
+        emit(
+            case="read_wal_last_10",
+            store="postgres",
+            rows=n,
+            first_ms=round(first, 3),
+            best_ms=round(best, 3),
+        )
+        middle = n_big // 2
+        first, best = await timed(lambda: store.read_wal_seq(big, middle, middle + 99), repeat=5)
+        emit(
+            case="read_wal_seq_100",
+            store="postgres",
+            wal_rows=n_big,
+            first_ms=round(first, 3),
+            best_ms=round(best, 3),
+        )
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            assert len(store.read_wal_block(big, middle, middle + 99)) == 100
+            times.append((time.perf_counter() - start) * 1000)
+        emit(
+            case="read_wal_block_100",
+            store="postgres",
+            wal_rows=n_big,
+            first_ms=round(times[0], 3),
+            best_ms=round(min(times), 3),
+        )
+        start = time.perf_counter()
+        counts = await store.wal_counts()
+        emit(
+            case="wal_counts",
+            store="postgres",
+            channels=len(counts),
+            ms=round((time.perf_counter() - start) * 1000, 2),
+        )
+        start = time.perf_counter()
+        seen = 0
+        async for _ in store.iter_wal(channels):
+            seen += 1
+        assert seen == n_big
+        emit(
+            case="iter_wal_listed_channels",
+            store="postgres",
+            rows=seen,
+            channels=100,
+            ms=round((time.perf_counter() - start) * 1000, 1),
+        )
+
+    if hydrate:
+        per_channel = max(1, hydrate // 100)
+        path = root / "hydrate.db"
+        figures = await hub_hydrate(lambda: SqliteStore(path), 100, per_channel)
+        emit(case="hub_hydrate", store="sqlite", channels=100, **figures)
+        url = await target.fresh("hydrate")
+        figures = await hub_hydrate(lambda: PostgresStore(url), 100, per_channel)
+        emit(case="hub_hydrate", store="postgres", channels=100, **figures)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test of the script)")
     parser.add_argument("--dir", help="directory for the database files (default: a temporary directory)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also bench PostgreSQL on this database (postgresql://user:password@host/dbname; in schemas "
+        "ag2net_bench_*, dropped after)",
+    )
+    parser.add_argument(
+        "--postgres-local",
+        action="store_true",
+        help="also bench PostgreSQL on a throwaway server started here (tests/pg_server.py, default settings)",
+    )
+    parser.add_argument("--skip-sqlite", action="store_true", help="skip the SQLite-only sections")
+    parser.add_argument("--hydrate", type=int, default=None, help="posts for the hub hydrate case (0: skip)")
     args = parser.parse_args()
     n, n_fsync, n_big = (2000, 200, 10_000) if args.quick else (20_000, 20_000, 100_000)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -234,8 +476,38 @@ async def main() -> None:
             cpus=os.cpu_count(),
             dir=str(root),
         )
-        await bench_appends(root, n, n_fsync)
-        await bench_reads(root, n, n_big, 100)
+        if not args.skip_sqlite:
+            await bench_appends(root, n, n_fsync)
+            await bench_reads(root, n, n_big, 100)
+        if args.postgres or args.postgres_local:
+            await run_postgres(root, args, n, n_big)
+
+
+async def run_postgres(root: Path, args: argparse.Namespace, n: int, n_big: int) -> None:
+    hydrate = args.hydrate if args.hydrate is not None else (10_000 if args.quick else 100_000)
+    server = None
+    url = args.postgres
+    if args.postgres_local:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from pg_server import PgServer, find_bindir, skip_reason
+
+        reason = skip_reason()
+        if reason is not None:
+            emit(case="postgres_skipped", reason=reason)
+            return
+        bindir = find_bindir()
+        assert bindir is not None
+        server = PgServer(bindir)
+        server.start()
+        url = server.url()
+    target = PgTarget(url)
+    try:
+        await bench_postgres(root, target, n, n_big, hydrate)
+    finally:
+        if server is not None:
+            server.stop()
+        else:
+            await target.cleanup()
 
 
 if __name__ == "__main__":
