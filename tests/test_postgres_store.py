@@ -350,3 +350,32 @@ async def test_a_hub_opens_on_a_postgresql_url(url):
         await hub.close()
     async with PostgresStore(url) as store:
         assert await store.find_seq(conv.channel_id, sent) == await store.wal_count(conv.channel_id)
+
+
+# --- read-only (for ``ag2net wal``) ---
+
+
+async def test_a_read_only_store_reads_and_never_writes(url):
+    with pytest.raises(StoreError, match="holds no ag2net store") as caught:
+        await PostgresStore(url, read_only=True).open()
+    one_sentence(str(caught.value))
+    conn = await raw(url)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 0
+    finally:
+        await conn.close()
+    async with PostgresStore(url) as store:
+        await store.put_channel({"channel_id": "c1"})
+        await store.append_group("c1", [("e1", "{}"), ("e2", "[]")])
+    async with PostgresStore(url, read_only=True) as store:
+        assert await store.load_channels() == [{"channel_id": "c1"}]
+        assert await store.read_wal("c1") == ["{}", "[]"]
+        assert store.read_wal_block("c1", 2, 2) == ["[]"]
+        for write in (store.append("c1", "e3", "{}"), store.set_meta("k", "v")):
+            with pytest.raises(StoreError, match="open read-only"):
+                await write
+        # The server itself refuses a write on the store's sessions.
+        with pytest.raises(StoreError, match="read-only transaction"):
+            await store._fetch("INSERT INTO meta (key, value) VALUES ('k', 'v') RETURNING key")
+    async with PostgresStore(url) as store:
+        assert await store.get_meta("k") is None and await store.wal_count("c1") == 2

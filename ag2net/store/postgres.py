@@ -356,6 +356,7 @@ class PostgresStore:
         iter_batch: int = 4096,
         connect_timeout: float = 10.0,
         command_timeout: float | None = 60.0,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(url, str) or not is_postgres_url(url):
             raise StoreError(
@@ -375,6 +376,7 @@ class PostgresStore:
         self._iter_batch = max(1, iter_batch)
         self._connect_timeout = connect_timeout
         self._command_timeout = command_timeout
+        self.read_only = read_only
         self._open_lock = asyncio.Lock()
         self._pool: _Pool | None = None
         self._writer_conn: _Connection | None = None
@@ -399,7 +401,15 @@ class PostgresStore:
     # --- open / close ---
 
     def _connect_kwargs(self) -> dict[str, Any]:
-        return {"dsn": self.url, "timeout": self._connect_timeout, "command_timeout": self._command_timeout}
+        kwargs: dict[str, Any] = {
+            "dsn": self.url,
+            "timeout": self._connect_timeout,
+            "command_timeout": self._command_timeout,
+        }
+        if self.read_only:
+            # The server refuses every write of these sessions, whatever this code does.
+            kwargs["server_settings"] = {"default_transaction_read_only": "on"}
+        return kwargs
 
     async def open(self) -> None:
         async with self._open_lock:
@@ -415,12 +425,12 @@ class PostgresStore:
             try:
                 conn = await pool.acquire()
                 try:
-                    await self._upgrade(conn)
+                    await (self._check_version(conn) if self.read_only else self._upgrade(conn))
                 finally:
                     await pool.release(conn)
                 # The writer's own connection, outside the pool: a pooled one is taken back by the pool
                 # when its server session ends, and the writer reconnects on its own instead.
-                writer = await asyncpg.connect(**self._connect_kwargs())
+                writer = None if self.read_only else await asyncpg.connect(**self._connect_kwargs())
             except BaseException as exc:
                 pool.terminate()
                 if isinstance(exc, StoreError):
@@ -432,7 +442,31 @@ class PostgresStore:
             self._pool = pool
             self._writer_conn = writer
             self._pending = []
-            self._accepting = True
+            self._accepting = not self.read_only
+
+    async def _check_version(self, conn: _Connection) -> None:
+        """Read-only: the database must hold an ag2net store of this code's schema version."""
+        target = schema_version()
+        schema = await conn.fetchval("SELECT current_schema()")
+        exists = schema is not None and await conn.fetchval(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = $2", schema, _VERSION_TABLE
+        )
+        if not exists:
+            raise StoreError(
+                f"the PostgreSQL database {self.where} holds no ag2net store (no {_VERSION_TABLE} table in "
+                f"schema {schema!r}); give the URL of a database ag2net serve or ag2net tui wrote"
+            )
+        version = int(await conn.fetchval(f"SELECT COALESCE(MAX(version), 0) FROM {_VERSION_TABLE}"))
+        if version > target:
+            raise StoreError(
+                f"the PostgreSQL database {self.where} has schema version {version}, newer than the "
+                f"version {target} this ag2net understands; upgrade ag2net or use another database"
+            )
+        if version < target:
+            raise StoreError(
+                f"the PostgreSQL database {self.where} has schema version {version}, older than the version "
+                f"{target} this ag2net reads; open it once with ag2net serve or ag2net tui to upgrade it"
+            )
 
     async def _upgrade(self, conn: _Connection) -> None:
         target = schema_version()
@@ -557,6 +591,8 @@ class PostgresStore:
         await self._submit(_BARRIER, ())
 
     def _closed_error(self) -> StoreError:
+        if self.read_only and self._pool is not None:
+            return StoreError(f"the store {self.where} is open read-only; open it without read_only to write")
         return StoreError(f"the store {self.where} is not open; await store.open() first")
 
     # --- the writer ---
