@@ -205,7 +205,7 @@ The envelope exactly as stored in the WAL.
         if action == "open_causation":
             return bool(self.envelope.causation_id)
         if action == "back":
-            return True if self.history else None
+            return bool(self.history)  # shown only when there is somewhere to go back to
         return True
 
     def action_close(self) -> None:

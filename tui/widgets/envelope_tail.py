@@ -670,11 +670,13 @@ The header's right end counts the rows shown and says *match k of n* while searc
             ("time", 8),
             ("sender", 9),
             ("etype", 14),
+            ("channel", 9 if self.show_channel else 0),  # con…·9272: the id's tail stays
             ("channel", 0),
         )
         for name, value in steps:
-            # the last resort (dropping the channel) only when the preview would be nearly gone
-            wanted = 14 if name == "channel" and value == 0 else 28
+            # the channel narrows before the preview gets short, and goes only when the preview would
+            # be nearly gone: in the all-channels tail it is what tells the rows' channels apart
+            wanted = {9: 14, 0: 6}.get(value, 28) if name == "channel" else 28
             if cols.preview_width(width) >= wanted:
                 break
             setattr(cols, name, value)
