@@ -28,6 +28,8 @@ else:
 
 log = logging.getLogger(__name__)
 
+_ANYONE = ["*"]  # the default inbound_from: every sender
+
 
 class Delivery(HubShape):
     """Mixin of ``Hub``: from an admitted envelope to each recipient's connection."""
@@ -82,15 +84,23 @@ class Delivery(HubShape):
         (``_dispatch_denied``, see ``ArbiterSeat``) they replace the default ``inbound_from`` rule."""
         sender_id = env.sender_id
         denied = self._dispatch_denied
+        audience = env.audience
         recipients = (
-            env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
+            audience
+            if audience is not None
+            else [p.agent_id for p in md.participants if p.agent_id != sender_id]
         )
         if not recipients:
             return
         counted = not is_protocol_event(env.event_type)
+        envelope_id = env.envelope_id
+        agents = self.agents
+        bindings = self._bindings
+        mailboxes = self._mailboxes
+        unacked = self._unacked
         sender_name = None
         for rid in recipients:
-            rec = self.agents.get(rid)
+            rec = agents.get(rid)
             if rec is None:
                 continue
             if denied is not None:
@@ -98,21 +108,24 @@ class Delivery(HubShape):
                     continue
             elif rid != sender_id:
                 inbound = rec.rule.access.inbound_from
-                if inbound != ["*"]:
+                if inbound != _ANYONE:
                     if sender_name is None:
                         sender_name = self.name_for(sender_id)
                     if not rules.matches_any(sender_name, inbound):
                         continue
-            endpoint = self._bindings.get(rid)
+            endpoint = bindings.get(rid)
             if endpoint is None:
                 continue
             if counted:
-                pending = self._unacked.setdefault(rid, set())
-                pending.add(env.envelope_id)
-                self._check_pressure(rid, rec, len(pending))
-            mailbox = self._mailboxes.get(rid)
+                pending = unacked.get(rid)
+                if pending is None:
+                    pending = unacked[rid] = set()
+                pending.add(envelope_id)
+                if rec.rule.limits.inbox.max_pending > 0:
+                    self._check_pressure(rid, rec, len(pending))
+            mailbox = mailboxes.get(rid)
             if mailbox is None:
-                mailbox = self._mailboxes[rid] = Mailbox(rid, endpoint, self._dispatch_failed)
+                mailbox = mailboxes[rid] = Mailbox(rid, endpoint, self._dispatch_failed)
             mailbox.put(env)
 
     def _check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:
@@ -154,7 +167,9 @@ class Delivery(HubShape):
             if recipient_id in self._pressure_fired:
                 self._check_pressure(recipient_id, self.agents[recipient_id], len(pending))
         if channel_id:
-            cursors = self._cursors.setdefault(recipient_id, {})
+            cursors = self._cursors.get(recipient_id)
+            if cursors is None:
+                cursors = self._cursors[recipient_id] = {}
             if envelope_id > cursors.get(channel_id, ""):
                 cursors[channel_id] = envelope_id
                 self._dirty_cursors.add((recipient_id, channel_id))

@@ -1,15 +1,14 @@
 """Delivery: one priority mailbox per recipient, drained by its own task into the bound endpoint.
 
 Each mailbox serves ``urgent`` before ``normal`` before ``background``, FIFO within a level
-(SPEC §3.1). Posting never waits on a slow recipient: the poster only pushes onto the heap.
+(SPEC §3.1). Posting never waits on a slow recipient: the poster only appends to the mailbox.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,13 +16,19 @@ from ag2net.envelope import PRIORITY_RANK, Envelope
 
 log = logging.getLogger(__name__)
 
-_counter = itertools.count()
+_RANK = PRIORITY_RANK
+_LEVELS = max(PRIORITY_RANK.values()) + 1
 
 
 class Mailbox:
-    """Pending deliveries of one recipient."""
+    """Pending deliveries of one recipient.
 
-    __slots__ = ("_heap", "_task", "_wake", "endpoint", "on_failed", "recipient_id")
+    One FIFO per priority level (``PRIORITY_RANK``: urgent, normal, background); the pump serves the most
+    urgent non-empty level first. An idle pump waits on one future that the next ``put`` resolves (an
+    ``asyncio.Event`` would make a future, a waiter list and a loop over it per delivery).
+    """
+
+    __slots__ = ("_levels", "_size", "_task", "_waiter", "endpoint", "on_failed", "recipient_id")
 
     def __init__(
         self,
@@ -34,27 +39,40 @@ class Mailbox:
         self.recipient_id = recipient_id
         self.endpoint = endpoint
         self.on_failed = on_failed
-        self._heap: list[tuple[int, int, Envelope]] = []
-        self._wake = asyncio.Event()
+        self._levels: tuple[deque[Envelope], ...] = tuple(deque() for _ in range(_LEVELS))
+        self._size = 0
+        self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return self._size
 
     def put(self, envelope: Envelope) -> None:
-        heapq.heappush(self._heap, (PRIORITY_RANK.get(envelope.priority, 1), next(_counter), envelope))
-        self._wake.set()
-        if self._task is None:
+        self._levels[_RANK.get(envelope.priority, 1)].append(envelope)
+        self._size += 1
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        elif self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._pump())
 
+    def _pop(self) -> Envelope | None:
+        for level in self._levels:
+            if level:
+                self._size -= 1
+                return level.popleft()
+        return None
+
     async def _pump(self) -> None:
-        heap = self._heap
+        loop = asyncio.get_running_loop()
         while True:
-            if not heap:
-                self._wake.clear()
-                await self._wake.wait()
+            envelope = self._pop()
+            if envelope is None:
+                waiter = self._waiter = loop.create_future()
+                await waiter
                 continue
-            envelope = heapq.heappop(heap)[2]
             endpoint = self.endpoint
             if endpoint is None:
                 continue
@@ -66,10 +84,13 @@ class Mailbox:
                 await self.on_failed(envelope, self.recipient_id, exc)
 
     def clear(self) -> None:
-        self._heap.clear()
+        for level in self._levels:
+            level.clear()
+        self._size = 0
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        self._waiter = None
         if task is not None:
             task.cancel()
             try:
