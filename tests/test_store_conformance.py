@@ -647,6 +647,7 @@ async def test_open_store_maps_the_backend_target(backend):
 async def test_the_hub_keeps_its_network_across_a_restart(backend):
     from ag2net import HubClient, Passport
     from ag2net.hub import Hub
+    from ag2net.views import FullTranscript
 
     quiet = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
     hub = await Hub.open(backend.make(), cache_mb=0.05, wal_window=10, **quiet)
@@ -670,8 +671,29 @@ async def test_the_hub_keeps_its_network_across_a_restart(backend):
     finally:
         await hub.close()
 
-    hub = await Hub.open(backend.make(), cache_mb=0.05, wal_window=10, **quiet)
+    store = backend.make()
+    block_reads: list[tuple[int, int]] = []
+    read_block = store.read_wal_block  # type: ignore[attr-defined]
+
+    def counted(channel_id: str, first: int, last: int) -> list[str]:
+        block_reads.append((first, last))
+        return read_block(channel_id, first, last)
+
+    store.read_wal_block = counted  # type: ignore[attr-defined]
+    hub = await Hub.open(store, cache_mb=0.05, wal_window=10, **quiet)
     try:
+        # A projection reaching below the resident envelopes reads them back through read_wal_block.
+        render = hub.adapter_for(conv.channel_id).render_envelope
+        whole = await hub.read_wal(conv.channel_id)
+        for at in (5, 30):
+            sliced = await hub.read_wal_until(conv.channel_id, before[at])
+            projected = await FullTranscript().project(
+                sliced, participant_id=ben.agent_id, render_envelope=render
+            )
+            assert projected == await FullTranscript().project(
+                whole[:at], participant_id=ben.agent_id, render_envelope=render
+            )
+        assert block_reads, "the bounded cache never read older envelopes back from the store"
         assert [e.envelope_id for e in await hub.read_wal(conv.channel_id)] == before
         assert hub.wal_count(conv.channel_id) == count
         assert hub.lookup_channel(conv.channel_id).channel_id == conv.channel_id
