@@ -114,7 +114,13 @@ class Envelope:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        try:
+            text = _fast_json(self)
+        except (TypeError, ValueError, RecursionError):  # json.dumps says what (NaN is allowed here)
+            text = None
+        if text is None:
+            return json.dumps(self.to_dict(), sort_keys=True)
+        return text
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Envelope:
@@ -363,15 +369,95 @@ def check_event_data(event_data: Any) -> str:
     return encoded
 
 
+# The envelope's JSON is what ``json.dumps(env.to_dict(), sort_keys=True)`` writes (ag2's ``to_json``), byte
+# for byte. Its keys are fixed, so the fast path below writes them as literals and encodes only the values
+# (the C encoder spent most of its time on the 14 keys and their sorting); an envelope with a field of an
+# unexpected type (a str subclass, a bool depth...) takes the json module's path instead.
+_encode_str = json.encoder.encode_basestring_ascii
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_json_default = json.JSONEncoder().default
+
+
+def _sorted_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, allow_nan=False)``, without building a ``JSONEncoder`` per call."""
+    if _c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    # a fresh markers dict per call: the C encoder leaves its entries behind when it raises
+    encoder = _c_make_encoder({}, _json_default, _encode_str, None, ": ", ", ", True, False, False)
+    return "".join(encoder(value, 0))
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return _encode_str(value)
+    return None
+
+
+def _fast_json(env: Envelope) -> str | None:
+    """The envelope's sorted-keys JSON (``allow_nan=False`` in ``event_data``), or ``None`` when a field's
+    type is not the plain one (then the caller encodes with ``json.dumps``). Raises as ``json.dumps`` does
+    for an ``event_data`` json cannot encode."""
+    channel_id = env.channel_id
+    sender_id = env.sender_id
+    event_type = env.event_type
+    envelope_id = env.envelope_id
+    created_at = env.created_at
+    priority = env.priority
+    depth = env.depth
+    ttl = env.ttl_seconds
+    event_data = env.event_data
+    if (
+        type(channel_id) is not str
+        or type(sender_id) is not str
+        or type(event_type) is not str
+        or type(envelope_id) is not str
+        or type(created_at) is not str
+        or type(priority) is not str
+        or type(depth) is not int
+        or type(event_data) is not dict
+    ):
+        return None
+    if ttl is None:
+        ttl_text = "null"
+    elif type(ttl) is int:
+        ttl_text = int.__repr__(ttl)
+    else:
+        return None
+    audience = env.audience
+    if audience is None:
+        audience_text = "null"
+    elif type(audience) is list and all(type(a) is str for a in audience):
+        audience_text = "[" + ", ".join([_encode_str(a) for a in audience]) + "]"
+    else:
+        return None
+    causation = _opt_str(env.causation_id)
+    idempotency = _opt_str(env.idempotency_key)
+    task = _opt_str(env.task_id)
+    trace = _opt_str(env.trace_id)
+    if causation is None or idempotency is None or task is None or trace is None:
+        return None
+    return (
+        f'{{"audience": {audience_text}, "causation_id": {causation}, "channel_id": {_encode_str(channel_id)}, '
+        f'"created_at": {_encode_str(created_at)}, "depth": {int.__repr__(depth)}, '
+        f'"envelope_id": {_encode_str(envelope_id)}, "event_data": {_sorted_json(event_data)}, '
+        f'"event_type": {_encode_str(event_type)}, "idempotency_key": {idempotency}, '
+        f'"priority": {_encode_str(priority)}, "sender_id": {_encode_str(sender_id)}, "task_id": {task}, '
+        f'"trace_id": {trace}, "ttl_seconds": {ttl_text}}}'
+    )
+
+
 def encode_envelope(env: Envelope) -> str:
     """The envelope's wire JSON (sorted keys), checking ``event_data`` on the way (one encode, not two).
 
     Raises ``ProtocolError`` naming the field when ``event_data`` is not JSON, is over 1 MiB, or holds a
     string with a lone surrogate (text no store can encode).
     """
-    d = env.to_dict()
     try:
-        text = json.dumps(d, sort_keys=True, allow_nan=False)
+        text = _fast_json(env)
+        if text is None:
+            text = json.dumps(env.to_dict(), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         check_event_data(env.event_data)  # raises with the path of the culprit
         raise
@@ -380,7 +466,7 @@ def encode_envelope(env: Envelope) -> str:
     # ASCII-escaped JSON spells every surrogate code point (and every character beyond U+FFFF, as a
     # pair) as an escape from "\\ud800" to "\\udfff": text without "\\ud" has nothing to look for.
     if "\\ud" in text:
-        for name, value in d.items():
+        for name, value in env.to_dict().items():
             check_text_tree(value, name)
     return text
 
