@@ -233,10 +233,14 @@ def namer_for(app: Any) -> Namer:
     source = getattr(app, "source", None)
     if source is None:
         return Namer()
-    name_for = getattr(source, "name_for", None)
+    lookup: Any = getattr(source, "name_for", None)
     me = getattr(source, "human_id", None)
+
+    def name_for(agent_id: str) -> str:
+        return str(lookup(agent_id)) if callable(lookup) else agent_id
+
     return Namer(
-        name_for=name_for if callable(name_for) else (lambda agent_id: agent_id),
+        name_for=name_for,
         labels=app_labels(app),
         me=me if isinstance(me, str) else None,
     )

@@ -142,7 +142,7 @@ def parse_event_data(text: str) -> tuple[dict[str, Any] | None, str]:
         return None, 'event_data is empty; write a JSON object such as {"text": "hi"}'
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, f"event_data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
     if not isinstance(value, dict):
         kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
@@ -360,13 +360,13 @@ Build any envelope, including custom event types (`myapp.review_request`).
         if not isinstance(metadata, dict):
             return
         labels = app_labels(self.app)
-        participants = getattr(source, "participants", None)
+        participants: Any = getattr(source, "participants", None)
         for channel_id in metadata:
-            if channel_id not in self.channels:
+            if isinstance(channel_id, str) and channel_id not in self.channels:
                 self.channels[channel_id] = ChannelChoice(
                     channel_id,
-                    labels.get(channel_id, channel_id[:8]),
-                    list(participants(channel_id)) if callable(participants) else [],
+                    labels.get(channel_id) or channel_id[:8],
+                    [(str(a), str(n)) for a, n in participants(channel_id)] if participants else [],
                 )
 
     def channel_state(self, channel_id: str) -> str:

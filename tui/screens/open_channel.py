@@ -194,7 +194,7 @@ class OpenChannelForm(ModalScreen[None]):
         text = self.query_one("#open-knobs").text  # type: ignore[attr-defined]
         try:
             parsed = json.loads(text or "{}")
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             errors["knobs"] = f"knobs are not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         else:
             if isinstance(parsed, dict):

@@ -8,7 +8,7 @@ links were followed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -251,8 +251,8 @@ The envelope exactly as stored in the WAL.
             self.app.switch_screen(screen)
 
     def _participants_of(self, channel_id: str) -> list[str]:
-        participants = getattr(getattr(self.app, "source", None), "participants", None)
-        return [agent_id for agent_id, _ in participants(channel_id)] if callable(participants) else []
+        participants: Any = getattr(getattr(self.app, "source", None), "participants", None)
+        return [str(agent_id) for agent_id, _ in participants(channel_id)] if participants else []
 
     def _label_for(self, channel_id: str) -> str:
         return app_labels(self.app).get(channel_id, "")
@@ -294,7 +294,9 @@ The envelope exactly as stored in the WAL.
 
     @work(group="detail-open", exclusive=True)
     async def _fetch_cause(self, channel_id: str, envelope_id: str) -> None:
-        source = self.app.source
+        source: Any = getattr(self.app, "source", None)
+        if source is None:
+            return
         try:
             found = await source.find_envelope(channel_id, envelope_id)
         except (NetworkError, OSError, TimeoutError) as exc:  # the hub went away: say so, keep the screen
