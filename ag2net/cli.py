@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -257,6 +259,9 @@ def wal(
                 typer.echo(envelope_json(data) if as_json else reader.envelope_line(seq, data))
     except WalReadError as exc:
         fail(str(exc))
+    except BrokenPipeError:  # the reader of a pipe stopped (| head): nothing is wrong, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
 
 
 def main() -> None:

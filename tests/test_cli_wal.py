@@ -202,3 +202,41 @@ def test_a_directory_or_foreign_database_is_one_sentence(tmp_path):
     code, output = run("wal", "--db", str(other))
     assert code == 2 and "another application (tables: notes)" in one_sentence(output)
     assert fingerprint(other) == before
+
+
+def test_a_pipe_closed_early_is_not_an_error(tmp_path):
+    db = tmp_path / "big.db"
+
+    async def fill() -> None:
+        hub = await Hub.open(SqliteStore(db), ttl_sweep_interval=0, expectation_sweep_interval=0)
+        hc = HubClient.local(hub)
+        ana = await hc.register_human(Passport(name="ana", kind="human"))
+        await hc.register_human(Passport(name="ben", kind="human"))
+        ch = await ana.open(type="conversation", target="ben")
+        for n in range(1500):  # ~400 KB of JSON lines: more than a pipe holds
+            await ana.send(ch.channel_id, f"message {n} " + "x" * 240)
+        await hub.close()
+
+    asyncio.run(fill())
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ag2net.cli",
+            "wal",
+            "--db",
+            str(db),
+            "--json",
+            "--limit",
+            "5000",
+            "conversation",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    first = json.loads(reader.stdout.readline())
+    reader.stdout.close()  # like `| head -1`
+    err = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 0, err
+    assert first["event_type"].startswith("ag2.") and "Traceback" not in err and not err.strip()
