@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -85,7 +85,15 @@ def demo_cmd(
         code = asyncio.run(run_demo_cli(print_fn=typer.echo, model=model, base_url=base_url))
     except ImportError as exc:
         fail(str(exc))
+    except BrokenPipeError:
+        reader_left()
     raise typer.Exit(code)
+
+
+def reader_left() -> NoReturn:
+    """The reader of our pipe stopped (``| head``): nothing is wrong; end quietly with exit code 0."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise typer.Exit(0)
 
 
 @app.command()
@@ -259,9 +267,8 @@ def wal(
                 typer.echo(envelope_json(data) if as_json else reader.envelope_line(seq, data))
     except WalReadError as exc:
         fail(str(exc))
-    except BrokenPipeError:  # the reader of a pipe stopped (| head): nothing is wrong, nothing more to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(0) from None
+    except BrokenPipeError:
+        reader_left()
 
 
 def main() -> None:

@@ -65,3 +65,18 @@ def test_tool_call_text():
     assert tool_call_text("say", {"content": "line one\nline two " + "x" * 100}).endswith('…")')
     long = tool_call_text("tasks", {"action": "progress", "payload": {"k": "v" * 200}}, width=60)
     assert len(long) == 60 and long.endswith("…)")
+
+
+def test_a_pipe_closed_early_ends_the_demo_quietly():
+    import subprocess
+    import sys
+
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "ag2net.cli", "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert demo.stdout is not None and demo.stderr is not None
+    assert demo.stdout.readline().startswith(b"consulting")
+    demo.stdout.close()  # like `| head -1`
+    err = demo.stderr.read().decode()
+    assert demo.wait(timeout=60) == 0, err
+    assert not err.strip()
