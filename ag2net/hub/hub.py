@@ -205,7 +205,7 @@ class Hub(
     async def __aenter__(self) -> Hub:
         if not self._started:
             await self.store.open()
-            if not self._adapters:
+            if not self.channel_table.adapters:
                 for adapter in default_adapters():
                     self.register_adapter(adapter)
             await self.hydrate()
@@ -261,7 +261,7 @@ class Hub(
         for client in list(self._owned_clients):
             with contextlib.suppress(Exception):
                 await client.close()
-        for mailbox in list(self._mailboxes.values()):
+        for mailbox in list(self.inboxes.mailboxes.values()):
             await mailbox.stop()
         for task in list(self._background):
             task.cancel()
@@ -289,13 +289,13 @@ class Hub(
     # ------------------------------------------------------------------ registries
 
     def register_adapter(self, adapter: Any) -> None:
-        self._adapters[(adapter.manifest.type, adapter.manifest.version)] = adapter
+        self.channel_table.adapters[(adapter.manifest.type, adapter.manifest.version)] = adapter
 
     def adapter_types(self) -> list[str]:
-        return sorted({t for t, _ in self._adapters})
+        return sorted({t for t, _ in self.channel_table.adapters})
 
     def get_adapter(self, manifest_type: str, version: int = 1) -> Any:
-        adapter = self._adapters.get((manifest_type, version))
+        adapter = self.channel_table.adapters.get((manifest_type, version))
         if adapter is None:
             raise NotFoundError(f"no adapter registered for {manifest_type!r}@v{version}")
         return adapter
@@ -308,7 +308,7 @@ class Hub(
         return self.get_adapter(metadata.manifest.type, metadata.manifest.version)
 
     def adapter_state(self, channel_id: str) -> Any:
-        return self._states.get(channel_id)
+        return self.channel_table.states.get(channel_id)
 
     def register_expectation_evaluator(self, evaluator: Any) -> None:
         self._evaluators[evaluator.name] = evaluator
@@ -333,9 +333,9 @@ class Hub(
             raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
         await self.store.open()
         self.agents.clear()
-        self._names.clear()
+        self.identities.names.clear()
         self.channels.clear()
-        self._states.clear()
+        self.channel_table.states.clear()
         self._wal_cache.clear()
         self._tasks.clear()
         self._peer_cancellers.clear()
@@ -349,21 +349,26 @@ class Hub(
                 owners=list(rec.get("owners") or []),
             )
             self.identities.add(record)
-        self._wal_counts.clear()
-        self._wal_counts.update(await self.store.wal_counts())
+        self.channel_table.wal_counts.clear()
+        self.channel_table.wal_counts.update(await self.store.wal_counts())
         live: list[str] = []
         for data in await self.store.load_channels():
             md = ChannelMetadata.from_dict(data)
             self.channels[md.channel_id] = md
-            self._last_activity[md.channel_id] = md.closed_at or md.created_at
-            if not md.is_terminal() and (md.manifest.type, md.manifest.version) in self._adapters:
+            self.channel_table.last_activity[md.channel_id] = md.closed_at or md.created_at
+            if (
+                not md.is_terminal()
+                and (md.manifest.type, md.manifest.version) in self.channel_table.adapters
+            ):
                 live.append(md.channel_id)
         live = self._restore_snapshot(await self.store.get_meta(SNAPSHOT_KEY), live)
         cache = self._wal_cache
         logs: dict[str, WalLog] = {}
         for cid in live:
             md = self.channels[cid]
-            self._states[cid] = self.get_adapter(md.manifest.type, md.manifest.version).initial_state(md)
+            self.channel_table.states[cid] = self.get_adapter(
+                md.manifest.type, md.manifest.version
+            ).initial_state(md)
             logs[cid] = cache.new_log(cid)
         if live:
             folds = {
@@ -372,7 +377,7 @@ class Hub(
             }
             loads = json.loads
             progress = self.progress
-            total = sum(self._wal_counts.get(cid, 0) for cid in live)
+            total = sum(self.channel_table.wal_counts.get(cid, 0) for cid in live)
             done = 0
             window = cache.window
             async for cid, _seq, text in self.store.iter_wal(live):
@@ -385,22 +390,22 @@ class Hub(
                 wal.append(env, len(text))
                 if wal.resident > 2 * window and wal.can_trim:
                     wal.trim(window)
-                self._states[cid] = folds[cid].fold(env, self._states[cid])
+                self.channel_table.states[cid] = folds[cid].fold(env, self.channel_table.states[cid])
                 self.ids.observe(env.envelope_id)
                 if env.event_type == EV_TASK_CANCEL_REQUEST and env.task_id:
                     self._peer_cancellers.setdefault(env.task_id, set()).add(env.sender_id)
             for cid in live:
                 wal = logs[cid]
                 if len(wal):
-                    self._last_activity[cid] = wal[-1].created_at
+                    self.channel_table.last_activity[cid] = wal[-1].created_at
                     if await self._finish_interrupted_close(cid, wal[-1]):
                         continue
                 cache.install(cid, wal)
         for data in await self.store.load_tasks():
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
-        self._cursors.clear()
-        self._cursors.update(await self.store.load_cursors())
+        self.inboxes.cursors.clear()
+        self.inboxes.cursors.update(await self.store.load_cursors())
 
     async def _finish_interrupted_close(self, channel_id: str, last: Envelope) -> bool:
         """A live channel whose WAL ends with its close or expiry envelope was closed by a hub that stopped
@@ -413,7 +418,7 @@ class Hub(
         md.close_reason = reason if isinstance(reason, str) else ""
         md.closed_at = last.created_at
         await self.store.put_channel(md.to_dict())
-        self._states.pop(channel_id, None)
+        self.channel_table.states.pop(channel_id, None)
         return True
 
     def _restore_snapshot(self, text: str | None, live: list[str]) -> list[str]:
@@ -439,18 +444,18 @@ class Hub(
         for cid in live:
             entry = channels.get(cid)
             md = self.channels[cid]
-            if not isinstance(entry, dict) or entry.get("seq") != self._wal_counts.get(cid, 0):
+            if not isinstance(entry, dict) or entry.get("seq") != self.channel_table.wal_counts.get(cid, 0):
                 remaining.append(cid)
                 continue
             try:
                 adapter = self.get_adapter(md.manifest.type, md.manifest.version)
-                self._states[cid] = adapter.state_from_dict(entry["state"])
+                self.channel_table.states[cid] = adapter.state_from_dict(entry["state"])
             except Exception:
                 log.warning("snapshot of channel %s unusable; folding its WAL", cid)
                 remaining.append(cid)
                 continue
             if entry.get("last_activity"):
-                self._last_activity[cid] = entry["last_activity"]
+                self.channel_table.last_activity[cid] = entry["last_activity"]
         return remaining
 
     def _snapshot(self) -> str:
@@ -458,17 +463,17 @@ class Hub(
         channels: dict[str, Any] = {}
         high = ""
         for cid, md in self.channels.items():
-            state = self._states.get(cid)
+            state = self.channel_table.states.get(cid)
             if md.is_terminal() or state is None:
                 continue
-            adapter = self._adapters.get((md.manifest.type, md.manifest.version))
+            adapter = self.channel_table.adapters.get((md.manifest.type, md.manifest.version))
             if adapter is None:
                 continue
             try:
                 channels[cid] = {
-                    "seq": self._wal_counts.get(cid, 0),
+                    "seq": self.channel_table.wal_counts.get(cid, 0),
                     "state": adapter.state_to_dict(state),
-                    "last_activity": self._last_activity.get(cid, ""),
+                    "last_activity": self.channel_table.last_activity.get(cid, ""),
                 }
             except Exception:
                 log.warning("adapter state of channel %s cannot be snapshotted", cid)
@@ -513,14 +518,14 @@ class Hub(
         wal = self._wal_cache.new_log(channel_id, base=base)
         for text in texts:
             wal.append(Envelope(**loads(text)), len(text))
-        if len(wal) != self._wal_counts.get(channel_id, 0):
+        if len(wal) != self.channel_table.wal_counts.get(channel_id, 0):
             log.warning(
                 "channel %s: the store holds %d envelopes, the hub counted %d; the store wins",
                 channel_id,
                 len(wal),
-                self._wal_counts.get(channel_id, 0),
+                self.channel_table.wal_counts.get(channel_id, 0),
             )
-            self._wal_counts[channel_id] = len(wal)
+            self.channel_table.wal_counts[channel_id] = len(wal)
         return wal
 
     async def _wal_for_read(self, channel_id: str) -> WalLog | None:
@@ -567,7 +572,7 @@ class Hub(
         return [(seq, Envelope(**loads(text))) for seq, text in rows]
 
     def wal_count(self, channel_id: str) -> int:
-        return self._wal_counts.get(channel_id, 0)
+        return self.channel_table.wal_counts.get(channel_id, 0)
 
     async def read_wal_until(self, channel_id: str, envelope_id: str) -> WalSlice | list[Envelope]:
         """The WAL strictly before ``envelope_id`` (the whole WAL if it is not found).
@@ -637,8 +642,8 @@ class Hub(
         for cid, md in self.channels.items():
             if md.state != ChannelState.ACTIVE or agent_id not in md.participant_ids():
                 continue
-            adapter = self._adapters.get((md.manifest.type, md.manifest.version))
-            state = self._states.get(cid)
+            adapter = self.channel_table.adapters.get((md.manifest.type, md.manifest.version))
+            state = self.channel_table.states.get(cid)
             if adapter is None or state is None:
                 continue
             expected = adapter.expected_next(md, state)
@@ -747,7 +752,7 @@ class Hub(
         line each; it starts at 0 on every open, like ag2's); ``registered_listeners`` counts the audit log
         as ag2 does (it is listener #0 there); ``telemetry_log_bytes`` sums ``bytes_written`` of listeners that
         are telemetry listeners (they have ``channel_span_context``), 0 when there are none."""
-        pending = [len(v) for v in self._unacked.values()]
+        pending = [len(v) for v in self.inboxes.unacked.values()]
         telemetry = 0
         for listener in self._listeners:
             written = getattr(listener, "bytes_written", None)
@@ -760,10 +765,10 @@ class Hub(
             "pending_inbox_total": sum(pending),
             "max_pending_inbox_depth": max(pending) if pending else None,
             "registered_listeners": len(self._listeners) + 1,
-            "adapters_loaded": len(self._adapters),
+            "adapters_loaded": len(self.channel_table.adapters),
             "audit_log_bytes": getattr(self._audit_log, "bytes_written", 0),
             "telemetry_log_bytes": telemetry,
-            "envelopes": sum(self._wal_counts.values()),
+            "envelopes": sum(self.channel_table.wal_counts.values()),
             "observe_position": self.observe_log.position,
             "wal_cache": self._wal_cache.stats(),
             "observe_buffer_bytes": self.observe_log.nbytes,

@@ -107,8 +107,8 @@ class ChannelLifecycle(HubShape):
     def channel_stats(self) -> dict[str, dict[str, Any]]:
         return {
             cid: {
-                "wal_count": self._wal_counts.get(cid, 0),
-                "last_activity": self._last_activity.get(cid, ""),
+                "wal_count": self.channel_table.wal_counts.get(cid, 0),
+                "last_activity": self.channel_table.last_activity.get(cid, ""),
             }
             for cid in self.channels
         }
@@ -195,10 +195,10 @@ class ChannelLifecycle(HubShape):
         # Stored first: a failed write leaves no channel in memory that the store does not know.
         await self.store.put_channel(md.to_dict())
         self.channels[cid] = md
-        self._states[cid] = state
+        self.channel_table.states[cid] = state
         self._wal_cache.install(cid, self._wal_cache.new_log(cid))
-        self._wal_counts[cid] = 0
-        self._last_activity[cid] = now
+        self.channel_table.wal_counts[cid] = 0
+        self.channel_table.last_activity[cid] = now
         await self._audit(
             AUDIT_KIND_CHANNEL_CREATED,
             at=now,
@@ -344,10 +344,10 @@ class ChannelLifecycle(HubShape):
         if was_pending and waiter is not None and not waiter.done():
             waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
             waiter.exception()  # mark retrieved: the creator may already have given up
-        adapter = self._adapters.get((md.manifest.type, md.manifest.version))
-        state = self._states.get(channel_id)
+        adapter = self.channel_table.adapters.get((md.manifest.type, md.manifest.version))
+        state = self.channel_table.states.get(channel_id)
         if adapter is not None and state is not None:
-            self._states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
+            self.channel_table.states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
         if self._arbiter_custom is None:
             self._dispatch(md, env)
         else:

@@ -84,7 +84,7 @@ def caller_is_operator(endpoint: Any) -> bool:
 
 def caller_agents(hub: Hub, endpoint: Any) -> set[str]:
     """The agents bound to ``endpoint`` now (the hub's binding table is the authority)."""
-    return {agent_id for agent_id, bound in hub._bindings.items() if bound is endpoint}
+    return {agent_id for agent_id, bound in hub.inboxes.bindings.items() if bound is endpoint}
 
 
 def _check_params_text(name: str, params: dict[str, Any]) -> None:

@@ -98,16 +98,16 @@ class IdentityRegistry(HubShape):
         name = passport.name
         if looks_like_id(name) or name in self.agents:
             raise ProtocolError(f"name {name!r} is, or has the shape of, an agent id")
-        if name in self._names:
+        if name in self.identities.names:
             raise ProtocolError(
-                f"name {name!r} already registered (agent_id={self._names[name]}); "
+                f"name {name!r} already registered (agent_id={self.identities.names[name]}); "
                 "unregister it before re-registering."
             )
         if skill_md is not None and not isinstance(skill_md, str):
             raise ProtocolError("skill_md must be a string of markdown or None")
         check_skill_size(skill_md)
         check_resume_size(resume)
-        if name in self._reserved_names:
+        if name in self.identities.reserved:
             raise ProtocolError(
                 f"name {name!r} is being registered by another client; pick another name or retry."
             )
@@ -124,15 +124,15 @@ class IdentityRegistry(HubShape):
         # Memory changes only once the store has committed the record: a failed write leaves no ghost
         # squatting the name. The name is reserved meanwhile so two concurrent registrations cannot both
         # pass the check above.
-        self._reserved_names.add(name)
+        self.identities.reserved.add(name)
         try:
             await self._persist_agent(rec)
         finally:
-            self._reserved_names.discard(name)
+            self.identities.reserved.discard(name)
         passport.agent_id = agent_id
         passport.created_at = created_at
         self.agents[agent_id] = rec
-        self._names[name] = agent_id
+        self.identities.names[name] = agent_id
         at = self.clock()
         await self._audit(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
         self._observe_agent(stored.agent_id, "registered", name=name, passport=stored.public_dict())
@@ -174,13 +174,13 @@ class IdentityRegistry(HubShape):
             name = rec.passport.name
             await self.store.delete_agent(agent_id)
             self.agents.pop(agent_id, None)
-            self._names.pop(name, None)
+            self.identities.names.pop(name, None)
             self._agent_locks.pop(agent_id, None)
-        self._bindings.pop(agent_id, None)
-        mailbox = self._mailboxes.pop(agent_id, None)
+        self.inboxes.bindings.pop(agent_id, None)
+        mailbox = self.inboxes.mailboxes.pop(agent_id, None)
         if mailbox is not None:
             await mailbox.stop()
-        self._unacked.pop(agent_id, None)
+        self.inboxes.unacked.pop(agent_id, None)
         at = self.clock()
         await self._audit(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
         self._observe_agent(agent_id, "unregistered", name=name)
@@ -196,16 +196,16 @@ class IdentityRegistry(HubShape):
         return {a: self.name_for(a) for a in agent_ids}
 
     def find_agent_id(self, name: str) -> str | None:
-        return self._names.get(name)
+        return self.identities.names.get(name)
 
     def name_to_id_map(self) -> dict[str, str]:
-        return dict(self._names)
+        return dict(self.identities.names)
 
     def lookup_agent(self, name_or_id: str) -> Passport:
         """The passport of an agent id or name, synchronously (``NotFoundError`` when unknown)."""
         rec = self.agents.get(name_or_id)
         if rec is None:
-            agent_id = self._names.get(name_or_id)
+            agent_id = self.identities.names.get(name_or_id)
             rec = self.agents.get(agent_id) if agent_id else None
         if rec is None:
             raise NotFoundError(f"agent not found: {name_or_id}")

@@ -78,7 +78,7 @@ class _RemoteProxyEndpoint:
             # A copy: the proxy must not be able to change the hub's record of the participant.
             await proxy.dispatch(envelope, Passport.from_dict(passport.to_dict(include_claim=True)))
         except BaseException:
-            pending = hub._unacked.get(recipient_id)
+            pending = hub.inboxes.unacked.get(recipient_id)
             if pending is not None:
                 pending.discard(envelope.envelope_id)  # a proxy sends no receipt: nothing stays pending
             raise
@@ -148,7 +148,7 @@ class RemoteProxies(HubShape):
             if record is None or record.passport.kind != REMOTE_AGENT_KIND:
                 continue
             endpoint = endpoint or self._remote_endpoint()
-            if self._bindings.get(rid) is not endpoint:
+            if self.inboxes.bindings.get(rid) is not endpoint:
                 self.bind_endpoint(endpoint, rid)  # type: ignore[attr-defined]
         return super()._dispatch(md, env)  # type: ignore[misc]
 

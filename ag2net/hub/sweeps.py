@@ -52,7 +52,7 @@ class Sweeps(HubShape):
             # A prefix of the cached log: evaluators walk back from the end, so only the envelopes they
             # reach are read (older ones come back from the store in blocks).
             wal = (await self._ensure_wal(cid)).prefix()
-            ctx = ExpectationContext(md, self._states.get(cid), wal, now_iso, now_seconds)
+            ctx = ExpectationContext(md, self.channel_table.states.get(cid), wal, now_iso, now_seconds)
             for index, exp in enumerate(md.manifest.expectations):
                 evaluator = self._evaluators.get(exp.name)
                 handler = self._violation_handlers.get(exp.on_violation)
