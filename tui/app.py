@@ -14,12 +14,25 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, HelpPanel, Input, KeyPanel, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    HelpPanel,
+    Input,
+    KeyPanel,
+    OptionList,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
 
 from ag2net.client import HubClient, HumanClient
 from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError
+from ag2net.naming import channel_labels
 from ag2net.views import registered_views
 from tui.commands import DomainCommand, WorkbenchCommands
 from tui.feed import (
@@ -40,6 +53,7 @@ from tui.feed import (
 from tui.filtering import FilterError
 from tui.formatting import preview
 from tui.screens.composer import ChannelChoice, EnvelopeComposer
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.jump import JumpOverlay
 from tui.screens.open_channel import OpenChannelForm
 from tui.settings import Settings, check_keymap
@@ -48,11 +62,31 @@ from tui.widgets.channel_list import ChannelList
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
+from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
 from tui.widgets.status_bar import StatusBar
 
 DemoStarter = Callable[[], Awaitable[Any]]
+
+WIDE = 140
+"""From this many columns the three panes sit side by side."""
+NARROW = 100
+"""Below this many columns one pane shows at a time; between NARROW and WIDE the right pane (agent view,
+peers) takes the middle's place when chosen, beside the channels."""
+SHORT = 30
+"""Below this many rows the header goes when the pane strip shows (the strip names the panes)."""
+
+PANE_OF_CONTAINER = {"channels-pane": "channels", "tail-pane": "tail", "right-pane": "right"}
+
+
+class BottomBars(Vertical):
+    """Chat, status and footer, docked at the bottom; tells the app its height so toasts sit above it."""
+
+    def on_resize(self, event: Resize) -> None:
+        app = self.app
+        if isinstance(app, WorkbenchApp):
+            app.lift_toasts(event.size.height)
 
 
 class WorkbenchApp(App[None]):
@@ -62,12 +96,20 @@ class WorkbenchApp(App[None]):
     CSS_PATH = Path(__file__).parent / "workbench.tcss"
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     ENABLE_COMMAND_PALETTE = True
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"),
+        (NARROW, "-medium"),
+        (WIDE, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (SHORT, "-tall")]
 
     HELP = """\
 ## ag2net workbench
 
 **1** channels · **2** WAL tail · **3** agent view · **4** peers · **i** chat · **ctrl+g** jump labels.
-**F1** help for the focused pane · **?** keys that apply here · **ctrl+p** command palette.
+**Escape** leaves a text field. **F1** help for the focused pane · **?** keys that apply here ·
+**ctrl+p** command palette. In a narrow terminal one pane shows at a time: **1**–**4** or a click on
+the strip at the top switches.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -79,18 +121,46 @@ class WorkbenchApp(App[None]):
             "i", "focus_pane('chat')", "Chat", id="app.focus_chat", tooltip="Type into the selected channel"
         ),
         Binding("ctrl+g", "jump", "Jump", id="app.jump", tooltip="Show a letter on every pane to jump to it"),
-        Binding("f1", "toggle_help", "Help", id="app.help", tooltip="Help for the focused pane"),
+        Binding(
+            "f1", "toggle_help", "Help", id="app.help", tooltip="Help for the focused pane", priority=True
+        ),
         Binding("question_mark", "toggle_keys", "Keys", id="app.keys", tooltip="Keys that apply here"),
-        Binding("ctrl+e", "compose_envelope", "Compose", id="app.compose", tooltip="Hand-craft an envelope"),
-        Binding("ctrl+o", "open_channel", "Open channel", id="app.open_channel", tooltip="Open a channel"),
+        Binding(
+            "ctrl+e",
+            "compose_envelope",
+            "Compose",
+            id="app.compose",
+            tooltip="Hand-craft an envelope",
+            priority=True,
+        ),
+        Binding(
+            "ctrl+o",
+            "open_channel",
+            "Open channel",
+            id="app.open_channel",
+            tooltip="Open a channel",
+            priority=True,
+        ),
         Binding(
             "ctrl+w",
             "close_channel",
             "Close channel",
             id="app.close_channel",
-            tooltip="Close the selected channel",
+            tooltip="Close the selected channel (asks first)",
+            priority=True,
+        ),
+        Binding(
+            "escape",
+            "leave_field",
+            "Leave field",
+            show=False,
+            id="app.leave_field",
+            tooltip="Leave the text field and go back to the pane",
+            priority=True,
         ),
     ]
+    MAIN_SCREEN_ACTIONS = frozenset({"compose_envelope", "open_channel", "close_channel", "leave_field"})
+    """App actions that act on the main screen only: on a modal their keys go to the modal's widgets."""
 
     def __init__(
         self,
@@ -121,6 +191,10 @@ class WorkbenchApp(App[None]):
         self._feed: LiveFeed | None = None
         self._query_mode = "filter"
         self._focus_before_chat: Widget | None = None
+        self.active_pane = "tail"
+        """The pane that has (or last had) the keyboard: channels, tail, view or peers."""
+        self.middle = "tail"
+        """What the middle shows in a medium-width terminal: the tail, or the right pane (view / peers)."""
         check_keymap(self.settings, self.binding_ids())
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
@@ -129,7 +203,8 @@ class WorkbenchApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
-        with Horizontal(id="main"):
+        yield PaneStrip(id="pane-strip")
+        with Horizontal(id="main", classes="-show-tail -middle-tail"):
             with Vertical(id="channels-pane", classes="pane") as channels:
                 channels.border_title = "1 Channels"
                 yield ChannelList(id="channels")
@@ -146,7 +221,7 @@ class WorkbenchApp(App[None]):
                         )
                     with TabPane("Peers", id="tab-peers"):
                         yield PeersPane(id="peers")
-        with Vertical(id="bottom"):
+        with BottomBars(id="bottom"):
             yield ChatInput(id="chat")
             yield StatusBar(id="status")
             yield Footer()
@@ -195,6 +270,7 @@ class WorkbenchApp(App[None]):
             EnvelopeComposer,
             EnvelopeDetail,
             OpenChannelForm,
+            ConfirmScreen,
         ]
         ids: set[str] = set()
         for klass in classes:
@@ -218,6 +294,8 @@ class WorkbenchApp(App[None]):
         self.status.progress = "loading channels…"
         self.tail.focus()
         self.watch(self.tail, "pending_count", self._pending_changed, init=False)
+        self.watch(self.screen, "focused", self._focus_moved, init=False)
+        self._show_panes()
         self._feed = LiveFeed(
             self,
             self.source,
@@ -313,13 +391,31 @@ class WorkbenchApp(App[None]):
         sender = self.source.name_for(envelope.sender_id)
         self.notify(
             f"{sender} asks you: {preview(envelope, 80)} — press i to answer",
-            title=self.source.label_for(envelope.channel_id),
+            title=self.channel_label(envelope.channel_id),
             timeout=12,
         )
         if self.selected_channel is None:
             self.channel_list.select(envelope.channel_id)
 
     # ------------------------------------------------------------------ channels
+
+    @property
+    def current_channel(self) -> str | None:
+        """The channel chosen in the channels pane, even when its ``Selected`` message is still on its way
+        (a key bound with priority can overtake it)."""
+        lists = self.screen_stack[0].query(ChannelList) if self.screen_stack else None
+        return lists.first().selected_channel if lists else self.selected_channel
+
+    def channel_labels(self) -> dict[str, str]:
+        """``{channel_id: label}`` for every channel the workbench knows, each label unique among them."""
+        return channel_labels((md.manifest.type, cid) for cid, md in self.source.metadata.items())
+
+    def channel_label(self, channel_id: str) -> str:
+        """The channel's short label (``discussion·7d80``), with as many id digits as tell it apart from
+        every other channel the workbench knows."""
+        if channel_id not in self.source.metadata:
+            return self.source.label_for(channel_id)
+        return self.channel_labels()[channel_id]
 
     # Messages from the panes below can still be waiting in the app's queue when Textual starts tearing
     # the screen down (the test harness does that while the app loop runs). The app stops running before
@@ -336,7 +432,7 @@ class WorkbenchApp(App[None]):
         self.tail.set_channel_filter(channel_id)
         pane = self.query_one("#tail-pane")
         pane.border_title = (
-            f"2 WAL · {self.source.label_for(channel_id)}" if channel_id else "2 WAL · all channels"
+            f"2 WAL · {self.channel_label(channel_id)}" if channel_id else "2 WAL · all channels"
         )
         self._sync_selected_channel()
         self.refresh_bindings()
@@ -345,7 +441,7 @@ class WorkbenchApp(App[None]):
         channel_id = self.selected_channel
         participants = self.source.participants(channel_id) if channel_id else []
         names = [name for agent_id, name in participants if agent_id != self.source.human_id]
-        label = self.source.label_for(channel_id) if channel_id else ""
+        label = self.channel_label(channel_id) if channel_id else ""
         if self.chat.channel_id != channel_id:
             self.chat.set_channel(channel_id, label, names)
         else:
@@ -412,11 +508,12 @@ class WorkbenchApp(App[None]):
         found = await self.source.find_envelope(channel_id, envelope_id)
         if found is None:
             self.notify(
-                f"Envelope {envelope_id[:12]} is not in channel {channel_id[:8]}'s WAL.", severity="warning"
+                f"The envelope it answers is not in {self.channel_label(channel_id)}'s WAL.",
+                severity="warning",
             )
             return
         seq, env = found
-        self.open_envelope(env, seq, self.source.label_for(channel_id))
+        self.open_envelope(env, seq, self.channel_label(channel_id))
 
     def _pending_changed(self, pending: int) -> None:
         self.status.pending = pending
@@ -481,17 +578,23 @@ class WorkbenchApp(App[None]):
         bar.remove_class("-visible")
         self.tail.focus()
 
-    def on_key(self, event: Any) -> None:
-        if event.key != "escape":
-            return
+    def _in_text_field(self) -> bool:
+        """The main screen is on top and a text field (input, editor) there has the keyboard."""
+        focused = self.screen.focused
+        return self.screen is self.screen_stack[0] and isinstance(focused, (Input, TextArea))
+
+    def action_leave_field(self) -> None:
+        """Escape in a text field of the main screen: back to navigating the pane it belongs to."""
+        focused = self.screen.focused
         bar = self.query_one("#query-bar", Input)
-        if bar.has_focus:
+        if focused is bar:
             bar.remove_class("-visible")
             self.tail.focus()
-            event.stop()
-        elif self.screen is self.screen_stack[0] and self.chat.input.has_focus:
+        elif focused is self.chat.input:
             self.leave_chat()
-            event.stop()
+        else:
+            home = self._pane_home(self.pane_of(focused) if focused is not None else None)
+            (home or self.tail).focus()
 
     def leave_chat(self) -> None:
         """Give focus back to the pane focused before the chat (the tail when there was none)."""
@@ -524,9 +627,12 @@ class WorkbenchApp(App[None]):
     # ------------------------------------------------------------------ composer
 
     def action_compose_envelope(self) -> None:
+        # every channel, whatever the channels pane's filter shows, in the list's order
+        ordered = list(dict.fromkeys([*self.channel_list.all_ids(), *self.source.metadata]))
+        labels = self.channel_labels()
         choices = [
-            ChannelChoice(cid, self.source.label_for(cid), self.source.participants(cid))
-            for cid in self.channel_list.shown_ids()
+            ChannelChoice(cid, labels.get(cid) or self.source.label_for(cid), self.source.participants(cid))
+            for cid in ordered
         ]
         if not choices:
             self.notify("There is no channel to post into yet; open one first (ctrl+o).", severity="warning")
@@ -535,7 +641,7 @@ class WorkbenchApp(App[None]):
             EnvelopeComposer(
                 choices,
                 self.source.human_id,
-                initial_channel=self.selected_channel,
+                initial_channel=self.current_channel,
                 recent_for=self._recent_for,
                 draft_path=self.settings.drafts_path,
                 custom_types=sorted(self.feed.custom_types),
@@ -558,12 +664,14 @@ class WorkbenchApp(App[None]):
     @work(group="composer")
     async def _post_composed(self, composer: EnvelopeComposer, envelope: Envelope) -> None:
         try:
-            envelope_id = await self.source.post_envelope(envelope)
+            await self.source.post_envelope(envelope)
         except NetworkError as exc:
             composer.show_send_error(str(exc))
             return
         composer.sent()
-        self.notify(f"Envelope {envelope_id[:12]} posted ({envelope.event_type}).", timeout=3)
+        self.notify(
+            f"Posted {envelope.event_type} into {self.channel_label(envelope.channel_id)}.", timeout=3
+        )
 
     # ------------------------------------------------------------------ open / close channels
 
@@ -593,14 +701,35 @@ class WorkbenchApp(App[None]):
             request.form.show_error(str(exc))
             return
         request.form.dismiss(None)
-        self.notify(f"Opened {request.channel_type} channel {channel_id[:8]}.", timeout=3)
         rows = await self.source.load_channels()
+        self.notify(f"Opened {self.channel_label(channel_id)}.", timeout=3)
         self.channel_list.set_channels(rows)
         self.channel_list.select(channel_id)
 
     def action_close_channel(self) -> None:
-        if self.selected_channel:
-            self._close_channel(self.selected_channel)
+        """Ask before closing the selected channel (closing is final: nobody can post into it again)."""
+        channel_id = self.current_channel
+        if not channel_id:
+            return
+        label = self.channel_label(channel_id)
+        names = [name for _, name in self.source.participants(channel_id)]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._close_channel(channel_id)
+            else:
+                self.notify(f"{label} stays open.", timeout=2)
+
+        self.push_screen(
+            ConfirmScreen(
+                "Close channel",
+                f"Close {label}?",
+                f"Participants ({', '.join(names) or 'none'}) can no longer post into it; "
+                "closing cannot be undone.",
+                confirm_label="Close",
+            ),
+            answered,
+        )
 
     @work(group="close")
     async def _close_channel(self, channel_id: str) -> None:
@@ -609,11 +738,15 @@ class WorkbenchApp(App[None]):
         except NetworkError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.notify(f"Closed {self.source.label_for(channel_id)}.", timeout=3)
+        self.notify(f"Closed {self.channel_label(channel_id)}.", timeout=3)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MAIN_SCREEN_ACTIONS and self.screen is not self.screen_stack[0]:
+            return False  # a modal is up: the key is its widgets' (ctrl+e ends a line in its editor)
+        if action == "leave_field":
+            return self._in_text_field()
         if action == "close_channel":
-            md = self.source.metadata.get(self.selected_channel or "")
+            md = self.source.metadata.get(self.current_channel or "")
             return md is not None and not md.is_terminal()
         if action == "compose_envelope":
             return True if self.source.metadata else None
@@ -621,32 +754,118 @@ class WorkbenchApp(App[None]):
 
     # ------------------------------------------------------------------ focus, jump, help
 
-    def _pane_widget(self, pane: str) -> Widget:
-        tabs = self.query_one("#right-tabs", TabbedContent)
+    # ------------------------------------------------------------------ layout: which panes show
+
+    def pane_of(self, widget: Widget | None) -> str | None:
+        """The pane (channels, tail, view, peers) holding ``widget``; None for the bars and modals."""
+        node = widget
+        while node is not None and node is not self.screen:
+            node_id = node.id or ""
+            if node_id == "tab-view":
+                return "view"
+            if node_id == "tab-peers":
+                return "peers"
+            if node_id in PANE_OF_CONTAINER:
+                kind = PANE_OF_CONTAINER[node_id]
+                if kind == "right":
+                    active = self.query_one("#right-tabs", TabbedContent).active
+                    return "peers" if active == "tab-peers" else "view"
+                return kind
+            node = node.parent  # type: ignore[assignment]
+        return None
+
+    @property
+    def layout_mode(self) -> str:
+        """``wide`` (three panes), ``medium`` (channels + one of tail / right) or ``narrow`` (one pane)."""
+        width = self.size.width
+        return "wide" if width >= WIDE else "medium" if width >= NARROW else "narrow"
+
+    def shown_panes(self) -> set[str]:
+        """The panes on screen at the current width."""
+        mode = self.layout_mode
+        right = {"view"} if self.query_one("#right-tabs", TabbedContent).active == "tab-view" else {"peers"}
+        if mode == "wide":
+            return {"channels", "tail"} | right
+        if mode == "medium":
+            return {"channels"} | (right if self.middle == "right" else {"tail"})
+        if self.active_pane in ("view", "peers"):
+            return right
+        return {self.active_pane}
+
+    def _show_panes(self) -> None:
+        """Put the layout classes on ``#main`` for the active pane and mark the pane strip."""
+        main = self.query_one("#main")
+        show = "right" if self.active_pane in ("view", "peers") else self.active_pane
+        main.set_classes(f"-show-{show} -middle-{self.middle}")
+        self.query_one(PaneStrip).show(self.active_pane, self.shown_panes())
+
+    def _set_active_pane(self, pane: str) -> None:
+        if pane in ("view", "peers"):
+            self.middle = "right"
+        elif pane == "tail":
+            self.middle = "tail"
+        self.active_pane = pane
+        self._show_panes()
+
+    def _focus_moved(self, focused: Widget | None) -> None:
+        """Focus moved (keys, mouse, jump): the pane it went to becomes the active one."""
+        if self.screen is not self.screen_stack[0] or not self.is_running:
+            return
+        pane = self.pane_of(focused)
+        if pane is not None and pane != self.active_pane:
+            self._set_active_pane(pane)
+
+    def on_resize(self, event: Resize) -> None:
+        if self.is_running and self.screen_stack:
+            self.call_after_refresh(self._show_panes)
+
+    def lift_toasts(self, bottom_height: int) -> None:
+        """Keep notifications above the chat, status and footer bars (the chat's refusal stays readable)."""
+        for rack in self.screen_stack[0].query("ToastRack"):
+            rack.styles.margin = (0, 0, bottom_height, 0)
+
+    def _pane_home(self, pane: str | None) -> Widget | None:
+        """The widget that takes the keyboard when ``pane`` is chosen: a list, never a text field."""
         if pane == "channels":
             return self.channel_list.query_one(DataTable)
         if pane == "tail":
             return self.tail
         if pane == "view":
-            tabs.active = "tab-view"
             return self.projected_view.query_one("#pv-participant")
         if pane == "peers":
+            return self.peers.query_one("#peers-list", OptionList)
+        return None
+
+    def _pane_widget(self, pane: str) -> Widget:
+        tabs = self.query_one("#right-tabs", TabbedContent)
+        if pane == "view":
+            tabs.active = "tab-view"
+        elif pane == "peers":
             tabs.active = "tab-peers"
-            return self.peers.query_one("#peers-search")
-        return self.chat.input
+        return self._pane_home(pane) or self.chat.input
 
     def action_focus_pane(self, pane: str) -> None:
         widget = self._pane_widget(pane)
-        if pane == "chat" and not widget.has_focus:
-            self._focus_before_chat = self.focused
+        if pane == "chat":
+            if not widget.has_focus:
+                self._focus_before_chat = self.focused
+        else:
+            self._set_active_pane(pane)
         widget.focus()
 
     def action_jump(self) -> None:
+        shown = self.shown_panes()
+        strip = self.query_one(PaneStrip)
+
+        def where(pane: str, widget: Widget) -> Widget:
+            return widget if pane in shown or not strip.display else strip.tab(pane)
+
+        view_target = self.query_one("#right-tabs").query_one("Tabs")
         targets = {
-            "c": (self.query_one("#channels-pane"), "channels"),
-            "t": (self.query_one("#tail-pane"), "WAL tail"),
-            "v": (self.query_one("#right-pane"), "agent view"),
-            "p": (self.query_one("#right-tabs").query_one("Tabs"), "peers"),
+            "c": (where("channels", self.query_one("#channels-pane")), "channels"),
+            "t": (where("tail", self.query_one("#tail-pane")), "WAL tail"),
+            "v": (where("view", self.query_one("#right-pane")), "agent view"),
+            "p": (where("peers", view_target), "peers"),
             "i": (self.chat, "chat"),
         }
         names = {"c": "channels", "t": "tail", "v": "view", "p": "peers", "i": "chat"}
@@ -695,7 +914,7 @@ class WorkbenchApp(App[None]):
         if self.selected_channel and self.check_action("close_channel", ()):
             commands.append(
                 DomainCommand(
-                    f"Close channel {self.source.label_for(self.selected_channel)}",
+                    f"Close channel {self.channel_label(self.selected_channel)}",
                     "Close the selected channel",
                     self.action_close_channel,
                 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -18,20 +19,28 @@ class StatusBar(Horizontal):
         height: 1;
         background: $panel-darken-1;
         color: $text-muted;
-        & Label { width: auto; padding: 0 1; }
-        & #status-connection { color: $text-success; }
+        overflow: hidden hidden;
+        & Label { width: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+        & #status-connection { color: $text-success; max-width: 40%; }
         & #status-connection.-down { color: $text-error; }
         & #status-connection.-reconnecting { color: $text-warning; text-style: bold; }
+        & #status-health { width: 1fr; min-width: 3; }
         & #status-follow { background: $success-muted; color: $text-success; }
         & #status-follow.-paused { background: $warning-muted; color: $text-warning; }
-        & #status-filter { color: $text-accent; }
+        & #status-filter { color: $text-accent; max-width: 35%; }
         & #status-filter.-empty { display: none; }
         & #status-rate-spark { width: 24; height: 1; margin: 0 1; }
-        & #status-progress { color: $text-warning; }
+        & #status-progress { color: $text-warning; max-width: 35%; }
         & #status-progress.-empty { display: none; }
-        & #status-spacer { width: 1fr; }
+    }
+    StatusBar.-narrow {
+        & #status-rate-spark { display: none; }
+        & #status-rate { display: none; }
     }
     """
+    NARROW = 100
+    """Below this many columns the bar drops the rate and its sparkline (connection, health and the
+    tail's mode stay; the health text ends in an ellipsis when it has no room)."""
 
     connection: reactive[str] = reactive("connecting…")
     connected: reactive[bool] = reactive(True)
@@ -53,12 +62,14 @@ class StatusBar(Horizontal):
         yield Label("0 env/s", id="status-rate")
         yield Sparkline(list(self._rates), id="status-rate-spark")
         yield Label("", id="status-progress", classes="-empty")
-        yield Label("", id="status-spacer")
         yield Label("", id="status-filter", classes="-empty")
         yield Label("", id="status-follow")
 
     def on_mount(self) -> None:
         self._refresh_all()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < self.NARROW, "-narrow")
 
     def push_rate(self, per_second: float) -> None:
         """Record one second's envelope count for the sparkline."""
