@@ -25,7 +25,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import PRIORITY_RANK, Envelope, encode_envelope
 from ag2net.errors import NetworkError
 from ag2net.events import BaseEvent
-from ag2net.hub.core import Refused, admit
+from ag2net.hub.core import DeliveryBook, Refused, admit
 from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Mailbox
 from ag2net.views.registry import resolve_view, view_spec
@@ -82,6 +82,13 @@ class _DispatchProbe(Delivery):
         self._bindings = _Everyone()
         self._mailboxes = _Mailboxes(self.seen)
         self._unacked = {}
+        # the same stand-ins under the components' names, should dispatch read them there; ``core`` is
+        # left out on purpose: reaching the real tables through it must fail, not queue
+        self.inboxes = DeliveryBook()
+        self.inboxes.bindings = self._bindings
+        self.inboxes.mailboxes = self._mailboxes
+        self.inboxes.unacked = self._unacked
+        self.identities = hub.identities
         self._hub = hub
 
     def name_for(self, agent_id: str, *, default: str | None = None) -> str:
