@@ -6,9 +6,9 @@ rows dropped so far), so a cursor or a cache can key on it. The *view* is the li
 that pass the channel filter and the filter, or None when nothing is filtered (every row is shown).
 A *line* is a position in the view: line 0 is the oldest row shown.
 
-An envelope is held once: a row whose (channel, ``envelope_id``) is already held is skipped (the first page, the
-history pages and the live feed can each bring the same envelope when traffic arrives while they
-read). Each channel seen gets a label unique among the channels held (``labels``), and the search's
+An envelope is held once: a row whose ``envelope_id`` is already held in its channel is skipped
+(the first page, the history pages and the live feed can each bring the same envelope when traffic
+arrives while they read). Each channel seen gets a label unique among the channels held (``labels``), and the search's
 matches among the shown rows are kept in order (``matches``) for "match k of n".
 """
 
@@ -42,8 +42,8 @@ class TailModel:
         self.channel_filter: str | None = None
         self.filter_spec = FilterSpec()
         self.search_spec = FilterSpec()
-        self.held_ids: set[tuple[str, str]] = set()
-        """``(channel_id, envelope_id)`` of every row held (a second copy of one is never added)."""
+        self.held_ids: dict[str, str] = {}
+        """``{envelope_id: channel_id}`` of every row held (a second copy of one is never added)."""
         self.duplicates = 0
         """Rows skipped because their envelope was already held."""
         self.channel_types: dict[str, str] = {}
@@ -267,39 +267,51 @@ class TailModel:
         self, items: Iterable[tuple[Envelope, int | None, str]], keep_last: int | None = None
     ) -> list[TailRow]:
         """Rows for ``items`` whose envelopes are not held yet (the last ``keep_last`` of them);
-        registers their ids and channels."""
+        registers their ids and channels. A batch without duplicates (the usual case) is checked with
+        set operations only, and the index holds the envelopes' own id strings (nothing new to allocate
+        or for the cyclic GC to walk), so appending stays close to the cost of building the rows."""
+        items = list(items)
+        if not items:
+            return []
         held = self.held_ids
-        new: list[TailRow] = []
-        batch: set[tuple[str, str]] = set()
-        for env, seq, label in items:
-            key = (env.channel_id, env.envelope_id)
-            if env.envelope_id and (key in held or key in batch):
-                self.duplicates += 1
-                continue
-            if env.envelope_id:
-                batch.add(key)
-            new.append(TailRow(seq, env, label))
+        ids = [env.envelope_id for env, _seq, _label in items]
+        if len(set(ids)) == len(ids) and held.keys().isdisjoint(ids):
+            new = [TailRow(seq, env, label) for env, seq, label in items]
+        else:
+            new = []
+            batch: dict[str, str] = {}
+            for env, seq, label in items:
+                eid, cid = env.envelope_id, env.channel_id
+                if eid and (held.get(eid) == cid or batch.get(eid) == cid):
+                    self.duplicates += 1
+                    continue
+                batch[eid] = cid
+                new.append(TailRow(seq, env, label))
         if keep_last is not None and len(new) > keep_last:
             new = new[len(new) - keep_last :]
-            batch = {(r.envelope.channel_id, r.envelope.envelope_id) for r in new if r.envelope.envelope_id}
-        held.update(batch)
+        held.update((row.envelope.envelope_id, row.envelope.channel_id) for row in new)
         types = self.channel_types
-        fresh = False
-        for row in new:
+        if any(types.get(cid, "channel") == "channel" for cid in {r.envelope.channel_id for r in new}):
+            self._note_channels(new)
+        return new
+
+    def _note_channels(self, rows: list[TailRow]) -> None:
+        """Learn the type of channels not seen before (from their rows' labels) and relabel if needed."""
+        types = self.channel_types
+        changed = False
+        for row in rows:
             cid = row.envelope.channel_id
             known = types.get(cid)
-            if known is None or known == "channel":
-                kind = row.channel.rpartition(SEPARATOR)[0] if SEPARATOR in row.channel else ""
-                if known is None or (kind and kind != known):
-                    types[cid] = kind
-                    fresh = True
-        if fresh:
+            kind = row.channel.rpartition(SEPARATOR)[0] if SEPARATOR in row.channel else ""
+            if known is None or (known == "channel" and kind and kind != known):
+                types[cid] = kind
+                changed = True
+        if changed:
             # a row whose label names no type (an unknown channel) keeps the label it came with
             labels = channel_labels((t, cid) for cid, t in types.items() if t)
             if labels != self.labels:
                 self.labels = labels
                 self.labels_version += 1
-        return new
 
     def _rematch(self) -> None:
         if self.search_spec.empty:
@@ -328,7 +340,9 @@ class TailModel:
             return
         held = self.held_ids
         for row in self.rows[:excess]:
-            held.discard((row.envelope.channel_id, row.envelope.envelope_id))
+            env = row.envelope
+            if held.get(env.envelope_id) == env.channel_id:
+                del held[env.envelope_id]
         del self.rows[:excess]
         self.base += excess
         if self.view is not None:
