@@ -227,6 +227,9 @@ async def hydrate(path: Path, channels: int, per_channel: int) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument(
+        "--broadcasts", type=int, default=2_000, help="fan-out: broadcasts to 20 participants"
+    )
     parser.add_argument("--skip-hydrate", action="store_true")
     parser.add_argument(
         "--bench", default=",".join(BENCHES), help=f"comma-separated workloads among {', '.join(BENCHES)}"
@@ -251,7 +254,7 @@ async def main() -> None:
         if "e2e_pipelined_fsync" in benches:
             await e2e(tmpdir / "e2e_fsync_p.db", args.n, True, 64)
         if "fanout" in benches:
-            await fanout(tmpdir / "fanout.db", 2_000, 20)
+            await fanout(tmpdir / "fanout.db", args.broadcasts, 20)
         if "hydrate" in benches:
             await hydrate(tmpdir / "hydrate.db", 100, 1_000)
     emit(bench="peak_rss", mb=round(peak_rss_mb(), 1), python=sys.version.split()[0])
