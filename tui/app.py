@@ -49,6 +49,7 @@ from tui.feed import (
     Progress,
     RateTick,
     Ready,
+    TurnRecorded,
 )
 from tui.filtering import FilterError
 from tui.formatting import preview
@@ -323,6 +324,8 @@ the strip at the top switches.
         self.channel_list.upsert(event.row)
         if event.channel_id == self.selected_channel:
             self._sync_selected_channel()
+            # a state change (pending → active → closed) changes the tools the agent view shows as offered
+            self.projected_view.note_activity({event.channel_id})
 
     @on(FeedBatch)
     def _feed_batch(self, event: FeedBatch) -> None:
@@ -330,6 +333,12 @@ the strip at the top switches.
             self.tail.append_many(event.items)
         if event.activity:
             self.channel_list.bump(event.activity)
+        if event.seen:
+            self.projected_view.note_activity(event.seen)
+
+    @on(TurnRecorded)
+    def _turn_recorded(self, event: TurnRecorded) -> None:
+        self.projected_view.note_turn(event.channel_id, event.agent_id)
 
     @on(HistoryBatch)
     def _history_batch(self, event: HistoryBatch) -> None:

@@ -242,3 +242,21 @@ def test_compare_renders_a_unified_diff_of_two_turns() -> None:
     assert "+ assistant: a1" in text and "+ user: q2" in text and "  user: q1" in text
     assert "-be brief" in text and "+be kind" in text
     assert view.compare_summary.startswith("projection: 2 of 3 events differ")
+
+
+async def test_the_workbench_refreshes_the_agent_view_when_a_turn_lands(network) -> None:
+    """The same refresh through the real workbench's routing (FeedBatch.seen and TurnRecorded reach the
+    agent view): the critic's view fills in once it has answered, without pressing r."""
+    app = await build_app(network.hc, network.human, Settings(), load_history=False)
+    async with app.run_test(size=SIZE):
+        await until(lambda: app.ready)
+        app.channel_list.select(network.discussion)
+        view = app.projected_view
+        await until(lambda: view.data is not None)
+        view.select_participant(network.critic.agent_id)
+        await until(lambda: view.data is not None and view.data.participant_id == network.critic.agent_id)
+        assert not view.data.turns
+        await network.human.send(network.discussion, "Is the plan sound?")
+        await network.critic.idle()
+        await until(lambda: view.data is not None and len(view.data.turns) == 1, timeout=10)
+        assert view.data.preview.tokens["system"] > 0
