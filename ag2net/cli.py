@@ -99,7 +99,12 @@ def reader_left() -> NoReturn:
 @app.command()
 def serve(
     db: Annotated[
-        Path | None, typer.Option(help="SQLite database the hub keeps (default: in memory).")
+        str | None,
+        typer.Option(
+            help="Database the hub keeps: a SQLite file or postgresql://user[:password]@host[:port]/dbname "
+            "(or AG2NET_DATABASE_URL; default: in memory).",
+            envvar="AG2NET_DATABASE_URL",
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (0 picks a free one).")] = 8765,
@@ -220,7 +225,14 @@ def serve(
 
 @app.command()
 def wal(
-    db: Annotated[Path, typer.Option(help="SQLite database to read (opened read-only).")],
+    db: Annotated[
+        str,
+        typer.Option(
+            help="Database to read, opened read-only: a SQLite file or postgresql://user@host/dbname "
+            "(or AG2NET_DATABASE_URL).",
+            envvar="AG2NET_DATABASE_URL",
+        ),
+    ],
     channel: Annotated[
         str | None,
         typer.Argument(
@@ -239,16 +251,18 @@ def wal(
     ] = False,
 ) -> None:
     """List a database's channels, or print one channel's WAL (event_data as JSON); never writes the file."""
-    from ag2net.cli_wal import WalReader, WalReadError, envelope_json
+    from ag2net.cli_wal import PostgresWalReader, WalReader, WalReadError, envelope_json
+    from ag2net.store import is_database_url
 
-    if not db.exists():
-        fail(f"--db {str(db)!r} does not exist; give the path of an ag2net database")
-    if db.is_dir():
-        fail(f"--db {str(db)!r} is a directory; give the path of an ag2net database file")
+    path = None if is_database_url(db) else Path(db)
+    if path is not None and not path.exists():
+        fail(f"--db {db!r} does not exist; give the path of an ag2net database")
+    if path is not None and path.is_dir():
+        fail(f"--db {db!r} is a directory; give the path of an ag2net database file")
     if limit < 1:
         fail(f"--limit must be 1 or more, got {limit}")
     try:
-        with WalReader(db) as reader:
+        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
             if channel is None:
                 width = max((len(label) for label in reader.labels.values()), default=0)
                 for md in reader.channels:

@@ -93,12 +93,19 @@ def network_name(func: Any) -> str:
     return f"{module}:{name}"
 
 
-def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -> Path | None:
-    """The database to open: ``--db`` (its folder must exist) or the default (its folder is created)."""
+def check_paths(db: Path | str | None, memory: bool, *, default: Path | None = None) -> Path | str | None:
+    """The database to open: ``--db`` (a ``postgresql://`` URL, kept as text; or a file whose folder must
+    exist) or the default (its folder is created)."""
+    from ag2net.store import is_database_url
+
     if db is not None and memory:
         raise UsageProblem("--db and --memory cannot be used together; choose one")
     if memory:
         return None
+    if isinstance(db, str):
+        if is_database_url(db):
+            return db  # the store checks the scheme, the server and the credentials when it opens
+        db = Path(db)
     path = db or default or default_db_path()
     if path.exists() and path.is_dir():
         raise UsageProblem(f"--db {str(path)!r} is a directory; give a database file path")
@@ -110,21 +117,25 @@ def check_paths(db: Path | None, memory: bool, *, default: Path | None = None) -
     return path
 
 
-async def open_hub(path: Path | None, *, fsync: bool = False, cache_mb: float | None = None) -> Any:
-    """Open a hub on ``path`` (None: in memory); a database that cannot be used is a UsageProblem."""
+async def open_hub(path: Path | str | None, *, fsync: bool = False, cache_mb: float | None = None) -> Any:
+    """Open a hub on ``path`` (None: in memory; a ``postgresql://`` URL: that database); a database that
+    cannot be used is a UsageProblem."""
     from ag2net.hub import Hub
-    from ag2net.store import SqliteStore
+    from ag2net.store import open_store
     from ag2net.store.base import StoreError
+    from ag2net.store.postgres import redact_url
+
+    where = redact_url(path) if isinstance(path, str) else path
 
     def progress(done: int, total: int) -> None:
         # The terminal is still ours before the workbench starts: say what the wait is for.
         if sys.stderr.isatty():
             end = "\n" if done >= total else ""
-            sys.stderr.write(f"\rreading the WAL of {path}: {done:,} / {total:,} envelopes{end}")
+            sys.stderr.write(f"\rreading the WAL of {where}: {done:,} / {total:,} envelopes{end}")
             sys.stderr.flush()
 
     try:
-        store = None if path is None else SqliteStore(path, fsync=fsync)
+        store = None if path is None else open_store(path, fsync=fsync)
         extra: dict[str, Any] = {} if cache_mb is None else {"cache_mb": cache_mb}
         return await Hub.open(store, progress=progress, **extra)
     except StoreError as exc:

@@ -8,6 +8,7 @@ writing the same file meanwhile. Channels are named by their short label (``disc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -160,9 +161,49 @@ class WalReader:
         )
 
 
+class PostgresWalReader(WalReader):
+    """``WalReader`` on a PostgreSQL store (``postgresql://…``), opened read-only: the server refuses any
+    write of its session, nothing is created or upgraded."""
+
+    def __init__(self, url: str) -> None:
+        from ag2net.store import open_store
+        from ag2net.store.base import StoreError
+        from ag2net.store.postgres import PostgresStore, redact_url
+
+        self.path = redact_url(url)  # type: ignore[assignment]  # named in messages, never opened as a file
+        self._loop = asyncio.new_event_loop()
+        try:
+            open_store(url)  # a URL of another scheme: one sentence naming it
+            self._store = PostgresStore(url, read_only=True, min_connections=1, max_connections=1)
+            self._loop.run_until_complete(self._store.open())
+            self.names = {a["agent_id"]: a.get("name", "") for a in self._run(self._store.load_agents())}
+            self.channels = [ChannelMetadata.from_dict(md) for md in self._run(self._store.load_channels())]
+        except StoreError as exc:
+            self._loop.close()
+            raise WalReadError(f"--db: {exc}") from None
+        self.labels = channel_labels((md.manifest.type, md.channel_id) for md in self.channels)
+
+    def _run(self, coro: Any) -> Any:
+        return self._loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._run(self._store.close())
+            self._loop.close()
+
+    def wal_count(self, channel_id: str) -> int:
+        return self._run(self._store.wal_count(channel_id))
+
+    def envelopes(
+        self, channel_id: str, first_seq: int, last_seq: int
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        for seq, text in self._run(self._store.read_wal_seq(channel_id, first_seq, last_seq)):
+            yield seq, json.loads(text)
+
+
 def envelope_json(data: dict[str, Any]) -> str:
     """One stored envelope as one line of JSON (``json.loads`` gives it back)."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["WalReadError", "WalReader", "envelope_json"]
+__all__ = ["PostgresWalReader", "WalReadError", "WalReader", "envelope_json"]

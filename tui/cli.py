@@ -38,7 +38,12 @@ app = typer.Typer(add_completion=False)
 @app.command()
 def tui(
     db: Annotated[
-        Path | None, typer.Option(help="SQLite database to open (default: the per-user workbench.db).")
+        str | None,
+        typer.Option(
+            help="Database to open: a SQLite file or postgresql://user[:password]@host[:port]/dbname "
+            "(or AG2NET_DATABASE_URL; default: the per-user workbench.db).",
+            envvar="AG2NET_DATABASE_URL",
+        ),
     ] = None,
     memory: Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")] = False,
     as_name: Annotated[

@@ -19,9 +19,10 @@ class LaunchError(Exception):
     """The workbench cannot start for a reason the user can fix; the message is one sentence."""
 
 
-def log_to_file(db_path: Path | None) -> Path:
-    """Send library logging to a file next to the database: the terminal belongs to the workbench."""
-    folder = db_path.parent if db_path is not None else Settings().database.parent
+def log_to_file(db_path: Path | str | None) -> Path:
+    """Send library logging to a file next to the database (a URL's: the per-user folder): the terminal
+    belongs to the workbench."""
+    folder = db_path.parent if isinstance(db_path, Path) else Settings().database.parent
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "workbench.log"
     handler = logging.FileHandler(path, encoding="utf-8")
@@ -33,7 +34,9 @@ def log_to_file(db_path: Path | None) -> Path:
     return path
 
 
-def is_new_database(path: Path | None) -> bool:
+def is_new_database(path: Path | str | None) -> bool:
+    if isinstance(path, str):  # a postgresql:// URL: no first-run demo offer on a database server
+        return False
     return path is None or not path.exists() or path.stat().st_size == 0
 
 
@@ -88,14 +91,14 @@ async def _quietly_close(hub_client: HubClient) -> None:
 async def launch(
     *,
     settings: Settings,
-    db_path: Path | None,
+    db_path: Path | str | None,
     human_name: str,
     start_demo: bool,
     network: Any,
     connect: str | None,
     token: str | None,
     operator_token: str | None,
-    open_hub: Callable[[Path | None], Awaitable[Any]],
+    open_hub: Callable[[Path | str | None], Awaitable[Any]],
     run_network: Callable[[Any, Any], Awaitable[Any]],
 ) -> None:
     """Run the workbench until the user quits; everything opened here is closed on the way out.
