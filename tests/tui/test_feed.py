@@ -166,8 +166,9 @@ async def _dying_hub_app(step: str, **kwargs: Any) -> tuple[WorkbenchApp, Any, A
     await local.register_human(Passport(name="ben", kind="human"))
     serving = serve_ws(hub, "127.0.0.1", 0)
     server = await serving.__aenter__()
+    # a generous rpc timeout: the reads before the dying step must not time out on a loaded machine
     hc = HubClient.connect(
-        server.url(), rpc_timeout=2.0, reconnect_initial_delay=0.02, reconnect_max_delay=0.1
+        server.url(), rpc_timeout=15.0, reconnect_initial_delay=0.02, reconnect_max_delay=0.1
     )
     ana = await hc.register_human(Passport(name="ana", kind="human"))
     channel = await ana.open(type="conversation", target="ben")
