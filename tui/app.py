@@ -67,6 +67,7 @@ from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
 from tui.widgets.status_bar import StatusBar
+from tui.wording import humanize, namer_for
 
 DemoStarter = Callable[[], Awaitable[Any]]
 
@@ -557,7 +558,7 @@ the strip at the top switches.
         placeholders = {
             "filter": 'filter: type:ag2.msg sender:planner to:all text:"words" re:/x.+y/i -family:channel',
             "search": "search (then n / N): same syntax as the filter",
-            "goto": "go to seq: a number in the selected channel",
+            "goto": "go to: a seq, a channel label (discussion·7d80) or both",
         }
         bar.placeholder = placeholders[mode]
         current = {"filter": self.tail.filter_spec.query, "search": self.tail.search_spec.query, "goto": ""}
@@ -576,11 +577,10 @@ the strip at the top switches.
                 if not self.tail.set_search(text) and text:
                     self.notify("No envelope matches the search.", severity="warning", timeout=3)
             else:
-                if not text.isdigit():
-                    self.notify(f"'{text}' is not a sequence number; type digits only.", severity="error")
+                error = self.tail.goto_text(text)
+                if error:
+                    self.notify(error, severity="warning")
                     return
-                if not self.tail.goto_seq(int(text)):
-                    self.notify(f"seq {text} is not among the rows shown.", severity="warning")
         except FilterError as exc:
             self.notify(str(exc), severity="error", timeout=6)
             return
@@ -745,7 +745,7 @@ the strip at the top switches.
         try:
             await self.source.close_channel(channel_id)
         except NetworkError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(humanize(str(exc), namer_for(self)), severity="error")
             return
         self.notify(f"Closed {self.channel_label(channel_id)}.", timeout=3)
 

@@ -498,3 +498,24 @@ async def test_a_question_to_the_human_is_announced_and_its_channel_selected(net
         await network.human.send(channel.channel_id, "Last.")
         await pilot.pause(0.3)
         assert len(app._notifications) == before
+
+
+async def test_the_goto_prompt_takes_a_channel_label_and_says_why_not(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready and len(app.tail.visible_rows()) > 0)
+        app.tail.focus()
+        label = app.channel_label(network.conversation)
+        await pilot.press("colon")
+        bar = app.query_one("#query-bar", Input)
+        assert bar.has_focus and "channel label" in bar.placeholder
+        bar.value = f"{label} 1"
+        await pilot.press("enter")
+        await pilot.pause()
+        row = app.tail.cursor_row
+        assert row is not None and row.envelope.channel_id == network.conversation and row.seq == 1
+        await pilot.press("colon")
+        bar.value = "workflow·ffff"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert any("matches no channel" in n.message for n in app._notifications)
