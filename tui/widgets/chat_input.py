@@ -139,7 +139,7 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.suggester.names = list(names)
         self.query_one("#chat-prompt", Label).update(f"{label} ›" if channel_id else "no channel ›")
         self.input.placeholder = (
-            f"say something in {label} (start with @name to address someone)"
+            f"message {label} · @name to address someone"
             if channel_id
             else "select a channel (Enter in the channels pane), then type here"
         )
