@@ -14,6 +14,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Label
@@ -273,7 +274,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         table = self.table
         cursor_key: RowKey | None = None
         if table.row_count and table.cursor_row is not None and 0 <= table.cursor_row < table.row_count:
-            cursor_key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key
+            cursor_key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key
         table.clear()
         shown = self._sorted()
         query = self.filter_query
@@ -312,7 +313,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
                 height=2,
             )
         if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:
-            table.move_cursor(row=table.get_row_index(cursor_key.value), animate=False)
+            table.move_cursor(row=table.get_row_index(cursor_key), animate=False)
 
 
 __all__ = ["ChannelList", "ChannelRow"]
