@@ -138,7 +138,7 @@ async def shot_workbench(pilot: Pilot[Any]) -> None:
     app = await _select(pilot, "conversation")
     app.projected_view.switch_view("windowed_summary", 2)  # the projection starts with a CompactionSummary
     await settle(pilot)
-    app.channel_list.query_one("DataTable").focus()
+    app.action_focus_pane("view")  # at 120 columns the agent view shares the middle with the tail
     await settle(pilot)
 
 
@@ -158,6 +158,7 @@ async def shot_turn_diff(pilot: Pilot[Any]) -> None:
     app = await _select(pilot, "conversation")
     app.projected_view.switch_view("windowed_summary", 2)
     await settle(pilot)
+    app.action_focus_pane("view")
     app.query_one("#pv-tabs").active = "pv-tab-turn"  # type: ignore[attr-defined]
     await settle(pilot)
 
