@@ -74,8 +74,18 @@ def test_pyright_takes_the_real_clients_and_refuses_a_partial_one(tmp_path):
     refused_line = next(
         i for i, line in enumerate(text.splitlines(), 1) if "NetworkPlugin(NoHubClient())" in line
     )
+    # A project of its own that finds ag2net in the repository (an editable install's import hook is
+    # invisible to pyright, and a stray pyrightconfig.json above the temp dir must not be picked up).
+    (tmp_path / "pyrightconfig.json").write_text(
+        json.dumps({"typeCheckingMode": "basic", "pythonVersion": "3.11", "extraPaths": [str(ROOT)]}),
+        encoding="utf-8",
+    )
     run = subprocess.run(
-        ["pyright", "--outputjson", str(source)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        ["pyright", "--outputjson", "-p", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     report = json.loads(run.stdout)
     errors = [d for d in report["generalDiagnostics"] if d["severity"] == "error"]
