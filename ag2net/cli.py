@@ -1,4 +1,4 @@
-"""The ``ag2net`` command: ``tui`` (the workbench), ``demo``, ``serve``, ``wal``.
+"""The ``ag2net`` command: ``tui`` (the workbench), ``demo``, ``serve``, ``wal``, ``replay``.
 
 Every mistake a user can make here ends in one sentence on stderr and exit code 2, never a traceback.
 The shared helpers (the error sentence, database paths, ``--network``, opening a hub) live in
@@ -19,6 +19,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from ag2net.cli_replay import replay_cmd
 from ag2net.cli_support import (
     UsageProblem,
     check_name,
@@ -284,6 +285,8 @@ def wal(
     except BrokenPipeError:
         reader_left()
 
+
+app.command("replay")(replay_cmd)
 
 def main() -> None:
     app()

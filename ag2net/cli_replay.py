@@ -1,0 +1,470 @@
+"""``ag2net replay``: fork a channel of a database at a seq, replay it with overrides, print the comparison.
+
+The database is read once, read-only, through ``ag2net wal``'s readers (``WalReader`` for a SQLite file,
+``PostgresWalReader`` for ``postgresql://…``): the channel, its WAL, the agents' records and the channel's
+turn records are taken into a ``SnapshotSource`` and the reader is closed before anything runs. The
+snapshot answers the ops ``ag2net.debug.fork``/``replay`` read through (``get_channel``, ``read_wal``,
+``get_agent``, ``list_turns`` …), so the fork and the replay run in memory and never touch the file.
+
+The parsing helpers (``parse_view``, ``parse_model``) and the one-line envelope summary are shared with the
+workbench's fork form (``tui/screens/fork.py``). Headless: no UI imports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ag2net.cli_support import UsageProblem, fail
+
+SCRIPTED_REPLY = "(scripted reply)"
+"""What ``--model AGENT=scripted`` answers on every turn (``scripted:TEXT`` answers TEXT)."""
+
+MODEL_FORMS = "replay, scripted, scripted:TEXT or openai:MODEL_NAME"
+
+
+# ----------------------------------------------------------------------------------------- parsing
+
+
+def _value(text: str) -> Any:
+    """``k=v``'s value: JSON when it reads as JSON (numbers, true/false, null, quoted text), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_params(text: str, *, where: str) -> dict[str, Any]:
+    """``k=v,k=v`` → a dict; ``UsageProblem`` naming ``where`` for a pair without ``=`` or a key."""
+    params: dict[str, Any] = {}
+    for pair in (p.strip() for p in text.split(",")):
+        if not pair:
+            continue
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise UsageProblem(
+                f"{where}: {pair!r} is not k=v; write parameters as k=v separated by commas, e.g. recent_n=4"
+            )
+        params[key.strip()] = _value(value.strip())
+    return params
+
+
+def parse_view(name: str, params: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """A view spec ``{"name": …, **params}`` that builds a real view; ``UsageProblem`` otherwise."""
+    from ag2net.errors import ProtocolError
+    from ag2net.views.registry import registered_views, view_from_spec
+
+    name = name.strip()
+    if name not in registered_views():
+        raise UsageProblem(f"{where}: unknown view {name!r}; choose from {', '.join(registered_views())}")
+    spec = {"name": name, **params}
+    try:
+        view_from_spec(spec)
+    except ProtocolError as exc:
+        raise UsageProblem(f"{where}: {exc}") from None
+    return spec
+
+
+def parse_model(text: str, *, where: str) -> Any:
+    """``replay`` (None: the replay model), ``scripted[:TEXT]`` or ``openai:NAME`` → a model."""
+    text = text.strip()
+    if text == "replay":
+        return None
+    if text == "scripted" or text.startswith("scripted:"):
+        from ag2net.agent.models import ScriptedModel
+
+        reply = text.partition(":")[2] or SCRIPTED_REPLY
+        return ScriptedModel(reply, name="scripted", loop=True)
+    if text.startswith("openai:") and text.partition(":")[2].strip():
+        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+            raise UsageProblem(
+                f"{where}: {text!r} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) in the "
+                "environment; set it, or use replay or scripted"
+            )
+        try:
+            from ag2net.agent.openai_model import OpenAIChatModel
+
+            return OpenAIChatModel(text.partition(":")[2].strip())
+        except ImportError as exc:
+            raise UsageProblem(f"{where}: {exc}") from None
+    raise UsageProblem(f"{where}: model {text!r} is not one of {MODEL_FORMS}")
+
+
+def openai_available() -> bool:
+    """Whether an ``openai:NAME`` model can be built here (the extra installed and a key or endpoint set)."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return False
+    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def _split_assignment(option: str, text: str, example: str) -> tuple[str, str]:
+    agent, eq, rest = text.partition("=")
+    if not eq or not agent.strip() or not rest.strip():
+        raise UsageProblem(f"{option} {text!r} must look like AGENT={example}")
+    return agent.strip(), rest.strip()
+
+
+# ----------------------------------------------------------------------------------------- the source
+
+
+@dataclass(slots=True)
+class SnapshotSource:
+    """What the fork and the replay read of one channel, taken from a database and held in memory.
+
+    ``call(op, **params)`` answers the ops ``ag2net.debug`` uses, as a ``HubClient`` would."""
+
+    metadata: Any
+    envelopes: list[Any]
+    agents: dict[str, dict[str, Any]]
+    turns: list[dict[str, Any]] = field(default_factory=list)
+
+    def agent_id(self, name_or_id: str) -> str | None:
+        if name_or_id in self.agents:
+            return name_or_id
+        return next((a for a, rec in self.agents.items() if rec.get("name") == name_or_id), None)
+
+    def name_for(self, agent_id: str) -> str:
+        return str((self.agents.get(agent_id) or {}).get("name") or agent_id)
+
+    async def call(self, op: str, **params: Any) -> Any:
+        from ag2net.errors import NotFoundError
+        from ag2net.identity import Passport, Resume, Rule
+        from ag2net.skills import render_fallback_skill
+
+        cid = self.metadata.channel_id
+        if op == "get_channel":
+            return self.metadata.copy()
+        if op == "wal_count":
+            return len(self.envelopes) if params.get("channel_id") == cid else 0
+        if op == "read_wal":
+            if params.get("channel_id") != cid:
+                return []
+            return [e.copy() for e in self.envelopes[params.get("since", 0) : params.get("until")]]
+        if op == "list_turns":
+            return [t for t in self.turns if t.get("channel_id") == params.get("channel_id")]
+        agent_id = self.agent_id(str(params.get("name_or_id") or params.get("agent_id") or ""))
+        if agent_id is None:
+            raise NotFoundError(f"agent not found: {params}")
+        rec = self.agents[agent_id]
+        passport = Passport.from_dict(rec["passport"])
+        resume = Resume.from_dict(rec.get("resume") or {})
+        if op == "get_agent":
+            return passport
+        if op == "get_resume":
+            return resume
+        if op == "get_rule":
+            return Rule.from_dict(rec["rule"]) if rec.get("rule") else Rule()
+        if op == "get_skill":
+            return rec.get("skill_md") or render_fallback_skill(passport, resume)
+        raise NotImplementedError(f"SnapshotSource does not answer {op!r}")
+
+
+def read_snapshot(db: str, channel: str) -> tuple[SnapshotSource, str]:
+    """The channel ``channel`` names in ``db`` (a path or a URL), read once read-only; and its label."""
+    from ag2net.cli_wal import PostgresWalReader, WalReader, WalReadError
+    from ag2net.envelope import Envelope
+    from ag2net.store import is_database_url
+
+    path = None if is_database_url(db) else Path(db)
+    if path is not None and not path.exists():
+        raise UsageProblem(f"--db {db!r} does not exist; give the path of an ag2net database")
+    if path is not None and path.is_dir():
+        raise UsageProblem(f"--db {db!r} is a directory; give the path of an ag2net database file")
+    try:
+        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+            md = reader.resolve(channel)
+            cid = md.channel_id
+            total = reader.wal_count(cid)
+            envelopes = [Envelope(**data) for _, data in reader.envelopes(cid, 1, total)]
+            if isinstance(reader, PostgresWalReader):
+                agents = reader._run(reader._store.load_agents())
+                turns = reader._run(reader._store.list_turns(channel_id=cid, limit=1_000_000))
+            else:
+                rows = reader._conn.execute("SELECT record FROM agents ORDER BY ord")
+                agents = [json.loads(r[0]) for r in rows]
+                rows = reader._conn.execute(
+                    "SELECT record FROM turns WHERE channel_id = ? ORDER BY ord", (cid,)
+                )
+                turns = [json.loads(r[0]) for r in rows]
+            label = reader.label_for(cid)
+    except WalReadError as exc:
+        raise UsageProblem(str(exc)) from None
+    return SnapshotSource(md, envelopes, {a["agent_id"]: a for a in agents}, list(turns)), label
+
+
+# ----------------------------------------------------------------------------------------- the output
+
+
+def envelope_summary(row: dict[str, Any] | None, name_for: Any) -> str:
+    """One line for an envelope (a ``compare`` row's side): sender, event type and its text or data."""
+    if row is None:
+        return "—"
+    data = row.get("event_data") or {}
+    text = data.get("text") if isinstance(data, dict) else None
+    shown = text if isinstance(text, str) else json.dumps(data, ensure_ascii=False, sort_keys=True)
+    shown = " ".join(shown.split())
+    to = ""
+    if row.get("audience"):
+        to = " →" + ",".join(name_for(a) for a in row["audience"])
+    etype = str(row.get("event_type", "")).removeprefix("ag2.")
+    return f"{name_for(row.get('sender_id', ''))}{to}  {etype}  {shown}".rstrip()
+
+
+def turn_summary(row: dict[str, Any] | None, name_for: Any, why: str) -> str:
+    """The first divergent turn in a sentence: whose turn, which one, what differs and by how much."""
+    if row is None:
+        return "every turn saw the same history, input and tools and gave the same reply"
+    text = f"{name_for(row['agent_id'])}'s turn {row['turn']}: {why}"
+    delta = row.get("history_delta")
+    if delta and not row.get("history_same", True):
+        text += f" (history {delta['before']} → {delta['after']} events: "
+        text += f"{len(delta['removed'])} removed, {len(delta['added'])} added)"
+    if not row.get("tools_same", True):
+        text += f" (tools {row['tools_original']} → {row['tools_replayed']})"
+    return text
+
+
+def divergence_summary(diff: Any) -> str:
+    """The first envelope that differs, in a sentence (seq numbers from 1)."""
+    if diff.first_divergence is None:
+        return "no divergence: the replay made the original transcript envelope for envelope"
+    return f"first divergence at seq {diff.first_divergence + 1}: {diff.why}"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def comparison_text(
+    label: str, at_seq: int, result: Any, diff: Any, name_for: Any, overrides: dict[str, str], width: int
+) -> list[str]:
+    lines = [
+        f"{label} forked at seq {at_seq} of {len(result.original)}; replay stopped: {result.stopped}; "
+        f"{len(result.replayed)} envelopes (original {len(result.original)})"
+    ]
+    for agent, what in overrides.items():
+        lines.append(f"  override {agent}: {what}")
+    column = max((width - 12) // 2, 20)
+    lines.append(f"  {'seq':>5}  {'original':<{column}}  replayed")
+    for row in diff.rows:
+        mark = " " if row["same"] else "≠"
+        left = _clip(envelope_summary(row["original"], name_for), column)
+        right = "=" if row["same"] else _clip(envelope_summary(row["replayed"], name_for), column)
+        lines.append(f"{mark} {row['seq']:>5}  {left:<{column}}  {right}")
+    lines.append(divergence_summary(diff))
+    lines.append("first divergent turn: " + turn_summary(diff.first_turn, name_for, diff.turn_why))
+    return lines
+
+
+def comparison_json(
+    label: str, at_seq: int, result: Any, diff: Any, name_for: Any, overrides: dict[str, str]
+) -> dict[str, Any]:
+    def named(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        return {"sender": name_for(row["sender_id"]), **row}
+
+    return {
+        "channel": label,
+        "channel_id": result.sandbox.channel_id,
+        "at_seq": at_seq,
+        "original_count": len(result.original),
+        "replayed_count": len(result.replayed),
+        "stopped": result.stopped,
+        "identical": diff.identical,
+        "first_divergence_seq": None if diff.first_divergence is None else diff.first_divergence + 1,
+        "why": diff.why,
+        "overrides": overrides,
+        "rows": [
+            {
+                "seq": r["seq"],
+                "same": r["same"],
+                "original": named(r["original"]),
+                "replayed": named(r["replayed"]),
+            }
+            for r in diff.rows
+        ],
+        "turns": [{"agent": name_for(t["agent_id"]), **t} for t in diff.turns],
+        "first_turn": None
+        if diff.first_turn is None
+        else {"agent": name_for(diff.first_turn["agent_id"]), **diff.first_turn},
+        "turn_why": diff.turn_why,
+    }
+
+
+# ----------------------------------------------------------------------------------------- running
+
+
+def build_overrides(
+    source: SnapshotSource,
+    label: str,
+    views: list[str],
+    systems: list[str],
+    models: list[str],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``--view``/``--system``/``--model`` → ``{agent_id: Override}`` and a readable line per agent."""
+    from ag2net.debug.replay import Override
+
+    people = list(source.metadata.participant_ids())
+    for env in source.envelopes:
+        if env.sender_id in source.agents and env.sender_id not in people:
+            people.append(env.sender_id)
+    overrides: dict[str, Any] = {}
+    shown: dict[str, list[str]] = {}
+
+    def agent_of(option: str, name: str) -> str:
+        agent_id = source.agent_id(name)
+        if agent_id is None or agent_id not in people:
+            names = ", ".join(source.name_for(p) for p in people)
+            raise UsageProblem(f"{option}: {name!r} is not an agent of {label} (its agents: {names})")
+        return agent_id
+
+    for text in views:
+        agent, rest = _split_assignment("--view", text, "NAME[:k=v,...]")
+        agent_id = agent_of("--view", agent)
+        name, _, params = rest.partition(":")
+        spec = parse_view(name, parse_params(params, where=f"--view {text!r}"), where=f"--view {text!r}")
+        overrides.setdefault(agent_id, Override()).view = spec
+        shown.setdefault(agent_id, []).append("view " + json.dumps(spec, sort_keys=True))
+    for text in systems:
+        agent, file = _split_assignment("--system", text, "FILE")
+        agent_id = agent_of("--system", agent)
+        try:
+            prompt = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageProblem(
+                f"--system {text!r}: cannot read {file!r} ({reason}); give a UTF-8 text file"
+            ) from None
+        overrides.setdefault(agent_id, Override()).system_prompt = prompt
+        shown.setdefault(agent_id, []).append(f"system prompt from {file} ({len(prompt)} characters)")
+    for text in models:
+        agent, spec = _split_assignment("--model", text, MODEL_FORMS.replace(", ", "|").replace(" or ", "|"))
+        agent_id = agent_of("--model", agent)
+        model = parse_model(spec, where=f"--model {text!r}")
+        if model is not None:
+            overrides.setdefault(agent_id, Override()).model = model
+        shown.setdefault(agent_id, []).append(f"model {spec}")
+    return overrides, {source.name_for(a): "; ".join(w) for a, w in shown.items()}
+
+
+async def run_replay(
+    source: Any, channel_id: str, at_seq: int, overrides: dict[str, Any], *, turns: int, timeout: float
+) -> tuple[Any, Any]:
+    """Fork ``source`` at ``at_seq``, replay with ``overrides``, compare; the sandbox is closed after."""
+    from ag2net.debug import compare, fork, replay
+
+    async with await fork(source, channel_id, at_seq) as box:
+        result = await replay(
+            source,
+            box,
+            overrides=overrides,
+            turn_budget=turns,
+            step_timeout=min(10.0, timeout),
+            timeout=timeout,
+        )
+        return result, compare(result)
+
+
+def replay_cmd(
+    channel: Annotated[
+        str,
+        typer.Argument(
+            help="Channel: its label (conversation·b6d8, or conversation.b6d8), the id's last digits, the id "
+            "or a unique prefix."
+        ),
+    ],
+    at: Annotated[int, typer.Option("--at", help="Fork after this seq (0: before the first envelope).")],
+    db: Annotated[
+        str,
+        typer.Option(
+            help="Database to read, opened read-only: a SQLite file or postgresql://user@host/dbname "
+            "(or AG2NET_DATABASE_URL).",
+            envvar="AG2NET_DATABASE_URL",
+        ),
+    ],
+    view: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="AGENT=NAME[:k=v,...]: replay AGENT under another view, e.g. critic=windowed_summary:recent_n=2."
+        ),
+    ] = None,
+    system: Annotated[
+        list[str] | None, typer.Option(help="AGENT=FILE: replay AGENT with the system prompt in FILE.")
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="AGENT=replay|scripted[:TEXT]|openai:NAME: the model AGENT answers with (default replay)."
+        ),
+    ] = None,
+    turns: Annotated[int, typer.Option("--turns", help="Stop the replay after this many model turns.")] = 200,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop the replay after this many seconds.")
+    ] = 60.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as one JSON object instead of a table.")
+    ] = False,
+) -> None:
+    """Fork a channel at a seq, replay it (with other views, prompts or models), print what changed."""
+    try:
+        if turns < 1:
+            raise UsageProblem(f"--turns must be 1 or more, got {turns}")
+        if not timeout > 0:
+            raise UsageProblem(f"--timeout must be more than 0 seconds, got {timeout}")
+        source, label = read_snapshot(db, channel)
+        total = len(source.envelopes)
+        if not 0 <= at <= total:
+            raise UsageProblem(f"--at {at} is out of range for {label}: give a seq between 0 and {total}")
+        overrides, shown = build_overrides(source, label, view or [], system or [], model or [])
+        result, diff = asyncio.run(
+            run_replay(source, source.metadata.channel_id, at, overrides, turns=turns, timeout=timeout)
+        )
+    except UsageProblem as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    try:
+        if as_json:
+            record = comparison_json(label, at, result, diff, source.name_for, shown)
+            typer.echo(json.dumps(record, ensure_ascii=False, default=str))
+        else:
+            width = _width()
+            for line in comparison_text(label, at, result, diff, source.name_for, shown, width):
+                typer.echo(line)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
+
+
+def _width() -> int:
+    import shutil
+
+    return max(shutil.get_terminal_size((120, 24)).columns, 60)
+
+
+__all__ = [
+    "SnapshotSource",
+    "build_overrides",
+    "comparison_json",
+    "comparison_text",
+    "divergence_summary",
+    "envelope_summary",
+    "openai_available",
+    "parse_model",
+    "parse_params",
+    "parse_view",
+    "read_snapshot",
+    "replay_cmd",
+    "run_replay",
+    "turn_summary",
+]
