@@ -288,6 +288,7 @@ def wal(
 
 app.command("replay")(replay_cmd)
 
+
 def main() -> None:
     app()
 
