@@ -10,6 +10,7 @@ speakers by id) are shown as they are, with a legend naming them.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +31,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Input, Label, Select, Static, TabbedContent, TabPane
 
+from ag2net.agent.budget import ContextWindow, context_window, counter_for, model_name_of, turn_budget
 from ag2net.agent.tokens import default_counter
 from ag2net.client.turns import TurnRecord
 from ag2net.errors import NetworkError
@@ -46,6 +48,7 @@ from ag2net.events import (
 from ag2net.views import registered_views, view_from_spec
 from tui.formatting import id_legend
 from tui.models import ProjectionData
+from tui.widgets.budget_bar import BudgetBar
 
 IN_FORCE = "__in_force__"
 REFRESH_DELAY = 0.4
@@ -197,6 +200,9 @@ names speakers by id) are shown as they are, with a legend naming them.
   same WAL now with the view selected here; `~` changed, `-` only then, `+` only now.
 - **Compare**: pick two turns (**d** compares the shown turn with the one before) to see what
   changed in the projection, the system prompt and the tools offered.
+- **Budget**: the next turn's and the shown turn's tokens (system / history / tools / input) against
+  the model's context window (from its passport's model, or `AG2NET_CONTEXT_WINDOWS=name=tokens,…`),
+  marked *estimate* unless tiktoken counted them; at 80% of the window a warning.
 - **r** reloads (the view also follows new envelopes and turns by itself).
 """
 
@@ -233,6 +239,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         & #pv-error { color: $text-error; height: auto; padding: 0 1; }
         & #pv-error.-empty { display: none; }
         & #pv-tokens { height: auto; padding: 0 1; color: $text-secondary; }
+        & #pv-budget { height: auto; padding: 0 1; }
         & TabbedContent { height: 1fr; }
         & TabPane { padding: 0; }
         & VerticalScroll { height: 1fr; }
@@ -258,11 +265,15 @@ names speakers by id) are shown as they are, with a legend naming them.
         loader: ProjectionLoader | None = None,
         *,
         name_for: Callable[[str], str] | None = None,
+        passport_for: Callable[[str], Awaitable[Any]] | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)
         self.loader = loader
+        self.passport_for = passport_for
+        """``HubClient.get_agent``: the participant's passport, whose ``model`` names its context window
+        (default: the loader's hub client's, when the loader is a ``HubSource`` method)."""
         self.name_for = name_for or (lambda agent_id: agent_id)
         self.data: ProjectionData | None = None
         self.turn_summary = ""
@@ -279,6 +290,12 @@ names speakers by id) are shown as they are, with a legend naming them.
         self._participants: list[tuple[str, str]] = []
         self._quiet = False
         self._refresh_timer: Timer | None = None
+        self.window: ContextWindow | None = None
+        """The shown participant's context window (``ag2net.agent.budget``), resolved at each load."""
+        self.budget: Any = None
+        """The ``TurnBudget`` of the projection now (the next turn's system, history and tools)."""
+        self.shown_turn_budget: Any = None
+        """The ``TurnBudget`` of the turn the Turns tab shows."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="pv-controls"):
@@ -296,6 +313,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         yield Static(NO_CHANNEL, id="pv-status")
         yield Static("", id="pv-error", classes="-empty")
         yield Static("", id="pv-tokens")
+        yield Static("", id="pv-budget")
         with TabbedContent(id="pv-tabs"):
             with TabPane("Projection", id="pv-tab-history"), VerticalScroll():
                 yield Static("", id="pv-history")
@@ -462,6 +480,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         assert self.loader is not None
         try:
             data = await self.loader(channel_id, participant_id, spec, turn_id=turn_id)
+            await self._resolve_window(participant_id)
         except (NetworkError, TimeoutError) as exc:
             if self.is_mounted and channel_id == self.channel_id:
                 self._show_error(str(exc) or "the hub did not answer in time")
@@ -487,7 +506,8 @@ names speakers by id) are shown as they are, with a legend naming them.
         status_line.update(status)
         status_line.set_class(False, "-switched")
         self._show_error("")
-        for selector in ("#pv-tokens", "#pv-history", "#pv-tools", "#pv-turn", "#pv-compare"):
+        self.budget = self.shown_turn_budget = None
+        for selector in ("#pv-tokens", "#pv-budget", "#pv-history", "#pv-tools", "#pv-turn", "#pv-compare"):
             self.query_one(selector, Static).update("")
         self._quiet = True
         try:
@@ -503,6 +523,42 @@ names speakers by id) are shown as they are, with a legend naming them.
             return self.app.theme_variables.get(name, fallback)
         except Exception:  # no app yet (unit use)
             return fallback
+
+    async def _resolve_window(self, participant_id: str) -> None:
+        """The participant's context window: configured for its name or id, else by its passport's model
+        (``ag2net.agent.budget.context_window``); the counter for that model is built off the event loop."""
+        passport_for = self.passport_for
+        if passport_for is None:
+            hub_client = getattr(getattr(self.loader, "__self__", None), "hc", None)
+            passport_for = getattr(hub_client, "get_agent", None)
+        model: str | None = None
+        if passport_for is not None:
+            try:
+                model = model_name_of(getattr(await passport_for(participant_id), "model", None))
+            except (NetworkError, TimeoutError):
+                model = None
+        try:
+            self.window = context_window(model, agents=[self.name_for(participant_id), participant_id])
+        except ValueError as exc:  # a malformed AG2NET_CONTEXT_WINDOWS: say so, show the counts anyway
+            self.window = ContextWindow(None, "not configured", model)
+            self.notify(str(exc), severity="error", timeout=8)
+        await asyncio.to_thread(counter_for, model)
+
+    def _budget_of(self, turn: Any) -> Any:
+        window = self.window
+        if window is None:
+            return None
+        return turn_budget(turn, window=window, counter=counter_for(window.model))
+
+    def _budget_colors(self) -> dict[str, str]:
+        return {
+            "system": self._color("text-warning", "yellow"),
+            "history": self._color("text-primary", "blue"),
+            "tools": self._color("text-secondary", "cyan"),
+            "input": self._color("text-success", "green"),
+            "warning": self._color("text-warning", "yellow"),
+            "error": self._color("text-error", "red"),
+        }
 
     def show(self, data: ProjectionData) -> None:
         """Render ``data`` into the status line, tokens, projection, tools, turns and compare tabs."""
@@ -527,6 +583,10 @@ names speakers by id) are shown as they are, with a legend naming them.
             f"tokens ≈ system {tokens.get('system', 0)} · history {tokens.get('history', 0)} · "
             f"tools {tokens.get('tools', 0)} · total {tokens.get('total', sum(tokens.values()))}"
             f"  ({preview.token_method})"
+        )
+        self.budget = self._budget_of(preview)
+        self.query_one("#pv-budget", Static).update(
+            BudgetBar(self.budget, self._budget_colors(), title="next turn") if self.budget else ""
         )
         self.query_one("#pv-history", Static).update(
             self._history_table(preview.system_prompt, preview.history)
@@ -695,6 +755,9 @@ names speakers by id) are shown as they are, with a legend naming them.
         if turn.tool_calls:
             parts.append(calls)
         parts.append(token_line)
+        self.shown_turn_budget = self._budget_of(turn)
+        if self.shown_turn_budget is not None:
+            parts.append(BudgetBar(self.shown_turn_budget, self._budget_colors(), title="this turn"))
         replayed = data.turn is not None and data.turn.turn_id == turn.turn_id and not loading
         if not replayed:
             self.turn_summary = "re-projecting…"
