@@ -42,6 +42,7 @@ class Delivery(HubShape):
         for agent_id, bound in list(self._bindings.items()):
             if bound is endpoint:
                 del self._bindings[agent_id]
+                self._observe_presence(agent_id, False, reason="disconnected")
                 mailbox = self._mailboxes.pop(agent_id, None)
                 if mailbox is not None:
                     await mailbox.stop()
@@ -64,7 +65,10 @@ class Delivery(HubShape):
         if agent_id is None:  # a passport the hub has not stamped
             raise NotFoundError("cannot bind an identity without an agent_id; register it first")
         self._record(agent_id)
+        was_bound = agent_id in self._bindings
         self._bindings[agent_id] = endpoint
+        if not was_bound:
+            self._observe_presence(agent_id, True)
         bound = getattr(endpoint, "bound", None)
         if isinstance(bound, set):
             bound.add(agent_id)
@@ -75,9 +79,28 @@ class Delivery(HubShape):
     def unbind_endpoint(self, endpoint: Any, agent_id: str) -> None:
         if self._bindings.get(agent_id) is endpoint:
             del self._bindings[agent_id]
+            self._observe_presence(agent_id, False, reason="unbind")
             mailbox = self._mailboxes.pop(agent_id, None)
             if mailbox is not None:
                 self._spawn(mailbox.stop())
+
+    def presence(self, agent_ids: list[str] | None = None) -> dict[str, bool]:
+        """``{agent_id: online}`` for every registered identity (or those of ``agent_ids`` that are
+        registered): online when the identity is bound to a live connection of the hub now."""
+        bindings = self._bindings
+        ids = self.agents if agent_ids is None else [a for a in agent_ids if a in self.agents]
+        out: dict[str, bool] = {}
+        for agent_id in ids:
+            endpoint = bindings.get(agent_id)
+            out[agent_id] = endpoint is not None and getattr(endpoint, "closed", False) is not True
+        return out
+
+    def _observe_presence(self, agent_id: str, online: bool, **extra: Any) -> None:
+        """An ``agent`` event on the observe stream: ``bound`` when an identity gets a live connection,
+        ``unbound`` when it loses its last one (a re-bind to another connection is neither)."""
+        rec = self.agents.get(agent_id)
+        name = rec.passport.name if rec is not None else None
+        self._observe_agent(agent_id, "bound" if online else "unbound", name=name, **extra)
 
     def _dispatch(self, md: ChannelMetadata, env: Envelope) -> None:
         """Queue ``env`` for its recipients. While a registered arbiter's refusals are set

@@ -186,6 +186,16 @@ async def _names_for(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, st
     return hub.names_for([str(i) for i in ids])
 
 
+@op("presence")
+async def _presence(hub: Hub, endpoint: Any, p: dict[str, Any]) -> dict[str, bool]:
+    ids = p.get("agent_ids")
+    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+        raise ProtocolError(
+            "params.agent_ids must be a list of agent ids (strings) or null for every identity"
+        )
+    return hub.presence(ids)
+
+
 @op("list_agents")
 async def _list_agents(hub: Hub, endpoint: Any, p: dict[str, Any]) -> list[Passport]:
     for name in ("capability", "query", "kind", "sort_by"):

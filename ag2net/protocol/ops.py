@@ -156,6 +156,13 @@ _declare("get_skill_info", "agent_id", JSON, DIRECTORY, "the skill card, or the 
 _declare("find_agent_id", "name", JSON, OPEN, "the id registered under a name, or null")
 _declare("names_for", "agent_ids", JSON, DIRECTORY, "{agent_id: name} for known ids")
 _declare("list_agents", "capability query kind sort_by limit", ListOf(PASSPORT), DIRECTORY, "the directory")
+_declare(
+    "presence",
+    "agent_ids",
+    JSON,
+    DIRECTORY,
+    "{agent_id: online} for registered identities (all, or those of agent_ids): bound to a live connection now",
+)
 _declare("set_resume", ("agent_id", Param("resume", RESUME)), RESUME, agent(), "replace an agent's resume")
 _declare("set_skill", "agent_id skill_md", JSON, agent(), "replace (or clear) an agent's skill card")
 _declare("set_rule", ("agent_id", Param("rule", RULE)), RULE, agent(), "replace an agent's rule")
