@@ -3,6 +3,13 @@
 Send posts ``EnvelopeComposer.SendRequested``; the app posts it through ``human.post_envelope`` and calls
 ``show_send_error`` when the hub refuses (the draft stays) or ``sent`` when it was admitted. Drafts
 persist in a JSON file next to the settings file.
+
+Beside the preview (below it when the terminal is narrow), the dry-run panel shows what sending the
+draft would do now: the hub's ``dry_run`` op (``ag2net.debug.dry_run``, through the app source's
+``dry_run`` method, in-process or remote) runs in a worker ``DRY_RUN_DELAY`` after the last change, and
+again every ``DRY_RUN_REFRESH`` seconds while the draft is unchanged (whose turn it is moves on). It
+names the verdict (a refusal in the very words a post would get, ids named), the recipients in dispatch
+order, what each participant's model would get on its next turn, and the protocol's state after.
 """
 
 from __future__ import annotations
@@ -11,11 +18,12 @@ import difflib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -23,10 +31,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static, TextArea
 from textual.widgets.selection_list import Selection
 
 from ag2net import envelope as envelope_module
+from ag2net.debug import DryRun
 from ag2net.envelope import (
     ALL_EVENT_TYPES,
     EV_CHANNEL_CLOSED,
@@ -47,8 +57,10 @@ from ag2net.envelope import (
     check_event_data,
 )
 from ag2net.errors import ProtocolError
+from ag2net.events import event_from_dict
 from tui.widgets.json_area import json_text_area
-from tui.wording import app_labels, humanize, namer_for
+from tui.widgets.projected_view import event_body, role_of
+from tui.wording import Namer, app_labels, humanize, namer_for
 
 CUSTOM_TEMPLATE = "custom"
 
@@ -61,6 +73,17 @@ EV_NAMES: dict[str, str] = {
 
 RESERVED_PREFIX = "ag2."
 TERMINAL_STATES = ("closed", "expired", "closing")
+
+DRY_RUN_DELAY = 0.25
+"""Seconds after the last change before the dry run runs (typing does not fire one per key)."""
+DRY_RUN_REFRESH = 2.0
+"""Seconds between dry runs of an unchanged draft (the channel moves on while the person thinks)."""
+DRY_RUN_WIDE = 160
+"""From this many columns the dry run sits beside the preview; below, under it."""
+DELTA_TEXT = 48
+"""Characters of an event's text shown in a projection delta line."""
+
+DryRunner = Callable[[Envelope], Awaitable[DryRun]]
 
 
 def resolve_event_type(text: str) -> tuple[str, str]:
@@ -156,6 +179,85 @@ def parse_event_data(text: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
+def _short(text: str, limit: int = DELTA_TEXT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _event_line(data: dict[str, Any]) -> str:
+    """``role: "text…"`` for one projection event (a dict from the op)."""
+    try:
+        event = event_from_dict(data)
+    except (ValueError, KeyError, TypeError):
+        return _short(json.dumps(data, sort_keys=True, default=str))
+    return f'{role_of(event)}: "{_short(event_body(event, DELTA_TEXT * 2))}"'
+
+
+def refusal_sentence(dry: DryRun, namer: Namer) -> str:
+    """The refusal a post would get, with its advice, agents and channels named."""
+    advice = str(dry.refusal.get("advice", "")) if dry.refusal else ""
+    return humanize(dry.message + advice, namer)
+
+
+def dry_run_text(dry: DryRun, namer: Namer) -> Text:
+    """The dry-run panel's text: verdict, recipients in order, each participant's next-turn delta, state."""
+    out = Text()
+    if not dry.admitted:
+        out.append("✗ Would be refused: ", style="bold red")
+        out.append(refusal_sentence(dry, namer))
+        return out
+    out.append("✓ Would be admitted", style="bold green")
+    out.append("\nRecipients", style="bold")
+    recipients = sorted(dry.recipients, key=lambda r: r.get("order", 0))
+    if recipients:
+        out.append(f" (delivery order, {recipients[0].get('priority', 'normal')}):", style="dim")
+        for number, row in enumerate(recipients, 1):
+            out.append(f"\n {number}. {namer.who(str(row['agent_id']))}")
+            notes = []
+            if not row.get("connected", True):
+                notes.append("offline: queued until it reconnects")
+            if row.get("unacked"):
+                notes.append(f"{row['unacked']} not yet acknowledged")
+            if notes:
+                out.append(f" · {'; '.join(notes)}", style="dim")
+    else:
+        out.append(": nobody (no participant is addressed)", style="dim")
+    addressed = {str(r["agent_id"]) for r in recipients}
+    out.append("\nTheir model's next history:", style="bold")
+    for pid, delta in dry.projections.items():
+        added = list(delta.get("added") or [])
+        removed = list(delta.get("removed") or [])
+        out.append(f"\n {namer.who(pid)} ")
+        if not added and not removed:
+            why = "delivered, not part of its history" if pid in addressed else "not addressed or not shown"
+            out.append(f"unchanged ({why})", style="dim")
+            continue
+        counts = [f"+{len(added)}"] + ([f"−{len(removed)}"] if removed else [])
+        out.append(" ".join(counts), style="bold")
+        for event in added[:2]:
+            out.append(f"\n   + {_event_line(event)}", style="green")
+        for event in removed[:2]:
+            out.append(f"\n   − {_event_line(event)}", style="red")
+        more = len(added) + len(removed) - len(added[:2]) - len(removed[:2])
+        if more > 0:
+            out.append(f"\n   … {more} more", style="dim")
+    out.append("\nAfter it: ", style="bold")
+    expected = dry.expected_after
+    if expected and expected.get("agent_id"):
+        who = namer.who(str(expected["agent_id"]))
+        out.append(f"{who} {'are' if who == 'you' else 'is'} expected to speak next; ")
+    else:
+        out.append("nobody in particular is expected next; ")
+    if dry.closes:
+        reason = dry.closes.get("reason") or ""
+        out.append(f"the channel would be {dry.closes.get('state', 'closed')}", style="bold yellow")
+        if reason:
+            out.append(f" ({reason})", style="yellow")
+    else:
+        out.append("the channel stays open")
+    return out
+
+
 @dataclass(slots=True)
 class ChannelChoice:
     """A channel the composer can post into: its label and its participants as (agent_id, name)."""
@@ -188,12 +290,25 @@ Build any envelope, including custom event types (`myapp.review_request`).
   type means `ag2.msg.text`. A name inside `ag2.` that is not an ag2 type gets a warning.
 - **Audience**: tick participants; none ticked is a broadcast (`audience: null`).
 - The preview on the right is exactly what will be posted; the hub stamps `envelope_id` and `created_at`.
+- **Dry run** (beside the preview, or under it when narrow) shows what sending would do now, without
+  sending: refused (and why) or admitted, who receives it, what each participant's model gets on its
+  next turn, who is expected to speak after it and whether the channel would close.
+- The event type's text is selected when you enter the field: typing replaces it.
 - **Ctrl+S** sends, **Escape** closes (the draft is kept).
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s,ctrl+enter,ctrl+j", "send", "Send", id="composer.send", tooltip="Post the envelope"),
         Binding("escape", "close", "Close", id="composer.close", tooltip="Close; the draft is kept"),
+    ]
+
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-dry-below"),
+        (DRY_RUN_WIDE, "-dry-beside"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-composer-short"),
+        (30, "-composer-tall"),
     ]
 
     DEFAULT_CSS = """
@@ -209,7 +324,26 @@ Build any envelope, including custom event types (`myapp.review_request`).
         }
         & #composer-form { width: 3fr; padding: 0 1; }
         & #composer-side { width: 2fr; border-left: vkey $panel-lighten-1; padding: 0 1; }
-        & .field-label { color: $text-muted; margin-top: 1; }
+        &.-dry-beside #composer-side { width: 4fr; }
+        & #composer-outputs { height: 1fr; layout: vertical; }
+        &.-dry-beside #composer-outputs { layout: horizontal; }
+        & #composer-preview-box { height: 1fr; width: 1fr; }
+        &.-dry-beside #composer-preview-box { margin-right: 1; }
+        &.-dry-beside #composer-dry-box { margin-top: 1; }
+        & #composer-dry-box {
+            height: 1fr;
+            width: 1fr;
+            border: round $panel-lighten-2;
+            border-title-color: $text-muted;
+            padding: 0 1;
+        }
+        & #composer-dry-box.-refused { border: round $error; border-title-color: $text-error; }
+        & #composer-dry-box.-admitted { border: round $success; border-title-color: $text-success; }
+        & #composer-dry-box.-stale > #composer-dry-scroll { opacity: 70%; }
+        & #composer-dry-scroll { height: 1fr; scrollbar-size-vertical: 1; }
+        & #composer-dry { width: 100%; height: auto; }
+        &.-composer-short .field-hint { display: none; }
+        & .field-label { color: $text-muted; margin-top: 1; width: 100%; }
         & .field-error { color: $text-error; height: auto; width: 100%; }
         & .field-warning { color: $text-warning; height: auto; width: 100%; }
         & .field-hint { color: $text-muted; text-style: italic; height: auto; width: 100%; }
@@ -223,7 +357,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         & #composer-row > Vertical { width: 1fr; height: auto; }
         & #composer-row > Vertical:first-child { margin-right: 1; }
         & #composer-buttons { height: auto; margin-top: 1; }
-        & #composer-buttons Button { margin-right: 1; }
+        & #composer-buttons Button { margin-right: 1; width: 1fr; min-width: 8; max-width: 16; }
         & #composer-send-error {
             color: $text-error;
             border: tall $error;
@@ -257,8 +391,16 @@ Build any envelope, including custom event types (`myapp.review_request`).
         recent_for: RecentFor | None = None,
         draft_path: Path | None = None,
         custom_types: Sequence[str] = (),
+        dry_run: DryRunner | None = None,
     ) -> None:
         super().__init__()
+        self._dry_runner = dry_run
+        """The dry run to call; None: the app source's ``dry_run`` (none there: the panel says so)."""
+        self._dry_timer: Timer | None = None
+        self._dry_generation = 0
+        self._envelope: Envelope | None = None
+        self.dry_result: DryRun | None = None
+        """The latest dry run shown (None while the draft is not valid or none ran yet)."""
         self.channels = {c.channel_id: c for c in channels}
         self.sender_id = sender_id
         self.recent_for: RecentFor = recent_for or (lambda channel_id: ())
@@ -293,7 +435,11 @@ Build any envelope, including custom event types (`myapp.review_request`).
                     id="composer-channel",
                 )
                 yield Label("", classes="field-error", id="composer-channel-msg")
-                yield Label("Audience (none ticked = broadcast to all participants)", classes="field-label")
+                yield Label(
+                    "Audience (none ticked = broadcast to all participants)",
+                    classes="field-label",
+                    id="composer-audience-label",
+                )
                 yield SelectionList[str](compact=True, id="composer-audience")
                 yield Label("Template", classes="field-label")
                 yield Select(templates, prompt="Fill from a template…", compact=True, id="composer-template")
@@ -303,7 +449,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
                     placeholder="ag2.msg.text or myapp.review_request",
                     suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types, *EV_NAMES]),
                     compact=True,
-                    select_on_focus=False,
+                    select_on_focus=True,  # typing replaces the template's type, as a person expects
                     id="composer-type",
                 )
                 yield Label("", classes="field-error", id="composer-type-msg")
@@ -342,12 +488,18 @@ Build any envelope, including custom event types (`myapp.review_request`).
                 yield Input(draft.get("task_id") or "", placeholder="none", compact=True, id="composer-task")
             with Vertical(id="composer-side"):
                 yield Static("", id="composer-send-error", classes="-empty")
-                yield Label("Envelope to post", classes="field-label")
-                yield Label(
-                    "envelope_id and created_at are stamped by the hub at admission.",
-                    classes="field-hint",
-                )
-                yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
+                with Vertical(id="composer-outputs"):
+                    with Vertical(id="composer-preview-box"):
+                        yield Label("Envelope to post", classes="field-label")
+                        yield Label(
+                            "envelope_id and created_at are stamped by the hub at admission.",
+                            classes="field-hint",
+                        )
+                        yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
+                    with Vertical(id="composer-dry-box") as dry_box:
+                        dry_box.border_title = "Dry run"
+                        with VerticalScroll(id="composer-dry-scroll"):
+                            yield Static("", id="composer-dry")
                 with Horizontal(id="composer-buttons"):
                     yield Button("Send", variant="primary", id="composer-send")
                     yield Button("Close", id="composer-cancel")
@@ -392,6 +544,8 @@ Build any envelope, including custom event types (`myapp.review_request`).
         self._loading = False
         self.validate_form()
         self.query_one("#composer-type", Input).focus()
+        self._dry_run_soon()
+        self.set_interval(DRY_RUN_REFRESH, self._dry_run_refresh, name="composer dry-run refresh")
 
     # ------------------------------------------------------------------ reading the form
 
@@ -475,6 +629,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         _set_message(self.query_one("#composer-type-warning", Label), self.warnings.get("type", ""))
         self.query_one("#composer-send", Button).disabled = bool(errors) or self.sending
         self._update_preview(values, envelope)
+        self._envelope = envelope
         return envelope
 
     def _update_preview(self, values: dict[str, Any], envelope: Envelope | None) -> None:
@@ -520,6 +675,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         self.validate_form()
         self._clear_send_error()
         self._save_draft_soon()
+        self._dry_run_soon()
 
     @on(Button.Pressed, "#composer-send")
     def _send_pressed(self) -> None:
@@ -563,6 +719,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         error.remove_class("-empty")
         self.validate_form()
         self._write_draft(self.form_values())
+        self._dry_run_soon()
 
     def sent(self) -> None:
         """The hub admitted the envelope: forget the draft and close."""
@@ -573,6 +730,82 @@ Build any envelope, including custom event types (`myapp.review_request`).
     @property
     def send_error(self) -> str:
         return str(self.query_one("#composer-send-error", Static).render())
+
+    @property
+    def dry_run_text(self) -> str:
+        """The dry-run panel's text as shown (plain)."""
+        return str(self.query_one("#composer-dry", Static).render())
+
+    @property
+    def dry_run_pending(self) -> bool:
+        """A change is waiting for its dry run (the panel shows the previous one, dimmed)."""
+        return self.query_one("#composer-dry-box").has_class("-stale")
+
+    # ------------------------------------------------------------------ dry run
+
+    def _runner(self) -> DryRunner | None:
+        if self._dry_runner is not None:
+            return self._dry_runner
+        runner: Any = getattr(getattr(self.app, "source", None), "dry_run", None)
+        return cast(DryRunner, runner) if callable(runner) else None
+
+    def _dry_run_soon(self) -> None:
+        """Run the dry run ``DRY_RUN_DELAY`` after the last change; the panel dims until then."""
+        self._dry_generation += 1
+        if self._dry_timer is not None:
+            self._dry_timer.stop()
+        self._dry_timer = self.set_timer(DRY_RUN_DELAY, self._dry_run_now, name="composer dry run")
+        self.query_one("#composer-dry-box").add_class("-stale")
+
+    def _dry_run_now(self) -> None:
+        self._dry_timer = None
+        envelope = self._envelope
+        if envelope is None:
+            first = next(iter(self.errors.values()), "the draft is incomplete")
+            self._show_dry("invalid", Text.assemble(("The draft is not valid yet: ", "bold"), first))
+            return
+        runner = self._runner()
+        if runner is None:
+            self._show_dry(
+                "unavailable", Text("No hub to ask: the dry run is not available here.", style="dim")
+            )
+            return
+        self._run_dry(runner, envelope, self._dry_generation)
+
+    def _dry_run_refresh(self) -> None:
+        """The same draft again (the channel may have moved on), unless a change already waits for one."""
+        if self._dry_timer is None and self._envelope is not None and not self.sending:
+            runner = self._runner()
+            if runner is not None:
+                self._run_dry(runner, self._envelope, self._dry_generation)
+
+    @work(exclusive=True, group="composer-dry-run")
+    async def _run_dry(self, runner: DryRunner, envelope: Envelope, generation: int) -> None:
+        try:
+            dry = await runner(envelope)
+        except Exception as exc:  # a lost connection, an older hub without the op: say so, keep composing
+            if generation == self._dry_generation:
+                reason = humanize(str(exc) or type(exc).__name__, namer_for(self.app))
+                self._show_dry("failed", Text(f"The dry run could not run: {reason}", style="yellow"))
+            return
+        if generation != self._dry_generation:
+            return  # the draft changed meanwhile; its own dry run follows
+        self.dry_result = dry
+        self._show_dry("admitted" if dry.admitted else "refused", dry_run_text(dry, namer_for(self.app)))
+
+    def _show_dry(self, kind: str, text: Text) -> None:
+        box = self.query_one("#composer-dry-box")
+        if kind not in ("admitted", "refused"):
+            self.dry_result = None
+        titles = {
+            "admitted": "Dry run · admitted",
+            "refused": "Dry run · REFUSED",
+        }
+        box.border_title = titles.get(kind, "Dry run")
+        box.set_class(kind == "admitted", "-admitted")
+        box.set_class(kind == "refused", "-refused")
+        box.remove_class("-stale")
+        self.query_one("#composer-dry", Static).update(text)
 
     # ------------------------------------------------------------------ internals
 
