@@ -13,6 +13,7 @@ from typing import Any
 from ag2net.channel import ChannelMetadata, ParticipantRole
 from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
+from ag2net.debug import DryRun, dry_run
 from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.hub import ObservedEvent
@@ -232,6 +233,11 @@ class HubSource:
 
     async def post_envelope(self, envelope: Envelope) -> str:
         return await self.human.post_envelope(envelope)
+
+    async def dry_run(self, envelope: Envelope) -> DryRun:
+        """What posting ``envelope`` would do now (the hub's ``dry_run`` op, local or remote); nothing is
+        written or delivered."""
+        return await dry_run(self.hc, envelope)
 
     async def open_channel(
         self,
