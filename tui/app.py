@@ -55,8 +55,10 @@ from tui.filtering import FilterError
 from tui.formatting import preview
 from tui.screens.composer import ChannelChoice, EnvelopeComposer
 from tui.screens.confirm import ConfirmScreen
+from tui.screens.fork import ForkForm, ForkRequested
 from tui.screens.jump import JumpOverlay
 from tui.screens.open_channel import OpenChannelForm
+from tui.screens.replay_compare import ReplayCompare
 from tui.settings import Settings, check_keymap
 from tui.source import HubSource
 from tui.widgets.channel_list import ChannelList
@@ -160,8 +162,18 @@ the strip at the top switches.
             tooltip="Leave the text field and go back to the pane",
             priority=True,
         ),
+        Binding(
+            "F",
+            "fork_here",
+            "Fork here…",
+            show=False,
+            id="app.fork",
+            tooltip="Fork the channel at the tail's envelope (or the agent view's turn) and replay it with changes",
+        ),
     ]
-    MAIN_SCREEN_ACTIONS = frozenset({"compose_envelope", "open_channel", "close_channel", "leave_field"})
+    MAIN_SCREEN_ACTIONS = frozenset(
+        {"compose_envelope", "open_channel", "close_channel", "leave_field", "fork_here"}
+    )
     """App actions that act on the main screen only: on a modal their keys go to the modal's widgets."""
 
     def __init__(
@@ -273,6 +285,8 @@ the strip at the top switches.
             EnvelopeDetail,
             OpenChannelForm,
             ConfirmScreen,
+            ForkForm,
+            ReplayCompare,
         ]
         ids: set[str] = set()
         for klass in classes:
@@ -682,6 +696,23 @@ the strip at the top switches.
             f"Posted {envelope.event_type} into {self.channel_label(envelope.channel_id)}.", timeout=3
         )
 
+    # ------------------------------------------------------------------ fork and replay
+
+    def action_fork_here(self) -> None:
+        row = self.tail.cursor_row
+        if row is None or row.seq is None:
+            self.notify(
+                "Put the tail's cursor on an envelope to fork at (2, then up/down).", severity="warning"
+            )
+            return
+        self.post_message(ForkRequested(row.envelope.channel_id, seq=row.seq))
+
+    @on(ForkRequested)
+    def _fork_requested(self, event: ForkRequested) -> None:
+        self.push_screen(
+            ForkForm(self.source, event.channel_id, seq=event.seq, envelope_id=event.envelope_id)
+        )
+
     # ------------------------------------------------------------------ open / close channels
 
     def action_open_channel(self) -> None:
@@ -913,6 +944,11 @@ the strip at the top switches.
             ),
             DomainCommand("Search tail…", "Find envelopes, then n / N", lambda: self.open_query("search")),
             DomainCommand("Go to seq…", "Jump to a sequence number", lambda: self.open_query("goto")),
+            DomainCommand(
+                "Fork here…",
+                "Replay the channel from the tail's envelope with other views, models or prompts (F)",
+                self.action_fork_here,
+            ),
             DomainCommand(
                 "Follow tail", "Scroll to the newest envelope and keep following", self.tail.follow
             ),

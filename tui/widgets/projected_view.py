@@ -48,6 +48,7 @@ from ag2net.events import (
 from ag2net.views import registered_views, view_from_spec
 from tui.formatting import id_legend
 from tui.models import ProjectionData
+from tui.screens.fork import ForkRequested
 from tui.widgets.budget_bar import BudgetBar
 
 IN_FORCE = "__in_force__"
@@ -224,6 +225,14 @@ names speakers by id) are shown as they are, with a legend naming them.
         ),
         Binding(
             "d", "compare", "Compare", id="view.compare", tooltip="Compare the shown turn with the one before"
+        ),
+        Binding(
+            "F",
+            "fork_turn",
+            "Fork here…",
+            show=False,
+            id="view.fork",
+            tooltip="Fork the channel at the shown turn's input and replay it with changes",
         ),
     ]
 
@@ -457,6 +466,15 @@ names speakers by id) are shown as they are, with a legend naming them.
         b = self.turn_index if self.turn_index else 1
         self.compare(b - 1, b)
         self.query_one("#pv-tabs", TabbedContent).active = "pv-tab-compare"
+
+    def action_fork_turn(self) -> None:
+        """Open "Fork here…" at the shown turn's input (its trigger envelope's seq)."""
+        data = self.data
+        index = self.turn_index
+        if data is None or index is None or not 0 <= index < len(data.turns):
+            self.notify("No turn is shown to fork at: this participant has no recorded turn here.", timeout=3)
+            return
+        self.post_message(ForkRequested(data.channel_id, envelope_id=data.turns[index].trigger_envelope_id))
 
     # ------------------------------------------------------------------ loading
 

@@ -1,0 +1,409 @@
+"""Fork here…: a form of per-agent overrides, then fork + replay in a worker, then the comparison.
+
+The form opens on a channel and a seq (the tail's cursor envelope, or the agent view's shown turn, whose
+trigger envelope's seq it looks up). Per agent of the channel: a view (the original's, or a registered view
+with ``k=v,…`` parameters), a model (``replay`` answers with the original replies while the inputs match,
+``scripted`` answers a fixed text, ``openai`` a named model when the extra and a key are there) and a
+system prompt (empty keeps the original's). Ctrl+R runs ``ag2net.debug.fork`` + ``replay`` + ``compare``
+in a worker; the progress line counts the sandbox's envelopes against the original's, and Escape cancels
+(the sandbox is closed, nothing was written to the source hub). When it is done the form gives way to the
+comparison (``tui.screens.replay_compare``).
+
+Mistakes are one inline sentence naming the field (parsed with the same helpers as ``ag2net replay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Label, Select, Static
+from textual.worker import Worker, WorkerState
+
+from ag2net.cli_replay import openai_available, parse_model, parse_params, parse_view
+from ag2net.cli_support import UsageProblem
+from ag2net.views import registered_views
+
+KEEP = "__keep__"
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class ForkRequested(Message):
+    """Ask the app to open the fork form on ``channel_id`` at ``seq`` (or at ``envelope_id``'s seq)."""
+
+    def __init__(self, channel_id: str, *, seq: int | None = None, envelope_id: str | None = None) -> None:
+        super().__init__()
+        self.channel_id = channel_id
+        self.seq = seq
+        self.envelope_id = envelope_id
+
+
+@dataclass(slots=True)
+class AgentRow:
+    agent_id: str
+    name: str
+
+
+class ForkForm(Screen[None]):
+    """Overrides per agent for a replay of ``channel_id`` from ``at_seq``; runs it and shows the comparison."""
+
+    HELP = """\
+## Fork here…
+
+Replays the channel from the seq in a sandbox hub (nothing is written to this one) with what you change:
+
+- **view**: another view policy for that agent, parameters as `k=v,…` (e.g. `recent_n=2`).
+- **model**: `replay` answers with the original replies while the inputs match; `scripted` answers the
+  text beside it; `openai` the model named beside it (needs the extra and `OPENAI_API_KEY`).
+- **system**: another system prompt (empty keeps the original's).
+
+**Ctrl+R** runs (progress below), **Escape** cancels a run or closes the form.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run", "Run replay", id="fork.run", tooltip="Fork and replay", priority=True),
+        Binding("escape", "cancel", "Cancel", id="fork.cancel", tooltip="Cancel the run, or close the form"),
+    ]
+
+    DEFAULT_CSS = """
+    ForkForm {
+        & #fork-title { text-style: bold; color: $text-primary; padding: 0 1; }
+        & #fork-budget { height: 1; padding: 0 1; }
+        & #fork-budget Label { color: $text-muted; padding: 0 1 0 0; }
+        & #fork-budget Input { width: 8; margin-right: 2; }
+        & #fork-agents { height: 1fr; padding: 0 1; }
+        & .fork-agent { height: auto; margin-top: 1; }
+        & .fork-agent > Label.fork-name { text-style: bold; }
+        & .fork-line { height: 1; }
+        & .fork-line > Label { width: 8; color: $text-muted; }
+        & .fork-line > Select { width: 28; margin-right: 1; }
+        & .fork-line > Input { width: 1fr; }
+        & #fork-error { color: $text-error; padding: 0 1; height: auto; }
+        & #fork-error.-empty { display: none; }
+        & #fork-progress { color: $text-accent; padding: 0 1; height: auto; }
+        & #fork-progress.-empty { display: none; }
+        & Footer { dock: bottom; }
+    }
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        channel_id: str,
+        *,
+        seq: int | None = None,
+        envelope_id: str | None = None,
+        turn_budget: int = 200,
+        timeout: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        """The workbench's ``HubSource``: names, labels and the operator ``HubClient``."""
+        self.channel_id = channel_id
+        self.label = source.label_for(channel_id)
+        self.at_seq = seq
+        self.envelope_id = envelope_id
+        self.total = 0
+        self.agents: list[AgentRow] = []
+        self.turn_budget = turn_budget
+        self.timeout = timeout
+        self.running: Worker[None] | None = None
+        self.progress_text = ""
+        self.outcome: tuple[Any, Any] | None = None
+        """(ReplayResult, Comparison) of the last finished run (tests read it)."""
+        self._box: Any = None
+        self._started = 0.0
+        self._ticker: Timer | None = None
+        self._spin = 0
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"Fork {self.label}", id="fork-title")
+        with Horizontal(id="fork-budget"):
+            yield Label("at seq")
+            yield Input("" if self.at_seq is None else str(self.at_seq), id="fork-seq", compact=True)
+            yield Label("turns")
+            yield Input(str(self.turn_budget), id="fork-turns", compact=True)
+            yield Label("timeout s")
+            yield Input(f"{self.timeout:g}", id="fork-timeout", compact=True)
+        yield VerticalScroll(id="fork-agents")
+        yield Static("", id="fork-error", classes="-empty")
+        yield Static("", id="fork-progress", classes="-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._load()
+
+    @work(group="fork-load", exit_on_error=False)
+    async def _load(self) -> None:
+        hc = self.source.hc
+        try:
+            md = await hc.get_channel(self.channel_id)
+            self.total = await hc.wal_count(self.channel_id)
+            if self.at_seq is None and self.envelope_id is not None:
+                found = await self.source.find_envelope(self.channel_id, self.envelope_id)
+                self.at_seq = found[0] if found is not None else None
+            agents = []
+            for agent_id in md.participant_ids():
+                try:
+                    passport = await hc.get_agent(agent_id)
+                except Exception:
+                    continue  # an agent that has left: it takes no turns in the replay
+                if passport.kind != "human":
+                    agents.append(AgentRow(agent_id, passport.name))
+        except Exception as exc:  # a remote hub may refuse a client without the operator role
+            self.show_error(f"Cannot read {self.label} to fork it: {exc}")
+            return
+        self.agents = agents
+        self.query_one("#fork-title", Static).update(
+            f"Fork {self.label} ({self.total} envelopes): replay it from a seq with these changes"
+        )
+        if self.at_seq is not None:
+            self.query_one("#fork-seq", Input).value = str(self.at_seq)
+        box = self.query_one("#fork-agents", VerticalScroll)
+        await box.mount_all(self._agent_rows())
+        if not agents:
+            self.show_error(f"{self.label} has no agents to replay (only people take part in it).")
+        self.query_one("#fork-seq", Input).focus()
+
+    def _agent_rows(self) -> list[Vertical]:
+        views = [("keep (the channel's)", KEEP), *((name, name) for name in registered_views())]
+        models = [("replay", "replay"), ("scripted", "scripted")]
+        if openai_available():
+            models.append(("openai", "openai"))
+        rows = []
+        for index, agent in enumerate(self.agents):
+            rows.append(
+                Vertical(
+                    Label(agent.name, classes="fork-name"),
+                    Horizontal(
+                        Label("view"),
+                        Select(views, value=KEEP, allow_blank=False, id=f"fork-view-{index}", compact=True),
+                        Input(placeholder="k=v,… e.g. recent_n=2", id=f"fork-params-{index}", compact=True),
+                        classes="fork-line",
+                    ),
+                    Horizontal(
+                        Label("model"),
+                        Select(
+                            models, value="replay", allow_blank=False, id=f"fork-model-{index}", compact=True
+                        ),
+                        Input(
+                            placeholder="scripted: its reply · openai: the model name",
+                            id=f"fork-model-arg-{index}",
+                            compact=True,
+                        ),
+                        classes="fork-line",
+                    ),
+                    Horizontal(
+                        Label("system"),
+                        Input(
+                            placeholder="system prompt (empty: the original's)",
+                            id=f"fork-system-{index}",
+                            compact=True,
+                        ),
+                        classes="fork-line",
+                    ),
+                    classes="fork-agent",
+                )
+            )
+        return rows
+
+    # ------------------------------------------------------------------ messages
+
+    def show_error(self, message: str) -> None:
+        error = self.query_one("#fork-error", Static)
+        error.update(message)
+        error.set_class(not message, "-empty")
+
+    def _show_progress(self, text: str) -> None:
+        self.progress_text = text
+        line = self.query_one("#fork-progress", Static)
+        line.update(text)
+        line.set_class(not text, "-empty")
+
+    # ------------------------------------------------------------------ reading the form
+
+    def set_override(
+        self,
+        name: str,
+        *,
+        view: str | None = None,
+        params: str = "",
+        model: str | None = None,
+        model_arg: str = "",
+        system: str = "",
+    ) -> None:
+        """Fill one agent's fields (what a person types; tests and the screenshot use it)."""
+        index = next(i for i, a in enumerate(self.agents) if a.name == name)
+        self.query_one(f"#fork-view-{index}", Select).value = view or KEEP
+        self.query_one(f"#fork-params-{index}", Input).value = params
+        self.query_one(f"#fork-model-{index}", Select).value = model or "replay"
+        self.query_one(f"#fork-model-arg-{index}", Input).value = model_arg
+        self.query_one(f"#fork-system-{index}", Input).value = system
+
+    def read_form(self) -> tuple[int, int, float, dict[str, Any]]:
+        """(at seq, turn budget, timeout, overrides by agent id); ``UsageProblem`` names a bad field."""
+        from ag2net.debug.replay import Override
+
+        def number(field: str, kind: type, low: float, high: float | None) -> Any:
+            text = self.query_one(f"#fork-{field}", Input).value.strip()
+            try:
+                value = kind(text)
+            except ValueError:
+                value = None
+            if value is None or value < low or (high is not None and value > high):
+                span = f"between {low:g} and {high:g}" if high is not None else f"more than {low:g}"
+                raise UsageProblem(f"{field.replace('-', ' ')} {text!r} is not a number {span}; fix it")
+            return value
+
+        at = number("seq", int, 0, self.total)
+        turns = number("turns", int, 1, None)
+        timeout = number("timeout", float, 0.1, None)
+        overrides: dict[str, Any] = {}
+        for index, agent in enumerate(self.agents):
+            override = Override()
+            view = self.query_one(f"#fork-view-{index}", Select).value
+            params = self.query_one(f"#fork-params-{index}", Input).value
+            where = f"{agent.name}'s view"
+            if view != KEEP:
+                override.view = parse_view(str(view), parse_params(params, where=where), where=where)
+            elif params.strip():
+                raise UsageProblem(f"{where}: parameters {params!r} need a view; choose one or clear them")
+            kind = str(self.query_one(f"#fork-model-{index}", Select).value)
+            arg = self.query_one(f"#fork-model-arg-{index}", Input).value.strip()
+            if kind == "openai" and not arg:
+                raise UsageProblem(
+                    f"{agent.name}'s model: openai needs a model name beside it, e.g. gpt-4o-mini"
+                )
+            spec = kind if kind == "replay" or not arg else f"{kind}:{arg}"
+            override.model = parse_model(spec, where=f"{agent.name}'s model")
+            system = self.query_one(f"#fork-system-{index}", Input).value
+            if system.strip():
+                override.system_prompt = system
+            if (override.view, override.model, override.system_prompt) != (None, None, None):
+                overrides[agent.agent_id] = override
+        return at, turns, timeout, overrides
+
+    # ------------------------------------------------------------------ running
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_run()
+
+    def action_run(self) -> None:
+        if self.running is not None and self.running.is_running:
+            return
+        try:
+            at, turns, timeout, overrides = self.read_form()
+        except UsageProblem as exc:
+            self.show_error(str(exc))
+            return
+        self.show_error("")
+        self.running = self._run(at, turns, timeout, overrides)
+
+    def _source_hub(self) -> Any:
+        hc = self.source.hc
+        return hc if hc.remote or hc.hub is None else hc.hub  # the hub itself lends its adapters
+
+    @work(exclusive=True, group="fork-run", exit_on_error=False)
+    async def _run(self, at: int, turns: int, timeout: float, overrides: dict[str, Any]) -> None:
+        from ag2net.debug import compare, fork, replay
+
+        self._started = time.monotonic()
+        self._ticker = self.set_interval(0.1, self._tick)
+        self._show_progress(f"forking {self.label} after seq {at}…")
+        source = self._source_hub()
+        try:
+            self._box = box = await fork(source, self.channel_id, at)
+            try:
+                result = await replay(
+                    source,
+                    box,
+                    overrides=overrides,
+                    turn_budget=turns,
+                    step_timeout=min(10.0, timeout),
+                    timeout=timeout,
+                )
+                diff = compare(result)
+            finally:
+                self._box = None
+                await box.close()
+        except asyncio.CancelledError:
+            self._stop_ticker()
+            self._show_progress(f"cancelled after {time.monotonic() - self._started:.1f} s; nothing was kept")
+            raise
+        except Exception as exc:  # the hub refused or the replay failed: say so, keep the form
+            self._stop_ticker()
+            self._show_progress("")
+            self.show_error(f"The replay could not run: {exc}")
+            return
+        self._stop_ticker()
+        self.outcome = (result, diff)
+        self._show_progress("")
+        from tui.screens.replay_compare import ReplayCompare
+
+        names = {a.agent_id: a.name for a in self.agents}
+        described = {names.get(a, a): describe(o) for a, o in overrides.items()}
+        self.app.switch_screen(ReplayCompare(self.label, at, result, diff, self.source.name_for, described))
+
+    def _tick(self) -> None:
+        box = self._box
+        self._spin = (self._spin + 1) % len(SPINNER)
+        elapsed = time.monotonic() - self._started
+        if box is None:
+            return
+        made = box.hub.wal_count(self.channel_id)
+        self._show_progress(
+            f"{SPINNER[self._spin]} replaying {self.label}: {made} of {self.total} envelopes · {elapsed:.1f} s "
+            "· Escape cancels"
+        )
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def action_cancel(self) -> None:
+        if self.running is not None and self.running.is_running:
+            self.running.cancel()
+            return
+        self.dismiss()
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        if event.worker is self.running and event.state == WorkerState.CANCELLED:
+            self._stop_ticker()
+            self._show_progress(
+                f"cancelled after {time.monotonic() - self._started:.1f} s; the sandbox is closed, nothing was kept"
+            )
+
+
+def describe(override: Any) -> str:
+    """One line about what an ``Override`` changes (the comparison's header shows it)."""
+    parts = []
+    if override.view is not None:
+        spec = dict(override.view)
+        name = spec.pop("name", "?")
+        params = ",".join(f"{k}={v}" for k, v in spec.items())
+        parts.append(f"view {name}" + (f":{params}" if params else ""))
+    model = override.model
+    if model is not None:
+        name = getattr(model, "name", type(model).__name__)
+        script = getattr(model, "turns", None) if name == "scripted" else None
+        parts.append(f"model {name}" + (f" ({script[0]!r})" if script and isinstance(script[0], str) else ""))
+    if override.system_prompt is not None:
+        parts.append(f"system prompt ({len(override.system_prompt)} characters)")
+    return "; ".join(parts)
+
+
+__all__ = ["KEEP", "AgentRow", "ForkForm", "ForkRequested", "describe"]
