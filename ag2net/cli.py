@@ -182,8 +182,20 @@ def serve(
         path = check_paths(db, db is None)
         func = load_network(network) if network else None
 
-        async def main() -> None:
-            hub = await open_hub(path, fsync=fsync, cache_mb=cache_mb)
+        async def main() -> int:
+            leadership = None
+            if isinstance(path, str):
+                # PostgreSQL: one hub of the database admits; this one stands by until it holds the lock
+                # (ag2net.server.leadership), and exits with code 3 if it loses it.
+                from ag2net.server.leadership import Leadership
+
+                leadership = Leadership(path, host, port, echo=typer.echo)
+                try:
+                    hub = await leadership.take(cache_mb=cache_mb)
+                except ValueError as exc:
+                    raise UsageProblem(str(exc)) from None
+            else:
+                hub = await open_hub(path, fsync=fsync, cache_mb=cache_mb)
             try:
                 if func is not None:
                     await run_network(func, hub)
@@ -195,10 +207,10 @@ def serve(
                     demo_task = asyncio.create_task(network_obj.run())
                 server = importlib.import_module("ag2net.server")
                 try:
-                    await server.serve_cli(
+                    serving = server.serve_cli(
                         hub,
                         host,
-                        port,
+                        port if leadership is None else leadership.port,
                         token=token,
                         operator_token=operator_token,
                         allow_unauthenticated=allow_unauthenticated,
@@ -209,19 +221,25 @@ def serve(
                         max_connections=max_connections,
                         max_connections_per_address=max_connections_per_address,
                     )
+                    if leadership is not None:
+                        return await leadership.hold(serving)
+                    await serving
                 except (OSError, ValueError) as exc:
                     raise UsageProblem(f"cannot serve on {host}:{port}: {exc}") from None
                 finally:
                     if demo_task is not None:
                         demo_task.cancel()
             finally:
-                await hub.close()
+                await (hub.close() if leadership is None else leadership.close(hub))
+            return 0
 
-        asyncio.run(main())
+        code = asyncio.run(main())
     except UsageProblem as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

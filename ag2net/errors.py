@@ -33,6 +33,12 @@ class ProtocolError(NetworkError):
     code = "protocol_error"
 
 
+class StandbyError(NetworkError):
+    """The hub asked is a standby (another hub on its database is active): ask the active one."""
+
+    code = "standby"
+
+
 class InboxFull(NetworkError):
     """A recipient holds too many unacknowledged deliveries."""
 
@@ -50,6 +56,7 @@ _BY_CODE: dict[str, type[NetworkError]] = {
     "access_denied": AccessDeniedError,
     "auth_failed": AuthError,
     "protocol_error": ProtocolError,
+    "standby": StandbyError,
 }
 
 
@@ -70,6 +77,7 @@ __all__ = [
     "NetworkError",
     "NotFoundError",
     "ProtocolError",
+    "StandbyError",
     "WorkflowGraphError",
     "error_code",
     "error_from_code",

@@ -57,7 +57,11 @@ def tui(
         Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
     ] = None,
     connect: Annotated[
-        str | None, typer.Option(help="Attach to a running hub at ws://HOST:PORT instead of embedding one.")
+        str | None,
+        typer.Option(
+            help="Attach to a running hub at ws://HOST:PORT instead of embedding one; several separated by "
+            "commas (ws://a:8765,ws://b:8765: an active hub and its standbys) use whichever admits."
+        ),
     ] = None,
     token: Annotated[
         str | None,
@@ -98,8 +102,11 @@ def tui(
         if not cache_mb > 0:
             raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
         if connect is not None:
-            if not re.match(r"^wss?://[^\s/]+", connect):
-                raise UsageProblem(f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765")
+            if not all(re.match(r"^wss?://[^\s/,]+", part.strip()) for part in connect.split(",")):
+                raise UsageProblem(
+                    f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765, or several separated by "
+                    "commas (ws://a:8765,ws://b:8765)"
+                )
             if db is not None or memory or demo or network:
                 raise UsageProblem(
                     "--connect attaches to a running hub; --db, --memory, --demo and --network do not apply"

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
@@ -86,7 +86,7 @@ class HubClient:
     @classmethod
     def connect(
         cls,
-        url: str,
+        url: str | Sequence[str],
         *,
         token: str | None = None,
         operator_token: str | None = None,
@@ -96,6 +96,11 @@ class HubClient:
         **link_kwargs: Any,
     ) -> HubClient:
         """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use or ``open()``.
+
+        Several URLs (a list, or one string with commas: ``"ws://a:8765,ws://b:8765"``) name an active hub
+        and its standbys on one PostgreSQL database: the client uses whichever admits, skips one that
+        answers standby or refuses, and after a drop reconnects to whichever is active then, replaying
+        from its cursors (deliveries are de-duplicated by envelope id).
 
         A server started with ``--token`` issues each identity registered through it a secret that later
         attaches must present. ``identity_secrets`` says where they are kept, so re-attaching (another

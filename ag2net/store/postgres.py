@@ -28,6 +28,15 @@ Text columns that hold ids are ``COLLATE "C"`` so ``iter_wal`` and ``wal_counts`
 point whatever the database's locale, as SQLite does. PostgreSQL text cannot hold U+0000: a raw string
 holding it (an id, a meta value, knowledge text) is refused at the call; JSON records escape it.
 
+Fencing (active/standby hubs on one database, ``ag2net.server.leadership``): ``await store.fence(holder)``
+makes this store the database's one writer. It creates the ``ag2net_leader`` row and the ``ag2net_fence``
+function when they are missing, bumps the row's epoch (waiting for the write transactions of the previous
+holder that hold the row, so none of them commits after it) and from then on every write transaction
+of this store first checks, holding the row ``FOR SHARE`` inside that same transaction, that the epoch is
+still its own. A store fenced out by a later ``fence`` of another process fails that write and every
+later one with ``StoreFenced`` and calls ``on_fenced`` once; nothing of it commits. Stores that never
+call ``fence`` write as before.
+
 Every error is a StoreError of one sentence that names the URL without its password.
 """
 
@@ -252,6 +261,10 @@ FROM input i JOIN heads h ON h.channel_id = i.channel_id
 ORDER BY i.n
 RETURNING envelope_id, seq
 """
+# The same statement checking the fence in the same transaction (autocommit: the statement is one).
+_INSERT_WAL_FENCED = _INSERT_WAL.replace(
+    "WITH input AS (", "WITH fence AS (SELECT ag2net_fence($4::bigint) AS ok), input AS (", 1
+).replace("ORDER BY i.n\nRETURNING", "CROSS JOIN fence f WHERE f.ok\nORDER BY i.n\nRETURNING", 1)
 _INSERT_AUDIT = """
 INSERT INTO audit (pos, record)
 SELECT (SELECT COALESCE(MAX(pos), 0) FROM audit) + u.n, u.record
@@ -278,6 +291,39 @@ FROM heads WHERE channel_id IS NOT NULL
 _READ_BLOCK = "SELECT envelope FROM wal WHERE channel_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq"
 
 _Op = tuple[int, tuple, asyncio.Future]
+
+# --- fencing: the leader row and the check every write transaction of a fenced store runs first ---
+
+_FENCE_SQLSTATE = "AGF01"
+_LEADER_TABLE = "ag2net_leader"
+_FENCE_SETUP = (
+    f"""CREATE TABLE IF NOT EXISTS {_LEADER_TABLE} (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch BIGINT NOT NULL,
+        holder TEXT NOT NULL,
+        since TEXT NOT NULL)""",
+    f"INSERT INTO {_LEADER_TABLE} (id, epoch, holder, since) VALUES (1, 0, '', '') ON CONFLICT (id) DO NOTHING",
+    # FOR SHARE: the next holder's epoch UPDATE waits for every transaction that passed this check to end,
+    # and one that checks after that UPDATE committed reads the new epoch (and raises).
+    f"""CREATE OR REPLACE FUNCTION ag2net_fence(mine BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+    DECLARE current BIGINT;
+    BEGIN
+        SELECT epoch INTO current FROM {_LEADER_TABLE} WHERE id = 1 FOR SHARE;
+        IF current IS DISTINCT FROM mine THEN
+            RAISE EXCEPTION 'fenced: the leader epoch is %, not this writer''s %', current, mine
+                USING ERRCODE = '{_FENCE_SQLSTATE}';
+        END IF;
+        RETURN TRUE;
+    END $$""",
+)
+_BUMP_EPOCH = (
+    f"UPDATE {_LEADER_TABLE} SET epoch = epoch + 1, holder = $1, since = $2 WHERE id = 1 RETURNING epoch"
+)
+
+
+class StoreFenced(StoreError):
+    """A write of a fenced store: another process took the database's leadership (``fence``) since this
+    store's own ``fence``; nothing of the write was saved, and no later write of this store will be."""
 
 
 class _Unsaved(Exception):
@@ -386,6 +432,9 @@ class PostgresStore:
         self._accepting = False
         self._pending: list[_Op] = []
         self._writer_task: asyncio.Task | None = None
+        self._fence_epoch: int | None = None
+        self._fenced: StoreFenced | None = None
+        self._on_fenced: Callable[[StoreFenced], Any] | None = None
 
     def __repr__(self) -> str:
         state = "open" if self._pool is not None else "closed"
@@ -400,7 +449,7 @@ class PostgresStore:
 
     # --- open / close ---
 
-    def _connect_kwargs(self) -> dict[str, Any]:
+    def _connect_kwargs(self, **server_settings: str) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "dsn": self.url,
             "timeout": self._connect_timeout,
@@ -408,8 +457,93 @@ class PostgresStore:
         }
         if self.read_only:
             # The server refuses every write of these sessions, whatever this code does.
-            kwargs["server_settings"] = {"default_transaction_read_only": "on"}
+            server_settings = {**server_settings, "default_transaction_read_only": "on"}
+        if server_settings:
+            kwargs["server_settings"] = server_settings
         return kwargs
+
+    def _writer_settings(self) -> dict[str, str]:
+        # A fenced writer's transaction left open (its process paused) ends on the server within seconds,
+        # so the next holder's epoch UPDATE, which waits for it, does not wait longer.
+        return {"idle_in_transaction_session_timeout": "5s"} if self._fence_epoch is not None else {}
+
+    async def connect(self, **server_settings: str) -> Any:
+        """A new asyncpg connection to this store's database, outside the pool (the caller closes it):
+        for a session of its own, such as the one holding the leadership lock."""
+        try:
+            return await _asyncpg().connect(**self._connect_kwargs(**server_settings))
+        except Exception as exc:
+            raise self._open_error(exc) from None
+
+    # --- fencing ---
+
+    @property
+    def fence_epoch(self) -> int | None:
+        """The leader epoch this store writes under (``fence``), or None when it is not fenced."""
+        return self._fence_epoch
+
+    @property
+    def fenced(self) -> StoreFenced | None:
+        """Why this store may no longer write (another process fenced it out), or None."""
+        return self._fenced
+
+    async def fence(self, holder: str = "", *, on_fenced: Callable[[StoreFenced], Any] | None = None) -> int:
+        """Make this store the database's one writer and return its epoch; see the module's "Fencing".
+
+        Call it while holding the leadership (``ag2net.server.leadership`` holds a session advisory lock),
+        before the first write. It waits for the write transactions of the previous holder that are
+        still open to end. ``on_fenced(error)`` is called once, from the writer, when a later holder's
+        ``fence`` fences this store out."""
+        if self._pool is None or self.read_only:
+            raise self._closed_error()
+        _no_nul("fence holder", holder, empty_ok=True)
+        try:
+            conn = await self.connect()
+            try:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _UPGRADE_LOCK)
+                    for statement in _FENCE_SETUP:
+                        await conn.execute(statement)
+                epoch = int(await conn.fetchval(_BUMP_EPOCH, holder, self._clock()))
+            finally:
+                await conn.close()
+        except StoreError:
+            raise
+        except Exception as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot take the leadership of {self.where} ({detail})") from exc
+        self._fence_epoch = epoch
+        self._fenced = None
+        self._on_fenced = on_fenced
+        writer = self._writer_conn
+        if writer is not None and not writer.is_closed():
+            await writer.execute("SET idle_in_transaction_session_timeout = '5s'")
+        return epoch
+
+    def _is_fence_error(self, exc: BaseException) -> bool:
+        seen: set[int] = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            if getattr(exc, "sqlstate", None) == _FENCE_SQLSTATE:
+                return True
+            exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        return False
+
+    def _fenced_out(self, exc: BaseException) -> StoreFenced:
+        """Record that another holder fenced this store out; tell ``on_fenced`` once."""
+        if self._fenced is None:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "fenced"
+            self._fenced = StoreFenced(
+                f"another hub took the leadership of {self.where} ({detail}); this hub may no longer write "
+                "there, and this write was not saved"
+            )
+            callback = self._on_fenced
+            if callback is not None:
+                try:
+                    callback(self._fenced)
+                except Exception:
+                    pass
+        return StoreFenced(str(self._fenced))
 
     async def open(self) -> None:
         async with self._open_lock:
@@ -430,7 +564,11 @@ class PostgresStore:
                     await pool.release(conn)
                 # The writer's own connection, outside the pool: a pooled one is taken back by the pool
                 # when its server session ends, and the writer reconnects on its own instead.
-                writer = None if self.read_only else await asyncpg.connect(**self._connect_kwargs())
+                writer = (
+                    None
+                    if self.read_only
+                    else await asyncpg.connect(**self._connect_kwargs(**self._writer_settings()))
+                )
             except BaseException as exc:
                 pool.terminate()
                 if isinstance(exc, StoreError):
@@ -601,6 +739,8 @@ class PostgresStore:
         loop = self._loop
         if not self._accepting or loop is None:
             raise self._closed_error()
+        if self._fenced is not None:
+            raise StoreFenced(str(self._fenced))
         fut = loop.create_future()
         self._pending.append((kind, params, fut))
         if self._writer_task is None:
@@ -646,7 +786,7 @@ class PostgresStore:
         self._writer_conn = None
         if conn is not None:
             conn.terminate()
-        conn = await _asyncpg().connect(**self._connect_kwargs())
+        conn = await _asyncpg().connect(**self._connect_kwargs(**self._writer_settings()))
         self._writer_conn = conn
         return conn
 
@@ -660,20 +800,30 @@ class PostgresStore:
         except Exception as exc:
             error = self._write_error(exc, False)
             return [error for _ in ops]
+        if self._fenced is not None:
+            return [StoreFenced(str(self._fenced)) for _ in ops]
         try:
             return await self._transaction(conn, ops)
         except _Unsaved as exc:
             error = self._write_error(exc.cause, exc.committing)
             return [error for _ in ops]
-        except Exception:
-            pass
+        except Exception as exc:
+            if self._is_fence_error(exc):
+                return [self._fenced_out(exc) for _ in ops]
         try:
             return await self._one_by_one(conn, ops)
         except _Unsaved as exc:
             error = self._write_error(exc.cause, exc.committing)
         except Exception as exc:
+            if self._is_fence_error(exc):
+                return [self._fenced_out(exc) for _ in ops]
             error = self._write_error(exc, False)
         return [error for _ in ops]
+
+    def _begin(self) -> str:
+        """BEGIN, and for a fenced store the fence check, in one round trip (simple query protocol)."""
+        epoch = self._fence_epoch
+        return "BEGIN" if epoch is None else f"BEGIN; SELECT ag2net_fence({int(epoch)})"
 
     async def _transaction(self, conn: _Connection, ops: list[_Op]) -> list:
         committing = False
@@ -682,7 +832,7 @@ class PostgresStore:
                 # A single statement commits on its own (atomically): one round trip instead of three.
                 committing = True
                 return await self._apply(conn, ops)
-            await conn.execute("BEGIN")
+            await conn.execute(self._begin())
             try:
                 results = await self._apply(conn, ops)
             except BaseException:
@@ -697,13 +847,15 @@ class PostgresStore:
                 raise _Unsaved(exc, committing) from exc
             raise
 
-    @staticmethod
-    def _one_statement(ops: list[_Op]) -> bool:
+    def _one_statement(self, ops: list[_Op]) -> bool:
         """True when ``_apply`` runs ``ops`` as one SQL statement: a run of appends and append groups,
-        of audit records or of knowledge items, or a single upsert."""
+        of audit records or of knowledge items, or a single upsert. For a fenced store only a run of
+        appends, whose statement checks the fence itself."""
         first = ops[0][0]
         if first in (_APPEND, _APPEND_GROUP):
             return all(op[0] in (_APPEND, _APPEND_GROUP) for op in ops)
+        if self._fence_epoch is not None:
+            return False
         if first in (_AUDIT, _KNOWLEDGE):
             return all(op[0] == first for op in ops)
         return len(ops) == 1 and first in _UPSERT_SQL
@@ -712,7 +864,7 @@ class PostgresStore:
         committing = False
         asyncpg = _asyncpg()
         try:
-            await conn.execute("BEGIN")
+            await conn.execute(self._begin())
             results: list = []
             try:
                 for op in ops:
@@ -818,7 +970,11 @@ class PostgresStore:
                     channels.append(channel_id)
                     ids.append(envelope_id)
                     texts.append(text)
-        rows = await conn.fetch(_INSERT_WAL, channels, ids, texts)
+        epoch = self._fence_epoch
+        if epoch is None:
+            rows = await conn.fetch(_INSERT_WAL, channels, ids, texts)
+        else:
+            rows = await conn.fetch(_INSERT_WAL_FENCED, channels, ids, texts, epoch)
         seqs = {row[0]: row[1] for row in rows}
         if len(seqs) != len(ids):
             raise StoreError("an envelope id appears twice in one batch")  # a duplicate inside the batch
@@ -1109,4 +1265,4 @@ class PostgresStore:
         await self._submit(_META, (key, value))
 
 
-__all__ = ["UPGRADES", "PostgresStore", "is_postgres_url", "redact_url", "schema_version"]
+__all__ = ["UPGRADES", "PostgresStore", "StoreFenced", "is_postgres_url", "redact_url", "schema_version"]

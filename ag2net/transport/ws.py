@@ -10,6 +10,14 @@ each identity sees what it missed, in order, once. Observe subscriptions resume 
 With a ``token`` the link authenticates the connection on connect (a ``hello`` with an empty name), asks
 for an identity secret when it registers, and presents it when it attaches or re-attaches; secrets are
 kept in a ``SecretFile`` when one is given (``HubClient.connect`` gives the user's data folder).
+
+Several URLs (``WsLinkClient(["ws://a:8765", "ws://b:8765"])`` or ``"ws://a:8765,ws://b:8765"``) name the
+hubs of one network, an active one and standbys on the same database (``ag2net serve --db
+postgresql://…``): the link connects to the first that admits, skipping one that refuses the connection or
+says it is a standby (its handshake carries ``X-Ag2net-Role: standby``; its answers are ``StandbyError``),
+and after a drop it reconnects to whichever admits then, re-attaching and replaying as above. When every
+hub answers standby (a takeover in progress) it keeps asking, up to ``open_timeout`` seconds on the first
+connect. One URL behaves as before, except that a standby is refused with ``StandbyError``.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import logging
 import random
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +37,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from ag2net.envelope import Envelope
-from ag2net.errors import AuthError, NetworkError, ProtocolError, error_from_code
+from ag2net.errors import AuthError, NetworkError, ProtocolError, StandbyError, error_from_code
 from ag2net.ids import make_id
 from ag2net.protocol.codec import to_wire
 from ag2net.protocol.frames import (
@@ -50,6 +58,11 @@ from ag2net.transport.secret_file import SecretFile
 log = logging.getLogger(__name__)
 
 OPERATOR_SCHEME = "operator"
+#: The handshake header by which a standby hub says what it is (``ag2net.server.leadership``).
+ROLE_HEADER = "X-Ag2net-Role"
+STANDBY_ROLE = "standby"
+#: With several URLs a reconnect asks them again at least this often (a takeover takes seconds).
+MULTI_URL_MAX_DELAY = 1.0
 _END = object()
 _DISPLACED = re.compile(
     r"^identity '(?P<name>.*)' \((?P<agent_id>[^)]+)\) was attached by another connection"
@@ -58,6 +71,23 @@ _DISPLACED = re.compile(
 
 class ConnectionLostError(NetworkError, ConnectionError):
     """The hub could not be reached, or the connection dropped before an answer arrived."""
+
+
+def split_urls(url: str | Sequence[str]) -> list[str]:
+    """The hub URLs ``url`` names: one, a comma-separated string, or a list of them (order kept, repeats
+    dropped); ValueError when there is none."""
+    items = [url] if isinstance(url, str) else list(url)
+    urls: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"a hub URL must be a string like ws://HOST:PORT, got {item!r}")
+        for part in item.split(","):
+            part = part.strip()
+            if part and part not in urls:
+                urls.append(part)
+    if not urls:
+        raise ValueError("no hub URL given; use ws://HOST:PORT (several separated by commas)")
+    return urls
 
 
 def to_json_params(value: Any) -> Any:
@@ -102,7 +132,7 @@ class WsLinkClient:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         token: str | None = None,
         operator_token: str | None = None,
@@ -137,7 +167,9 @@ class WsLinkClient:
             "compression": compression,
             "secrets": secrets,
         }
-        self.url = url
+        #: every hub this link may connect to; ``url`` is the one it is (or was last) connected to
+        self.urls = split_urls(url)
+        self.url = self.urls[0]
         self.token = token
         self.secrets = secrets
         #: identities another connection took over (agent id -> what the hub said); not re-attached
@@ -231,7 +263,7 @@ class WsLinkClient:
             return
         self._on_notify = on_notify
         self._failure = None
-        await self._connect()
+        await self._connect_first()
         try:
             await self._handshake(rebind=False)
         except BaseException:
@@ -355,10 +387,52 @@ class WsLinkClient:
 
     # ------------------------------------------------------------------ connection lifecycle
 
+    async def _connect_first(self) -> None:
+        """The first connect: with several URLs of which none admits but some answer standby (a takeover
+        in progress), ask again until ``open_timeout`` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.open_timeout or 10.0)
+        while True:
+            try:
+                await self._connect()
+                return
+            except StandbyError:
+                if len(self.urls) == 1 or loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(0.2)
+
     async def _connect(self) -> None:
+        """Connect to the current URL or, failing that, to each other one in turn."""
+        if len(self.urls) == 1:
+            await self._connect_to(self.url)
+            return
+        start = self.urls.index(self.url) if self.url in self.urls else 0
+        failures: list[str] = []
+        standby = 0
+        for url in self.urls[start:] + self.urls[:start]:
+            try:
+                await self._connect_to(url)
+            except StandbyError:
+                standby += 1
+                failures.append(f"{url} is a standby")
+                continue
+            except ConnectionLostError as exc:
+                failures.append(str(exc).removeprefix("cannot connect to "))
+                continue
+            self.url = url
+            return
+        detail = "; ".join(failures)
+        if standby:
+            raise StandbyError(
+                f"no hub of {', '.join(self.urls)} admits now ({detail}); a standby takes over within seconds "
+                "of the active hub stopping"
+            )
+        raise ConnectionLostError(f"cannot connect to any of {', '.join(self.urls)} ({detail})")
+
+    async def _connect_to(self, url: str) -> None:
         try:
             ws = await connect(
-                self.url,
+                url,
                 ssl=self.ssl_context,
                 open_timeout=self.open_timeout,
                 ping_interval=self.ping_interval,
@@ -369,14 +443,22 @@ class WsLinkClient:
             )
         except InvalidURI as exc:
             raise ValueError(
-                f"{self.url!r} is not a WebSocket URL; use ws://HOST:PORT or wss://HOST:PORT"
+                f"{url!r} is not a WebSocket URL; use ws://HOST:PORT or wss://HOST:PORT"
             ) from exc
         except InvalidStatus as exc:
             body = (exc.response.body or b"").decode("utf-8", "replace").strip()
             detail = f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-            raise ConnectionLostError(f"cannot connect to {self.url}: {detail}") from None
+            raise ConnectionLostError(f"cannot connect to {url}: {detail}") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ConnectionLostError(f"cannot connect to {self.url}: {exc}") from None
+            raise ConnectionLostError(f"cannot connect to {url}: {exc}") from None
+        response = ws.response
+        if response is not None and response.headers.get(ROLE_HEADER) == STANDBY_ROLE:
+            with contextlib.suppress(Exception):
+                await ws.close()
+            raise StandbyError(
+                f"the hub at {url} is a standby: another hub on its database admits; connect to that one "
+                "(give both URLs: ws://a,ws://b)"
+            )
         self._ws = ws
         self._reader = asyncio.get_running_loop().create_task(self._read(ws))
 
@@ -398,7 +480,7 @@ class WsLinkClient:
             # does not within seconds). Servers without a token, and ag2 hubs, answer not_found: fine.
             try:
                 await self._hello(HelloFrame("", "api_key", {"token": self.token}))
-            except AuthError:
+            except (AuthError, StandbyError):
                 raise
             except NetworkError:
                 pass
@@ -407,7 +489,7 @@ class WsLinkClient:
             try:
                 await self._hello(HelloFrame("ag2net-operator", OPERATOR_SCHEME, claim))
                 self.is_operator = True
-            except AuthError:
+            except (AuthError, StandbyError):
                 raise
             except NetworkError:
                 if self.operator:
@@ -417,7 +499,7 @@ class WsLinkClient:
             for agent_id, ident in list(self._identities.items()):
                 try:
                     await self._hello(HelloFrame(ident.name, ident.scheme, dict(ident.claim), ""))
-                except AuthError:
+                except (AuthError, StandbyError):
                     raise
                 except NetworkError as exc:
                     log.warning("could not re-attach %s after reconnect: %s", ident.name, exc)
@@ -480,7 +562,10 @@ class WsLinkClient:
                 log.debug("reconnect to %s failed: %s", self.url, exc)
                 await self._drop_connection()
             await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, self.reconnect_max_delay)
+            ceiling = self.reconnect_max_delay
+            if len(self.urls) > 1:
+                ceiling = min(ceiling, MULTI_URL_MAX_DELAY)
+            delay = min(delay * 2, ceiling)
 
     async def _wait_ready(self, what: str) -> None:
         if self._closed:
@@ -550,14 +635,18 @@ class WsLinkClient:
         """The identity secret this link holds for ``name`` on its hub (memory, then the secret file)."""
         secret = self._known_secrets.get(name)
         if secret is None and self.secrets is not None:
-            secret = self.secrets.get(self.url, name)
+            for url in self.urls:  # the hubs of one database share their identities' secrets
+                secret = self.secrets.get(url, name)
+                if secret is not None:
+                    break
         return secret
 
     def _keep_secret(self, name: str, secret: str) -> None:
         self._known_secrets[name] = secret
         if self.secrets is not None:
             try:
-                self.secrets.put(self.url, name, secret)
+                for url in self.urls:
+                    self.secrets.put(url, name, secret)
             except OSError as exc:
                 log.error(
                     "cannot keep the identity secret of %r in %s (%s): this process can re-attach it, a new "
@@ -591,7 +680,8 @@ class WsLinkClient:
                 self._known_secrets.pop(ident.name, None)
                 if self.secrets is not None and "secret" in ident.claim:
                     with contextlib.suppress(OSError):
-                        self.secrets.forget(self.url, ident.name)
+                        for url in self.urls:
+                            self.secrets.forget(url, ident.name)
 
     # ------------------------------------------------------------------ reading
 
@@ -814,7 +904,7 @@ class WsLink(WsLinkClient):
 
     def client(self) -> WsLinkClient:
         """A new, unopened connection to ``url`` with this link's settings."""
-        return WsLinkClient(self.url, **self._settings)
+        return WsLinkClient(self.urls, **self._settings)
 
 
 class WsLinkEndpoint:
@@ -853,4 +943,13 @@ class WsLinkEndpoint:
             await self.ws.close()
 
 
-__all__ = ["ConnectionLostError", "WsLink", "WsLinkClient", "WsLinkEndpoint", "to_json_params"]
+__all__ = [
+    "ROLE_HEADER",
+    "STANDBY_ROLE",
+    "ConnectionLostError",
+    "WsLink",
+    "WsLinkClient",
+    "WsLinkEndpoint",
+    "split_urls",
+    "to_json_params",
+]

@@ -1,0 +1,347 @@
+"""Active/standby hubs on one PostgreSQL database: PostgreSQL's own session advisory lock decides which
+``ag2net serve --db postgresql://…`` process admits; a fencing epoch makes sure an ex-active never writes.
+
+``Leadership(url, host, port)``:
+
+* ``take()`` opens the store, then holds ``pg_try_advisory_lock(key)`` on a connection of its own (the
+  store's pool resets its connections with ``pg_advisory_unlock_all()``, so the lock cannot live there);
+  ``key`` is derived from the database and schema the URL names, so hubs of other schemas never contend.
+  While another session holds it this process is the **standby**: it listens on its port and answers
+  every op with the ``standby`` error (``StandbyError`` on the client; the WebSocket handshake carries
+  ``X-Ag2net-Role: standby`` so a multi-URL client moves on at once), and asks again every
+  ``poll_interval`` seconds. With the lock it fences the store (``PostgresStore.fence``: a new epoch, every
+  later write transaction checks it), hydrates a hub from the database, stops the standby listener and
+  returns the hub, which the caller serves on the same port.
+* The lock goes with the holder's session: a killed process's connection closes and the server releases
+  it at once; a process cut off from the database loses it when the server's TCP keepalive gives up
+  (the lock session asks for ``tcp_keepalives_idle=5``, ``interval=1``, ``count=3``: about 8 s).
+* ``hold(serving)`` runs the server until leadership is lost: the lock session ends or fails its health
+  check (every ``check_interval`` seconds, ``check_timeout`` at most), or a write is fenced. Then it stops
+  admitting at once (the serving task is cancelled: the listener closes and every connection with it),
+  writes one sentence on stderr and returns ``LOST_EXIT_CODE`` (3), for ``ag2net serve`` to exit with;
+  started again (by hand or by a supervisor) the process comes back as the standby.
+
+Without fencing a paused ex-active could wake up and write after the standby took over; with it, its
+writes fail (``StoreFenced``) and nothing of them lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from ag2net.errors import StandbyError
+from ag2net.protocol.frames import ErrorFrame, ResponseFrame, encode_frame
+from ag2net.store.base import StoreError
+from ag2net.store.postgres import PostgresStore, StoreFenced, redact_url
+from ag2net.transport.ws import ROLE_HEADER, STANDBY_ROLE
+
+if TYPE_CHECKING:
+    from ag2net.hub.hub import Hub
+
+log = logging.getLogger("ag2net.server.leadership")
+
+LOST_EXIT_CODE = 3
+#: The lock session's server-side TCP keepalive: a holder cut off from the server loses the lock in ~8 s.
+LOCK_SESSION_SETTINGS = {
+    "application_name": "ag2net-leader",
+    "tcp_keepalives_idle": "5",
+    "tcp_keepalives_interval": "1",
+    "tcp_keepalives_count": "3",
+}
+
+
+class LeadershipError(ValueError):
+    """The leadership cannot be taken or waited for (the database or the port): one sentence."""
+
+
+def lock_key(database: str, schema: str) -> int:
+    """The advisory lock key of the ag2net store in ``schema`` of ``database`` (a signed 64-bit integer)."""
+    digest = hashlib.blake2b(f"ag2net-leader\0{database}\0{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class StandbyListener:
+    """What a standby hub serves on its port: every op is answered with the ``standby`` error."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.server: Server | None = None
+        self.answered = 0
+
+    async def start(self, host: str, port: int) -> int:
+        self.server = await serve(
+            self._handle, host, port, process_response=self._mark, max_size=2 * 1024 * 1024
+        )
+        return self.server.sockets[0].getsockname()[1]
+
+    @staticmethod
+    def _mark(connection: ServerConnection, request: Any, response: Any) -> Any:
+        response.headers[ROLE_HEADER] = STANDBY_ROLE
+        return None
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        try:
+            async for message in ws:
+                try:
+                    data = json.loads(message)
+                except (ValueError, TypeError, RecursionError):
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                kind = data.get("kind")
+                if kind == "request":
+                    request_id = data.get("request_id")
+                    frame: Any = ResponseFrame(
+                        request_id if isinstance(request_id, str) else "",
+                        False,
+                        None,
+                        StandbyError.code,
+                        self.message,
+                    )
+                elif kind == "hello":
+                    frame = ErrorFrame(StandbyError.code, self.message)
+                elif kind == "ping":
+                    await ws.send('{"kind": "pong"}')
+                    continue
+                else:
+                    continue
+                self.answered += 1
+                await ws.send(json.dumps(encode_frame(frame)))
+        except ConnectionClosed:
+            pass
+
+    async def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+
+
+class Leadership:
+    """One ``ag2net serve`` process's claim on a PostgreSQL store: standby until it holds the lock."""
+
+    def __init__(
+        self,
+        url: str,
+        host: str,
+        port: int,
+        *,
+        echo: Callable[[str], Any] = print,
+        poll_interval: float = 0.25,
+        check_interval: float = 1.0,
+        check_timeout: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.where = redact_url(url)
+        self.host = host
+        self.port = port
+        self.echo = echo
+        self.poll_interval = poll_interval
+        self.check_interval = check_interval
+        self.check_timeout = check_timeout
+        self.store: PostgresStore | None = None
+        self.epoch: int | None = None
+        self.key: int | None = None
+        self.lost = asyncio.Event()
+        self.reason = ""
+        self._conn: Any = None
+        self._standby: StandbyListener | None = None
+        self._watch: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ taking it
+
+    async def take(self, **hub_kwargs: Any) -> Hub:
+        """Wait as the standby until this process holds the lock, then fence, hydrate and return the hub."""
+        from ag2net.hub.hub import Hub
+
+        store = self.store = PostgresStore(self.url)
+        try:
+            await store.open()
+            await self._wait_for_lock(store)
+            self.epoch = await store.fence(self._holder(), on_fenced=self._fenced)
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise LeadershipError(str(exc)) from None
+            raise
+        self._watch = asyncio.get_running_loop().create_task(self._watch_lock())
+        try:
+            hub = await Hub.open(store, **hub_kwargs)
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise LeadershipError(str(exc)) from None
+            raise
+        finally:
+            if self._standby is not None:
+                await self._standby.stop()  # the port is the active hub's from now on
+                self._standby = None
+        log.info("leader of %s with epoch %s", self.where, self.epoch)
+        return hub
+
+    def _holder(self) -> str:
+        return f"{socket.gethostname()} pid {os.getpid()} port {self.port}"
+
+    async def _lock_connection(self, store: PostgresStore) -> Any:
+        conn = await store.connect(**LOCK_SESSION_SETTINGS)
+        if self.key is None:
+            database, schema = await conn.fetchrow("SELECT current_database(), current_schema()")
+            self.key = lock_key(database, schema or "")
+        return conn
+
+    async def _wait_for_lock(self, store: PostgresStore) -> None:
+        announced = False
+        while True:
+            try:
+                if self._conn is None or self._conn.is_closed():
+                    self._conn = None
+                    self._conn = await self._lock_connection(store)
+                if await self._conn.fetchval(
+                    "SELECT pg_try_advisory_lock($1)", self.key, timeout=self.check_timeout
+                ):
+                    return
+            except (StoreError, OSError, TimeoutError) as exc:
+                if self._standby is None:
+                    raise LeadershipError(str(exc)) from None
+                log.warning("standby: cannot ask %s for the lock (%s); retrying", self.where, exc)
+                await self._drop_connection()
+            except Exception as exc:  # asyncpg's errors: the session failed; a new one asks again
+                if self._standby is None:
+                    raise LeadershipError(
+                        f"cannot take the leadership lock of {self.where} ({exc})"
+                    ) from None
+                log.warning("standby: the lock session of %s failed (%s); retrying", self.where, exc)
+                await self._drop_connection()
+            if not announced:
+                announced = True
+                await self._stand_by()
+            await asyncio.sleep(self.poll_interval)
+
+    async def _stand_by(self) -> None:
+        message = (
+            f"this hub is the standby of {self.where}: another hub holds it and admits; connect to that one "
+            "(HubClient.connect([url1, url2]) or ag2net tui --connect ws://a,ws://b tries each)"
+        )
+        standby = StandbyListener(message)
+        try:
+            self.port = await standby.start(self.host, self.port)
+        except OSError as exc:
+            raise LeadershipError(f"cannot serve on {self.host}:{self.port}: {exc}") from None
+        self._standby = standby
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.echo(
+            f"ag2net hub standing by on ws://{shown}:{self.port}: another hub holds {self.where}; "
+            "this one takes over when it stops"
+        )
+
+    # ------------------------------------------------------------------ holding it
+
+    def _lose(self, reason: str) -> None:
+        if not self.lost.is_set():
+            self.reason = reason
+            self.lost.set()
+
+    def _fenced(self, error: StoreFenced) -> None:
+        self._lose(str(error))
+
+    async def _watch_lock(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        ended = asyncio.Event()
+        add_listener = getattr(conn, "add_termination_listener", None)
+        if add_listener is not None:
+            add_listener(lambda _conn: ended.set())
+        while not self.lost.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), self.check_interval)
+            if ended.is_set() or conn.is_closed():
+                self._lose(f"the session holding the leadership lock of {self.where} ended")
+                return
+            try:
+                await conn.fetchval("SELECT 1", timeout=self.check_timeout)
+            except Exception as exc:
+                self._lose(f"the session holding the leadership lock of {self.where} failed ({exc})")
+                return
+
+    async def hold(self, serving: Awaitable[Any]) -> int:
+        """Run ``serving`` until it ends (0) or the leadership is lost (``LOST_EXIT_CODE``, after one
+        sentence on stderr). The serving task's own exceptions propagate."""
+        task = asyncio.ensure_future(serving)
+        lost = asyncio.ensure_future(self.lost.wait())
+        try:
+            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if not self.lost.is_set() or (task.done() and not task.cancelled() and task.exception() is not None):
+            task.result()
+            return 0
+        sys.stderr.write(
+            f"Error: this hub lost the leadership of {self.where} ({self.reason}); it stopped admitting and "
+            f"exits with code {LOST_EXIT_CODE}: start it again to stand by\n"
+        )
+        sys.stderr.flush()
+        return LOST_EXIT_CODE
+
+    async def close(self, hub: Hub | None = None) -> None:
+        """Close ``hub`` (a fenced store's last writes fail quietly: they must not land), the store and the
+        lock session."""
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
+            self._watch = None
+        if hub is not None:
+            try:
+                await hub.close()
+            except Exception as exc:
+                if not self.lost.is_set():
+                    raise
+                log.info("closing the hub after losing the leadership: %s", exc)
+        if self._standby is not None:
+            await self._standby.stop()
+            self._standby = None
+        await self._release()
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                await self.store.close()
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.terminate()
+
+    async def _release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await asyncio.wait_for(conn.close(), 5)  # ends the session: the lock goes with it
+            except Exception:
+                conn.terminate()
+
+
+__all__ = [
+    "LOCK_SESSION_SETTINGS",
+    "LOST_EXIT_CODE",
+    "Leadership",
+    "LeadershipError",
+    "StandbyListener",
+    "lock_key",
+]
