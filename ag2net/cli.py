@@ -32,7 +32,7 @@ from ag2net.cli_support import (
     run_network,
 )
 
-MOUNTED: dict[str, str] = {"tui": "tui.cli:app"}
+MOUNTED: dict[str, str] = {"tui": "tui.cli:app", "web": "tui.web:app"}
 """Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
 
 
