@@ -209,8 +209,16 @@ def envelope_summary(row: dict[str, Any] | None, name_for: Any) -> str:
     if row is None:
         return "—"
     data = row.get("event_data") or {}
+    if isinstance(data, dict):  # the channel's id is the row's own: leave it out
+        data = {k: v for k, v in data.items() if k != "channel_id"}
     text = data.get("text") if isinstance(data, dict) else None
-    shown = text if isinstance(text, str) else json.dumps(data, ensure_ascii=False, sort_keys=True)
+    shown = (
+        text
+        if isinstance(text, str)
+        else json.dumps(data, ensure_ascii=False, sort_keys=True)
+        if data
+        else ""
+    )
     shown = " ".join(shown.split())
     to = ""
     if row.get("audience"):

@@ -200,6 +200,25 @@ async def shot_narrow(pilot: Pilot[Any]) -> None:
     await settle(pilot)
 
 
+async def shot_replay_compare(pilot: Pilot[Any]) -> None:
+    from tui.screens.fork import ForkForm
+    from tui.screens.replay_compare import ReplayCompare
+
+    app = await _select(pilot, "conversation")
+    app.action_focus_pane("tail")
+    app.tail.goto_seq(3)
+    await pilot.press("F")  # Fork here… at seq 3; the critic answers "I disagree." in the replay
+    for kind in (ForkForm, ReplayCompare):
+        for _ in range(3000):
+            if isinstance(app.screen, kind) and (kind is ReplayCompare or app.screen.agents):  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.01)
+        await settle(pilot)
+        if kind is ForkForm:
+            app.screen.set_override("critic", model="scripted", model_arg="I disagree.")  # type: ignore[attr-defined]
+            await pilot.press("ctrl+r")
+
+
 @dataclass(frozen=True, slots=True)
 class Shot:
     """One picture: the file name and what to do on the demo before taking it."""
@@ -219,6 +238,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("composer.svg", shot_composer, "the composer with a custom event type and JSON"),
     Shot("detail.svg", shot_detail, "an envelope's detail"),
     Shot("narrow.svg", shot_narrow, "the workbench at 80x24: one pane at a time", NARROW),
+    Shot("replay_compare.svg", shot_replay_compare, "fork and replay: the original beside a what-if"),
 )
 
 
