@@ -220,6 +220,7 @@ async def test_a_paused_ex_active_never_writes_after_the_standby_took_over(pg_se
         code = await asyncio.to_thread(old.proc.wait, 30)
         assert code == 3, old.output()
         await asyncio.to_thread(old.wait_for, "lost the leadership", 10)
+        print(f"the paused ex-active, resumed: {old.output().splitlines()[-1]}")
     finally:
         await hc.close()
     texts = [json.loads(row[3])["event_data"].get("text") for row in await wal_rows(url)]
@@ -265,6 +266,8 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
 
         acked: list[dict[str, str]] = [{} for _ in clients]  # per sender: envelope id -> post key
         attempts = {"lost": 0}
+        ack_times: list[tuple[float, float]] = []  # (sent, acknowledged)
+        kills: list[float] = []
         stop = asyncio.Event()
 
         async def poster(i: int, lane: int) -> None:
@@ -277,8 +280,10 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
                         channel_id=channels[i], sender_id=humans[i].agent_id, audience=None, event_type=EV_TEXT,
                         event_data={"text": key}, idempotency_key=key,
                     )  # fmt: skip
+                    sent_at = time.monotonic()
                     try:
                         acked[i][await humans[i].post_envelope(env)] = key
+                        ack_times.append((sent_at, time.monotonic()))
                         break
                     except (ConnectionLostError, StandbyError):
                         attempts["lost"] += 1  # may or may not have landed: post it again
@@ -292,6 +297,7 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
                 await asyncio.sleep(1.0)  # posting through the active
                 await wait_for(standby, "standing by")
                 killed_at = active.kill9()
+                kills.append(killed_at)
                 # The killed one comes back on its port as the standby: the standby, asking for the lock
                 # every 0.25 s, holds it long before the restarted process has even imported ag2net.
                 restarted = hubs(url, active.port)
@@ -329,9 +335,12 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
         unacked = [t for envelope_id, t in texts.items() if envelope_id not in acked[i] and t is not None]
         assert set(unacked) <= set(acked[i].values())
     posts = sum(len(a) for a in acked)
+    # From each kill to the first acknowledgement of a post sent after it.
+    gaps = [min(done for sent, done in ack_times if sent > k) - k for k in kills]
     extra = len([r for r in rows if json.loads(r[3])["event_type"] == EV_TEXT]) - posts
     print(
-        f"\n{posts} acknowledged posts through 3 kills; takeovers {', '.join(f'{t:.2f}' for t in takeovers)} s; "
+        f"\n{posts} acknowledged posts through 3 kills; takeovers {', '.join(f'{t:.2f}' for t in takeovers)} s "
+        f"to admitting, {', '.join(f'{g:.2f}' for g in gaps)} s to the clients' first ack; "
         f"{attempts['lost']} posts lost their answer and were posted again ({extra} of them had landed); "
         f"{sum(repeats)} deliveries reached a client twice (the link drops repeats by envelope id)"
     )

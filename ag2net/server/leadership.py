@@ -253,9 +253,23 @@ class Leadership:
         if not self.lost.is_set():
             self.reason = reason
             self.lost.set()
+            # From now on the hub's background writes (cursor flushes) fail with StoreFenced, as they
+            # must: not worth a traceback each.
+            loop = asyncio.get_running_loop()
+            previous = loop.get_exception_handler()
+
+            def quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+                if isinstance(context.get("exception"), StoreFenced):
+                    return
+                if previous is not None:
+                    previous(loop, context)
+                else:
+                    loop.default_exception_handler(context)
+
+            loop.set_exception_handler(quiet)
 
     def _fenced(self, error: StoreFenced) -> None:
-        self._lose(str(error))
+        self._lose(f"another hub took over: a write under this hub's epoch {self.epoch} was fenced")
 
     async def _watch_lock(self) -> None:
         conn = self._conn
@@ -269,12 +283,12 @@ class Leadership:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ended.wait(), self.check_interval)
             if ended.is_set() or conn.is_closed():
-                self._lose(f"the session holding the leadership lock of {self.where} ended")
+                self._lose("its lock session ended")
                 return
             try:
                 await conn.fetchval("SELECT 1", timeout=self.check_timeout)
             except Exception as exc:
-                self._lose(f"the session holding the leadership lock of {self.where} failed ({exc})")
+                self._lose(f"its lock session failed: {exc or type(exc).__name__}")
                 return
 
     async def hold(self, serving: Awaitable[Any]) -> int:
@@ -301,20 +315,15 @@ class Leadership:
         return LOST_EXIT_CODE
 
     async def close(self, hub: Hub | None = None) -> None:
-        """Close ``hub`` (a fenced store's last writes fail quietly: they must not land), the store and the
-        lock session."""
+        """Close ``hub``, the store and the lock session. A hub that lost the leadership is not closed:
+        what closing writes (delivery cursors, the hydrate snapshot) must not land, and its process ends."""
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
             self._watch = None
-        if hub is not None:
-            try:
-                await hub.close()
-            except Exception as exc:
-                if not self.lost.is_set():
-                    raise
-                log.info("closing the hub after losing the leadership: %s", exc)
+        if hub is not None and not self.lost.is_set():
+            await hub.close()
         if self._standby is not None:
             await self._standby.stop()
             self._standby = None

@@ -1,0 +1,163 @@
+"""Clients given several hub URLs (an active hub and its standbys), on real sockets in one process: a
+``StandbyListener`` (what a standby ``ag2net serve`` answers with) and ``serve_ws``. The client skips a
+standby and a closed port, says which when none admits, and after a drop reconnects to whichever hub
+admits then, re-attaching its identities and replaying what it missed. No PostgreSQL needed: the
+processes and the database are in test_failover.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+
+from ag2net import EV_TEXT, HubClient, Passport
+from ag2net.errors import StandbyError, error_from_code
+from ag2net.hub import Hub
+from ag2net.server import serve_ws
+from ag2net.server.leadership import StandbyListener
+from ag2net.transport.ws import ConnectionLostError, split_urls
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+async def hub():
+    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    yield h
+    await h.close()
+
+
+@pytest.fixture
+async def standby():
+    listener = StandbyListener("this hub is the standby of postgresql://db/x: another hub holds it")
+    port = await listener.start("127.0.0.1", 0)
+    yield listener, f"ws://127.0.0.1:{port}"
+    await listener.stop()
+
+
+def connect(url, **kwargs) -> HubClient:
+    return HubClient.connect(url, identity_secrets=False, **kwargs)
+
+
+def test_urls_are_one_a_list_or_comma_separated():
+    assert split_urls("ws://a:1") == ["ws://a:1"]
+    assert split_urls("ws://a:1, ws://b:2,") == ["ws://a:1", "ws://b:2"]
+    assert split_urls(["ws://a:1", "ws://b:2,ws://a:1"]) == ["ws://a:1", "ws://b:2"]
+    with pytest.raises(ValueError, match="no hub URL"):
+        split_urls(" , ")
+    assert error_from_code("standby", "x").__class__ is StandbyError
+
+
+async def test_the_standby_answers_every_op_and_hello_with_the_standby_code(standby):
+    listener, url = standby
+    async with ws_connect(url) as ws:
+        assert ws.response.headers["X-Ag2net-Role"] == "standby"
+        for op in ("register", "post_envelope", "health"):
+            await ws.send(json.dumps({"kind": "request", "request_id": op, "op": op, "params": {}}))
+            answer = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert (answer["request_id"], answer["ok"], answer["error_code"]) == (op, False, "standby")
+            assert "standby" in answer["error_message"]
+        await ws.send(json.dumps({"kind": "hello", "name": "ana", "auth_scheme": "none", "auth_claim": {}}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "standby"
+        await ws.send(json.dumps({"kind": "ping"}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5)) == {"kind": "pong"}
+    assert listener.answered == 4
+
+
+async def test_a_client_skips_a_standby_and_a_closed_port(hub, standby):
+    _, standby_url = standby
+    closed = f"ws://127.0.0.1:{free_port()}"
+    async with serve_ws(hub, "127.0.0.1", 0) as srv:
+        hc = connect(f"{closed},{standby_url},{srv.url()}")
+        try:
+            ana = await hc.register_human(Passport(name="ana", kind="human"))
+            assert hc.connection_state()["url"] == srv.url()
+            assert ana.agent_id in hub.agents
+        finally:
+            await hc.close()
+
+
+async def test_one_standby_url_is_refused_in_one_sentence(standby):
+    _, url = standby
+    with pytest.raises(StandbyError, match=r"is a standby: another hub on its database admits") as caught:
+        await connect(url).open()
+    assert "\n" not in str(caught.value)
+
+
+async def test_when_no_hub_admits_the_client_says_what_each_answered(standby):
+    _, standby_url = standby
+    closed = f"ws://127.0.0.1:{free_port()}"
+    with pytest.raises(StandbyError, match=r"no hub of .* admits now") as caught:
+        await connect([closed, standby_url], open_timeout=0.5).open()
+    assert f"{standby_url} is a standby" in str(caught.value) and closed in str(caught.value)
+    other = f"ws://127.0.0.1:{free_port()}"
+    with pytest.raises(ConnectionLostError, match="cannot connect to any of") as refused:
+        await connect([closed, other]).open()
+    assert closed in str(refused.value) and other in str(refused.value)
+
+
+async def test_after_a_drop_the_client_moves_to_the_hub_that_admits_then_and_replays(hub):
+    """The active stops; the standby on the other port takes over (here: the same hub served there)."""
+    port_a, port_b = free_port(), free_port()
+    url_a, url_b = f"ws://127.0.0.1:{port_a}", f"ws://127.0.0.1:{port_b}"
+    listener = StandbyListener("standby")
+    await listener.start("127.0.0.1", port_b)
+    local = HubClient.local(hub)
+    bo = await local.register_human(Passport(name="bo", kind="human"))
+    hc = connect([url_a, url_b], reconnect_initial_delay=0.02, reconnect_max_delay=0.2)
+    got: list[str] = []
+    try:
+        async with serve_ws(hub, "127.0.0.1", port_a):
+            ana = await hc.register_human(Passport(name="ana", kind="human"))
+            ana.on_envelope(lambda env: _append(got, env))
+            channel = await bo.open(type="conversation", target="ana")
+            await bo.send(channel.channel_id, "one")
+            await _until(lambda: _texts(got) == ["one"])
+        # The active is gone and the other answers standby: nothing admits; a post meanwhile waits.
+        await bo.send(channel.channel_id, "two")
+        await asyncio.sleep(0.3)
+        assert not hc.connection_state()["connected"]
+        await listener.stop()
+        async with serve_ws(hub, "127.0.0.1", port_b):
+            await _until(lambda: _texts(got) == ["one", "two"])
+            assert hc.connection_state()["url"] == url_b
+            await ana.send(channel.channel_id, "three")  # the identity was re-attached on the new hub
+            assert "three" in [e.event_data.get("text") for e in await local.read_wal(channel.channel_id)]
+    finally:
+        await hc.close()
+
+
+async def _append(got: list, env) -> None:
+    got.append(env)
+
+
+def _texts(got: list) -> list[str]:
+    return [e.event_data.get("text") for e in got if e.event_type == EV_TEXT]
+
+
+async def _until(predicate, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+def test_tui_connect_takes_several_urls_and_names_a_bad_one():
+    bad = subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "tui", "--connect", "ws://127.0.0.1:1,http://x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "several separated by commas" in lines[0]
