@@ -409,7 +409,7 @@ def test_two_browser_tabs_share_one_hub(home: dict[str, str]) -> None:
             # one key at a time, each waited for: a workbench on two shared cores can take seconds to move focus
             press(first, "1", footer_has="o Sort")  # the channels pane
             press(first, "Control+f", footer_lacks="o Sort")  # its filter box
-            first.keyboard.type(question)
+            first.keyboard.type(question[-6:])  # the id's last digits, as a person would type them
             until(lambda: showing(first, "filtered by"), 20, "the filtered channel list", first)
             press(first, "Enter", footer_has="o Sort")  # back to the table: 'all channels', then the question
             press(first, "ArrowDown", "Enter", screen_has=r"consulting·\w+ ›")
