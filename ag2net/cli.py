@@ -189,7 +189,14 @@ def serve(
                 # (ag2net.server.leadership), and exits with code 3 if it loses it.
                 from ag2net.server.leadership import Leadership
 
-                leadership = Leadership(path, host, port, echo=typer.echo)
+                leadership = Leadership(
+                    path,
+                    host,
+                    port,
+                    echo=typer.echo,
+                    token=token,
+                    allow_unauthenticated=allow_unauthenticated,
+                )
                 try:
                     hub = await leadership.take(cache_mb=cache_mb)
                 except ValueError as exc:

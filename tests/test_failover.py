@@ -166,6 +166,19 @@ async def check_standby_answers(active: HubProcess, standby: HubProcess) -> None
         await hc.close()
 
 
+def test_serve_on_postgres_refuses_an_open_non_loopback_host_before_standing_by(monkeypatch):
+    from typer.testing import CliRunner
+
+    from ag2net.cli import app
+
+    for name in ("AG2NET_TOKEN", "AG2NET_OPERATOR_TOKEN", "AG2NET_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(app, ["serve", "--db", "postgresql://u@127.0.0.1:1/db", "--host", "0.0.0.0"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "--token" in lines[0] and "0.0.0.0" in lines[0] and "standing by" not in result.output
+
+
 async def test_a_paused_ex_active_never_writes_after_the_standby_took_over(pg_server, hubs):
     import asyncpg
 
@@ -292,9 +305,10 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
 
         posters = [asyncio.ensure_future(poster(i, lane)) for i in range(5) for lane in range(3)]
         takeovers: list[float] = []
+        locks: list[float] = []  # kill -> the standby holds the lock and has fenced the store
         try:
             for _round in range(3):
-                await asyncio.sleep(1.0)  # posting through the active
+                await asyncio.sleep(0.7)  # posting through the active
                 await wait_for(standby, "standing by")
                 killed_at = active.kill9()
                 kills.append(killed_at)
@@ -302,6 +316,7 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
                 # every 0.25 s, holds it long before the restarted process has even imported ag2net.
                 restarted = hubs(url, active.port)
                 takeovers.append(await wait_for(standby, "listening on", TAKEOVER_LIMIT + 5) - killed_at)
+                locks.append(await wait_for(standby, "took over", 1) - killed_at)
                 active, standby = standby, restarted
             await wait_for(standby, "standing by")
             await asyncio.sleep(0.5)
@@ -339,8 +354,9 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
     gaps = [min(done for sent, done in ack_times if sent > k) - k for k in kills]
     extra = len([r for r in rows if json.loads(r[3])["event_type"] == EV_TEXT]) - posts
     print(
-        f"\n{posts} acknowledged posts through 3 kills; takeovers {', '.join(f'{t:.2f}' for t in takeovers)} s "
-        f"to admitting, {', '.join(f'{g:.2f}' for g in gaps)} s to the clients' first ack; "
+        f"\n{posts} acknowledged posts through 3 kills; lock taken {', '.join(f'{t:.2f}' for t in locks)} s, "
+        f"admitting {', '.join(f'{t:.2f}' for t in takeovers)} s, "
+        f"the clients' first ack {', '.join(f'{g:.2f}' for g in gaps)} s after each kill; "
         f"{attempts['lost']} posts lost their answer and were posted again ({extra} of them had landed); "
         f"{sum(repeats)} deliveries reached a client twice (the link drops repeats by envelope id)"
     )

@@ -43,6 +43,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ag2net.errors import StandbyError
 from ag2net.protocol.frames import ErrorFrame, ResponseFrame, encode_frame
+from ag2net.server.websocket import LOOPBACK_HOSTS
 from ag2net.store.base import StoreError
 from ag2net.store.postgres import PostgresStore, StoreFenced, redact_url
 from ag2net.transport.ws import ROLE_HEADER, STANDBY_ROLE
@@ -140,6 +141,8 @@ class Leadership:
         port: int,
         *,
         echo: Callable[[str], Any] = print,
+        token: str | None = None,
+        allow_unauthenticated: bool = False,
         poll_interval: float = 0.25,
         check_interval: float = 1.0,
         check_timeout: float = 5.0,
@@ -149,6 +152,8 @@ class Leadership:
         self.host = host
         self.port = port
         self.echo = echo
+        self.token = token
+        self.allow_unauthenticated = allow_unauthenticated
         self.poll_interval = poll_interval
         self.check_interval = check_interval
         self.check_timeout = check_timeout
@@ -167,11 +172,19 @@ class Leadership:
         """Wait as the standby until this process holds the lock, then fence, hydrate and return the hub."""
         from ag2net.hub.hub import Hub
 
+        if self.token is None and self.host not in LOOPBACK_HOSTS and not self.allow_unauthenticated:
+            # serve_ws refuses this too, but only once this hub takes over: say it before standing by.
+            raise LeadershipError(
+                f"serving on {self.host!r} without a token would let anyone who can reach the port act as any "
+                "agent; set --token (or AG2NET_TOKEN), bind to 127.0.0.1, or pass --allow-unauthenticated"
+            )
         store = self.store = PostgresStore(self.url)
         try:
             await store.open()
             await self._wait_for_lock(store)
             self.epoch = await store.fence(self._holder(), on_fenced=self._fenced)
+            if self._standby is not None:
+                self.echo(f"ag2net hub took over {self.where} (leader epoch {self.epoch}); loading its state")
         except BaseException as exc:
             await self.close()
             if isinstance(exc, StoreError):
@@ -232,7 +245,7 @@ class Leadership:
 
     async def _stand_by(self) -> None:
         message = (
-            f"this hub is the standby of {self.where}: another hub holds it and admits; connect to that one "
+            "this hub is a standby: another hub on its database admits; connect to that one "
             "(HubClient.connect([url1, url2]) or ag2net tui --connect ws://a,ws://b tries each)"
         )
         standby = StandbyListener(message)
