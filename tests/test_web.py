@@ -267,6 +267,53 @@ def test_the_page_asks_for_the_token_before_any_workbench_starts(home: dict[str,
         assert web.stop() == 0
 
 
+def test_tabs_attach_to_a_running_hub_with_its_token(home: dict[str, str]) -> None:
+    """``--connect`` and ``--token``: a tab's workbench reaches a token hub run by ``ag2net serve`` (the token
+    goes to it through its environment), seats its human there, and ends when its page connection closes."""
+    hub_port = free_port()
+    env = {**home, "AG2NET_TOKEN": "hub-t0ken"}
+    hub = subprocess.Popen(
+        [sys.executable, "-m", "ag2net.cli", "serve", "--port", str(hub_port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        cwd=ROOT,
+    )
+    hub_url = f"ws://127.0.0.1:{hub_port}"
+    try:
+        assert hub.stdout is not None and "listening" in hub.stdout.readline()
+        with served("--connect", hub_url, "--as", "cleo", "--port", str(free_port()), env=env) as web:
+            assert web.hub_url == hub_url
+            _, headers, _ = http(web.url + "login", data={"token": "hub-t0ken"})
+            cookie = headers["Set-Cookie"].split(";")[0]
+
+            async def seated() -> bool:
+                from websockets.asyncio.client import connect
+
+                ws_url = web.url.replace("http://", "ws://") + "ws?width=100&height=30"
+                async with connect(ws_url, origin=web.url.rstrip("/"), additional_headers={"Cookie": cookie}):  # type: ignore[arg-type]
+                    client = HubClient.connect(hub_url, token="hub-t0ken")
+                    try:
+                        await client.open()
+                        for _ in range(300):
+                            if await client.find_agent_id_remote("cleo"):
+                                return len(tab_processes(hub_url)) == 1
+                            await asyncio.sleep(0.1)
+                        return False
+                    finally:
+                        await client.close()
+
+            assert asyncio.run(seated()), web.lines
+            until(
+                lambda: not tab_processes(hub_url), 15, "the tab's workbench to end with its page connection"
+            )
+            assert web.stop() == 0
+    finally:
+        hub.send_signal(signal.SIGINT)
+        hub.wait(30)
+
+
 # ---------------------------------------------------------------------------------------------- browser
 
 NOTE_TERMINAL = """
@@ -377,31 +424,34 @@ def test_two_browser_tabs_share_one_hub(home: dict[str, str]) -> None:
     executable = chromium_or_skip()
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
     answer = "web: sync first"  # short enough for the tail's preview column
-    with served("--memory", "--demo", "--as", "ana", "--port", str(free_port()), env=home) as web:
-        with sync_api.sync_playwright() as playwright:
-            try:
-                browser = playwright.chromium.launch(executable_path=executable, headless=True)
-            except Exception as exc:  # a Chromium that cannot start here is a machine without one
-                pytest.skip(f"Chromium at {executable} cannot be started: {str(exc).splitlines()[0]}")
+    with sync_api.sync_playwright() as playwright:
+        try:  # the browser starts while the server does
+            browser = playwright.chromium.launch(executable_path=executable, headless=True)
+        except Exception as exc:  # a Chromium that cannot start here is a machine without one
+            pytest.skip(f"Chromium at {executable} cannot be started: {str(exc).splitlines()[0]}")
+        with served("--memory", "--demo", "--as", "ana", "--port", str(free_port()), env=home) as web:
             context = browser.new_context(viewport={"width": 1600, "height": 900})
             # nothing leaves this machine: only the served page's own requests are answered
             context.route(lambda url: not url.startswith(web.url), lambda route: route.abort())
             context.add_init_script(NOTE_TERMINAL)
+            loaded: dict[str, float] = {}
 
             def open_tab(query: str = ""):  # type: ignore[no-untyped-def]
                 page = context.new_page()
-                started = time.monotonic()
                 page.goto(web.url + query)
-                until(lambda: "Channels" in page.evaluate(SCREEN_TEXT), 45, "the channels pane")
-                return page, time.monotonic() - started
+                return page
 
-            first, first_load = open_tab()
-            screen = until(lambda: showing(first, "consulting"), 30, "a consulting channel")
+            def channels_pane(page, name: str) -> None:  # type: ignore[no-untyped-def]
+                until(lambda: showing(page, "Channels"), 45, f"the channels pane in the {name} tab", page)
+                loaded.setdefault(name, time.monotonic() - started)
+
+            started = time.monotonic()
+            first = open_tab()
+            # a second tab at once, seated as another human (one identity is bound to one connection at a time)
+            second = open_tab("?as=ben")
+            channels_pane(first, "first")
+            screen = until(lambda: showing(first, "consulting"), 30, "a consulting channel", first)
             assert "1 Channels" in screen and "2 WAL" in screen
-            # a second tab, seated as another human (one identity is bound to one connection at a time)
-            second, second_load = open_tab("?as=ben")
-            print(f"page load to the channels pane: first tab {first_load:.1f} s, second {second_load:.1f} s")
-            assert len(tab_processes(web.hub_url)) == 2
 
             # the first tab: filter the channels to the demo's question for ana, select it, answer in the chat
             question = until(lambda: ask_hub(web.hub_url, "ana")[0], 20, "the planner's question")
@@ -415,6 +465,12 @@ def test_two_browser_tabs_share_one_hub(home: dict[str, str]) -> None:
             press(first, "ArrowDown", "Enter", screen_has=r"consulting·\w+ ›")
             press(first, "i", footer_lacks="i Chat")
             first.keyboard.type(answer)
+            channels_pane(second, "second")  # up before the answer is sent: it must arrive live
+            assert len(tab_processes(web.hub_url)) == 2
+            print(
+                f"page load to the channels pane: first tab {loaded['first']:.1f} s; the second, opened with it, "
+                f"was up when looked at after {loaded['second']:.1f} s"
+            )
             first.keyboard.press("Enter")
 
             until(
@@ -433,7 +489,7 @@ def test_two_browser_tabs_share_one_hub(home: dict[str, str]) -> None:
             if os.environ.get("AG2NET_SCREENSHOTS") == "1":
                 time.sleep(1)
                 first.screenshot(path=str(ROOT / "screenshots" / "browser.png"))
-            browser.close()
-        assert web.stop() == 0
-        assert "stopped" in web.lines[-1], web.lines
-        until(lambda: not tab_processes(web.hub_url), 5, "the tabs' workbenches to end")
+            assert web.stop() == 0
+            assert "stopped" in web.lines[-1], web.lines
+            until(lambda: not tab_processes(web.hub_url), 5, "the tabs' workbenches to end")
+        browser.close()
