@@ -91,7 +91,13 @@ PAGE = """<!DOCTYPE html>
       </div>
     </div>
     <div id="terminal" class="textual-terminal" data-session-websocket-url="{websocket_url}"
-         data-font-size="{font_size}"></div>
+         data-ws-path="{websocket_path}" data-font-size="{font_size}"></div>
+    <script>
+      // the page's own scheme and host: right behind a TLS proxy too (wss: on an https: page)
+      const terminal = document.getElementById("terminal");
+      terminal.dataset.sessionWebsocketUrl =
+        (location.protocol === "https:" ? "wss://" : "ws://") + location.host + terminal.dataset.wsPath;
+    </script>
   </body>
 </html>
 """
@@ -287,12 +293,12 @@ class WorkbenchServer(Server):
                 status=400, text=f"?as={name!r} cannot be used: {problem}; choose another name\n"
             )
         scheme = "wss" if request.secure else "ws"
+        path = "/ws" + (f"/as/{quote(name, safe='')}" if name else "")
         font_size = min(max(to_int(request.query.get("fontsize", "16"), 16), 6), 48)
         page = PAGE.format(
             title=html.escape(self.title),
-            websocket_url=html.escape(
-                f"{scheme}://{request.host}/ws" + (f"/as/{quote(name, safe='')}" if name else ""), quote=True
-            ),
+            websocket_url=html.escape(f"{scheme}://{request.host}{path}", quote=True),
+            websocket_path=html.escape(path, quote=True),
             font_size=font_size,
         )
         return web.Response(
