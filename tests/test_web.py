@@ -308,10 +308,31 @@ def test_tabs_attach_to_a_running_hub_with_its_token(home: dict[str, str]) -> No
             until(
                 lambda: not tab_processes(hub_url), 15, "the tab's workbench to end with its page connection"
             )
+
+            # the hub goes away: a new tab's workbench cannot start, and the tab shows its one sentence
+            hub.send_signal(signal.SIGINT)
+            assert hub.wait(30) == 0
+
+            async def tab_screen() -> str:
+                from websockets.asyncio.client import connect
+
+                ws_url = web.url.replace("http://", "ws://") + "ws?width=100&height=30"
+                received = b""
+                async with connect(
+                    ws_url, origin=web.url.rstrip("/"), additional_headers={"Cookie": cookie}
+                ) as ws:  # type: ignore[arg-type]
+                    async for message in ws:  # until the server closes it
+                        if isinstance(message, bytes):
+                            received += message
+                return received.decode("utf-8", "replace")
+
+            screen = asyncio.run(asyncio.wait_for(tab_screen(), 60))
+            assert f"Error: --connect {hub_url}: cannot reach a hub" in screen, screen
             assert web.stop() == 0
     finally:
-        hub.send_signal(signal.SIGINT)
-        hub.wait(30)
+        if hub.poll() is None:
+            hub.send_signal(signal.SIGINT)
+            hub.wait(30)
 
 
 # ---------------------------------------------------------------------------------------------- browser

@@ -74,7 +74,8 @@ PAGE = """<!DOCTYPE html>
       body.-first-byte .intro-dialog {{ display: none; }}
       body .textual-terminal {{ opacity: 0; height: 100vh; }}
       body.-first-byte .textual-terminal {{ opacity: 1; }}
-      .closed-dialog {{ display: none; }}
+      .closed-dialog {{ display: none; align-items: flex-end; height: auto; bottom: 0; }}
+      .closed-dialog .intro {{ height: 120px; margin-bottom: 32px; }}
       body.-closed .closed-dialog {{ display: flex; }}
       button {{
         padding: 12px 28px; margin: 16px; background-color: #5e0ba7; border: none;
@@ -141,6 +142,20 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+class KeptTail:
+    """A process's stderr stream that keeps its last ``limit`` bytes as they are read."""
+
+    def __init__(self, stream: asyncio.StreamReader, limit: int = 8192) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.tail = b""
+
+    async def read(self, n: int = -1) -> bytes:
+        data = await self.stream.read(n)
+        self.tail = (self.tail + data)[-self.limit :]
+        return data
+
+
 class TabProcess(AppService):
     """One browser tab's workbench process, in a session of its own (a Ctrl-C at the terminal that runs
     ``ag2net web`` reaches the command, which then stops the tabs in order), with the environment the
@@ -167,19 +182,39 @@ class TabProcess(AppService):
             env=environment,
             start_new_session=True,
         )
-        assert process.stdin is not None
+        assert process.stdin is not None and process.stderr is not None
         self._stdin = process.stdin
+        process.stderr = KeptTail(process.stderr)  # type: ignore[assignment]  (read by AppService.run)
         self.server.tabs.add(self)
         return process
 
     async def run(self) -> None:
         try:
             await super().run()
+            await self.show_failure()
         finally:
             # the workbench ended (quit, or failed to start): the page says so instead of waiting forever
             self.server.tabs.discard(self)
             with contextlib.suppress(Exception):
                 await self.remote_close()
+
+    async def show_failure(self) -> None:
+        """A workbench that ended with an error (``ag2net tui``'s one sentence on stderr: a hub that cannot
+        be reached, a name that belongs to an agent) writes that sentence into the tab's terminal."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), QUIT_GRACE)
+        stderr = process.stderr
+        if process.returncode in (0, None) or not isinstance(stderr, KeptTail):
+            return
+        lines = [line.strip() for line in stderr.tail.decode("utf-8", "replace").splitlines() if line.strip()]
+        if not lines:
+            return
+        sentence = next((line for line in reversed(lines) if line.startswith("Error: ")), lines[-1])
+        with contextlib.suppress(Exception):
+            await self.remote_write_bytes(f"\r\n  {sentence}\r\n".encode())
 
     async def stop(self) -> None:
         """Ask the workbench to quit; kill it when it has not within ``QUIT_GRACE`` seconds."""
