@@ -13,7 +13,7 @@ from typing import Any
 from fork_app import RealTimeDemo, open_form, run_to_compare, wait_for
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from tui.screens.fork import ForkForm
+from tui.screens.fork import ForkForm, ForkRequested
 from tui.screens.replay_compare import ReplayCompare
 from tui.screenshots import channel_of, ready, settle
 
@@ -185,3 +185,45 @@ async def test_a_bad_field_is_one_inline_sentence():
             else:
                 assert error.has_class("-empty")
                 await wait_for(pilot, ReplayCompare)
+
+
+async def test_fork_over_a_websocket_client_with_the_operator_role():
+    from ag2net import Hub, HubClient, Passport, serve_ws
+    from ag2net.demo import start_demo
+    from tui.app import build_app
+    from tui.settings import Settings
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    local = HubClient.local(hub)
+    demo = await start_demo(local)
+    await demo.run()
+    cid = next(c for c, step in demo.steps.items() if step == "pairing")
+    try:
+        async with serve_ws(hub, "127.0.0.1", 0, operator_token="op") as server:
+            for token, expected in (("op", None), (None, "Cannot read channel·")):
+                hc = HubClient.connect(
+                    server.url(), operator_token=token, rpc_timeout=15, identity_secrets=False
+                )
+                ana = await hc.register_human(Passport(name=f"ana{'-op' if token else ''}", kind="human"))
+                app = await build_app(hc, ana, Settings(), load_history=False, observe=False)
+                try:
+                    async with app.run_test(size=(120, 36)) as pilot:
+                        assert app.source.hc.remote
+                        await ready(pilot)
+                        app.post_message(ForkRequested(cid, seq=1))
+                        form = await wait_for(pilot, ForkForm)
+                        await settle(pilot)
+                        if expected is None:
+                            assert [a.name for a in form.agents] == ["coder", "critic"]
+                            screen = await run_to_compare(pilot)
+                            assert screen.diff.identical and screen.result.stopped == "original replayed"
+                        else:  # without the operator role the hub refuses to read another's channel
+                            error = rendered(form.query_one("#fork-error", Static))
+                            assert error.startswith(expected) and "to fork it: " in error, error
+                            assert cid not in error  # named, not in hex
+                finally:
+                    await hc.close()
+    finally:
+        await demo.close()
+        await local.close()
+        await hub.close()

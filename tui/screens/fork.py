@@ -162,7 +162,7 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
                 if passport.kind != "human":
                     agents.append(AgentRow(agent_id, passport.name))
         except Exception as exc:  # a remote hub may refuse a client without the operator role
-            self.show_error(f"Cannot read {self.label} to fork it: {exc}")
+            self.show_error(f"Cannot read {self.label} to fork it: {self._words(exc)}")
             return
         self.agents = agents
         self.query_one("#fork-title", Static).update(
@@ -224,6 +224,13 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         error = self.query_one("#fork-error", Static)
         error.update(message)
         error.set_class(not message, "-empty")
+
+    def _words(self, exc: BaseException) -> str:
+        """A hub's message with the ids in it named as people know them."""
+        from tui.wording import humanize, namer_for
+
+        text = str(exc).replace(f"'{self.channel_id}'", self.label).replace(self.channel_id, self.label)
+        return humanize(text, namer_for(self.app))
 
     def _show_progress(self, text: str) -> None:
         self.progress_text = text
@@ -345,7 +352,7 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         except Exception as exc:  # the hub refused or the replay failed: say so, keep the form
             self._stop_ticker()
             self._show_progress("")
-            self.show_error(f"The replay could not run: {exc}")
+            self.show_error(f"The replay could not run: {self._words(exc)}")
             return
         self._stop_ticker()
         self.outcome = (result, diff)
