@@ -35,6 +35,7 @@ from ag2net.errors import NetworkError
 from ag2net.naming import channel_labels
 from ag2net.views import registered_views
 from tui.commands import DomainCommand, WorkbenchCommands
+from tui.debugger import DEBUG_ACTIONS, DEBUG_BINDING_CLASSES, DebuggerActions
 from tui.feed import (
     AgentsChanged,
     ChannelChanged,
@@ -93,7 +94,7 @@ class BottomBars(Vertical):
             app.lift_toasts(event.size.height)
 
 
-class WorkbenchApp(App[None]):
+class WorkbenchApp(DebuggerActions):
     """The ag2net workbench."""
 
     TITLE = "ag2net workbench"
@@ -114,6 +115,9 @@ class WorkbenchApp(App[None]):
 **Escape** leaves a text field. **F1** help for the focused pane · **?** keys that apply here ·
 **ctrl+p** command palette. In a narrow terminal one pane shows at a time: **1**–**4** or a click on
 the strip at the top switches.
+
+Debugging: **m** visibility matrix of the channel · **t** causation tree of the envelope · **S** protocol
+scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -287,6 +291,7 @@ the strip at the top switches.
             ConfirmScreen,
             ForkForm,
             ReplayCompare,
+            *DEBUG_BINDING_CLASSES,
         ]
         ids: set[str] = set()
         for klass in classes:
@@ -781,6 +786,8 @@ the strip at the top switches.
         self.notify(f"Closed {self.channel_label(channel_id)}.", timeout=3)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in DEBUG_ACTIONS:
+            return self.check_debug_action(action)
         if action in self.MAIN_SCREEN_ACTIONS and self.screen is not self.screen_stack[0]:
             return False  # a modal is up: the key is its widgets' (ctrl+e ends a line in its editor)
         if action == "leave_field":
@@ -956,6 +963,7 @@ the strip at the top switches.
                 "Show all channels", "Clear the channel selection", lambda: self.channel_list.select(None)
             ),
         ]
+        commands += self.debug_commands()
         if self.selected_channel and self.check_action("close_channel", ()):
             commands.append(
                 DomainCommand(

@@ -266,6 +266,20 @@ The header's right end counts the rows shown and says *match k of n* while searc
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, EnvelopeTail.StateChanged) and message.tail is self.tail
 
+    class CursorMoved(Message):
+        """The cursor went to another row (keys, click, search, go to, follow); read ``cursor_row``."""
+
+        def __init__(self, tail: EnvelopeTail) -> None:
+            super().__init__()
+            self.tail = tail
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EnvelopeTail.CursorMoved) and message.tail is self.tail
+
     def __init__(
         self,
         name_for: Callable[[str], str] | None = None,
@@ -444,6 +458,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._scroll_to_end()
         self._strips.clear()
         self.refresh()
+        self.post_message(self.CursorMoved(self))
 
     def pause(self) -> None:
         """Stop following, leaving the cursor where it is."""
@@ -815,6 +830,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._strips.discard((self._cursor, False))
         self._scroll_cursor_into_view()
         self.refresh()
+        self.post_message(self.CursorMoved(self))
 
     def _scroll_cursor_into_view(self) -> None:
         line = self._cursor_line()
