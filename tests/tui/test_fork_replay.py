@@ -227,3 +227,15 @@ async def test_fork_over_a_websocket_client_with_the_operator_role():
         await demo.close()
         await local.close()
         await hub.close()
+
+
+def test_the_fork_keys_are_remappable_by_id():
+    from tui.app import WorkbenchApp
+    from tui.settings import Settings, check_keymap
+
+    ids = {"app.fork", "view.fork", "fork.run", "fork.cancel", "replay.close", "replay.next", "replay.prev"}
+    assert ids | {"replay.tab"} <= WorkbenchApp.binding_ids()
+    check_keymap(
+        Settings(keys={"app.fork": "ctrl+k", "fork.run": "ctrl+s", "replay.next": "j"}),
+        WorkbenchApp.binding_ids(),
+    )
