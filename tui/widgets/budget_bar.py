@@ -17,6 +17,7 @@ BAR_MAX = 40
 BAR_MIN = 8
 FILLED = "█"
 EMPTY = "░"
+SHARES = "▒"
 
 DEFAULT_COLORS = {
     "system": "yellow",
@@ -58,14 +59,16 @@ class BudgetBar:
         self.title = title
 
     def bar(self, width: int) -> Text:
+        """The parts against the window; with no known window, their shares drawn shaded (not a fill)."""
         text = Text()
+        glyph = FILLED if self.budget.window.tokens else SHARES
         for part, cells in segments(self.budget, width):
             if cells <= 0:
                 continue
             if part == "empty":
                 text.append(EMPTY * cells, style="dim")
             else:
-                text.append(FILLED * cells, style=self.colors[part])
+                text.append(glyph * cells, style=self.colors[part])
         return text
 
     def figures(self) -> Text:

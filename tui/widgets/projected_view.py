@@ -249,6 +249,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         & #pv-error.-empty { display: none; }
         & #pv-tokens { height: auto; padding: 0 1; color: $text-secondary; }
         & #pv-budget { height: auto; padding: 0 1; }
+        & #pv-budget.-empty { display: none; }
         & TabbedContent { height: 1fr; }
         & TabPane { padding: 0; }
         & VerticalScroll { height: 1fr; }
@@ -322,7 +323,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         yield Static(NO_CHANNEL, id="pv-status")
         yield Static("", id="pv-error", classes="-empty")
         yield Static("", id="pv-tokens")
-        yield Static("", id="pv-budget")
+        yield Static("", id="pv-budget", classes="-empty")
         with TabbedContent(id="pv-tabs"):
             with TabPane("Projection", id="pv-tab-history"), VerticalScroll():
                 yield Static("", id="pv-history")
@@ -525,6 +526,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         status_line.set_class(False, "-switched")
         self._show_error("")
         self.budget = self.shown_turn_budget = None
+        self.query_one("#pv-budget", Static).add_class("-empty")
         for selector in ("#pv-tokens", "#pv-budget", "#pv-history", "#pv-tools", "#pv-turn", "#pv-compare"):
             self.query_one(selector, Static).update("")
         self._quiet = True
@@ -603,9 +605,11 @@ names speakers by id) are shown as they are, with a legend naming them.
             f"  ({preview.token_method})"
         )
         self.budget = self._budget_of(preview)
-        self.query_one("#pv-budget", Static).update(
+        budget_line = self.query_one("#pv-budget", Static)
+        budget_line.update(
             BudgetBar(self.budget, self._budget_colors(), title="next turn") if self.budget else ""
         )
+        budget_line.set_class(self.budget is None, "-empty")
         self.query_one("#pv-history", Static).update(
             self._history_table(preview.system_prompt, preview.history)
         )
