@@ -127,6 +127,23 @@ def test_without_the_web_extra_the_sentence_names_it(home: dict[str, str]) -> No
     assert "install the web extra: pip install 'ag2net[web]'" in line
 
 
+def test_the_web_command_loads_no_textual_until_a_tab_runs_a_workbench(home: dict[str, str]) -> None:
+    """The command runs in a process of its own beside the tabs: its options are checked without textual."""
+    code = (
+        "import json, sys\n"
+        "from typer.testing import CliRunner\n"
+        "from ag2net.cli import app\n"
+        "result = CliRunner().invoke(app, ['web', '--memory', '--cache-mb', '0'])\n"
+        "assert result.exit_code == 2 and '--cache-mb must be more than 0' in result.output, result.output\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'aiohttp'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=home, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 # ---------------------------------------------------------------------------------------------- served
 
 
