@@ -15,7 +15,7 @@ from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
 from ag2net.debug import DryRun, dry_run
 from ag2net.envelope import EV_TEXT, Envelope
-from ag2net.errors import AccessDeniedError, NetworkError
+from ag2net.errors import AccessDeniedError, NetworkError, ProtocolError
 from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
 from tui.formatting import channel_label, channel_labels
@@ -257,14 +257,25 @@ class HubSource:
 
     # ------------------------------------------------------------------ peers and views
 
-    async def load_peers(self) -> list[PeerInfo]:
-        """Every identity with its résumé and skill card.
+    async def presence(self) -> dict[str, bool] | None:
+        """``{agent_id: online}`` from the hub's ``presence`` op, or None when the hub does not answer it
+        (an older hub: unknown op; a connection that may not read the directory)."""
+        try:
+            answer = await self.hc.call("presence", agent_ids=None)
+        except (ProtocolError, AccessDeniedError):
+            return None
+        if not isinstance(answer, dict):
+            return None
+        return {str(k): v is True for k, v in answer.items()}
 
-        Presence (``PeerInfo.online``) stays None: the hub keeps which identities are bound to a live
-        connection (``Hub._bindings``), but no op of the protocol reports it and the observe stream has
-        no bind/unbind event, so a remote workbench cannot know who is online.
+    async def load_peers(self) -> list[PeerInfo]:
+        """Every identity with its résumé, skill card and presence.
+
+        Presence (``PeerInfo.online``) comes from the hub's ``presence`` op: True while the identity is
+        bound to a live connection; it stays None when the hub does not report it. The feed reloads the
+        peers on the ``agent`` observe events ``bound`` / ``unbound``, so it follows live.
         """
-        passports = await self.hc.list_agents(limit=10_000)
+        passports, online = await asyncio.gather(self.hc.list_agents(limit=10_000), self.presence())
 
         async def one(passport: Any) -> PeerInfo | None:
             agent_id = passport.agent_id or ""
@@ -274,7 +285,13 @@ class HubSource:
                 )
             except NetworkError:
                 return None
-            return PeerInfo(passport, resume, info.get("skill_md") or "", bool(info.get("generated")))
+            return PeerInfo(
+                passport,
+                resume,
+                info.get("skill_md") or "",
+                bool(info.get("generated")),
+                online=None if online is None else online.get(agent_id, False),
+            )
 
         return [p for p in await asyncio.gather(*(one(p) for p in passports)) if p is not None]
 
