@@ -270,7 +270,22 @@ def comparison_text(
         lines.append(f"{mark} {row['seq']:>5}  {left:<{column}}  {right}")
     lines.append(divergence_summary(diff))
     lines.append("first divergent turn: " + turn_summary(diff.first_turn, name_for, diff.turn_why))
+    differing = [
+        f"{name_for(t['agent_id'])} {t['turn']} ({_turn_change(t)})" for t in diff.turns if _turn_change(t)
+    ]
+    if differing:
+        more = f" … {len(differing) - 8} more" if len(differing) > 8 else ""
+        lines.append(
+            f"turns that differ ({len(differing)} of {len(diff.turns)}): " + ", ".join(differing[:8]) + more
+        )
     return lines
+
+
+def _turn_change(row: dict[str, Any]) -> str:
+    """What differs in a ``compare`` turn row ("" when nothing): "history, reply" or "missing in the replay"."""
+    if "missing" in row:
+        return "missing in the replay" if row["missing"] == "replayed" else "not in the original"
+    return ", ".join(k for k in ("history", "inputs", "tools", "reply") if not row[f"{k}_same"])
 
 
 def comparison_json(

@@ -125,6 +125,8 @@ def test_another_model_diverges_at_the_critics_reply_and_the_table_marks_it(demo
     row5 = next(ln for ln in lines if ln[2:7].strip() == "5")
     assert row5.startswith("≠") and row5.endswith("critic  msg.text  I disagree.")
     assert "first divergence at seq 5: different reply" in lines
+    assert lines[-1].startswith("turns that differ (15 of 15): critic 1 (reply), ")
+    assert "critic 2 (missing in the replay)" in lines[-1] and lines[-1].endswith(" … 7 more")
     record = json.loads(
         run_cli("--db", str(db), cid, "--at", "3", "--model", "critic=scripted:I disagree.", "--json").stdout
     )
