@@ -23,6 +23,7 @@ from textual.widgets.data_table import RowKey
 from ag2net.naming import ChannelRefError, channel_labels, resolve_channel_ref
 from tui.formatting import short_time
 from tui.models import ChannelRow
+from tui.widgets.quiet_label import QuietLabel
 
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
@@ -90,7 +91,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
-        yield Label("", id="channels-filter-status", classes="-empty")
+        yield QuietLabel("", id="channels-filter-status", classes="-empty")
         table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="channels-table")
         table.add_column("channel", key="channel")
         table.add_column("state", key="state")
@@ -287,14 +288,14 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             key=ALL_KEY,
             height=2,
         )
-        status = self.query_one("#channels-filter-status", Label)
+        status = self.query_one("#channels-filter-status", QuietLabel)
         if not query:
             message = ""
         elif not shown:
             message = f"no channel matches {query!r} · esc leaves the filter"
         else:
             message = f"filtered by {query!r}: {len(shown)} of {len(self._rows)} channels"
-        status.update(message)
+        status.show(message)
         status.set_class(not message, "-empty")
         for row in shown:
             who = ", ".join(row.participants)

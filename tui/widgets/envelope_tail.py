@@ -776,7 +776,17 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self.post_message(self.StateChanged(self))
 
     def _after_change(self) -> None:
-        self.virtual_size = Size(self._width, self.visible_count + 1)
+        size = Size(self._width, self.visible_count + 1)
+        old = self.virtual_size
+        if size != old:
+            height = self.size.height
+            if size.width == old.width and old.height > height and size.height > height:
+                # the scrollbar was and stays shown: only its thumb moves, so no layout pass over the
+                # whole screen (which setting ``virtual_size`` does) on every batch of envelopes
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            else:
+                self.virtual_size = size
         self.refresh()
 
     def _count_pending(self) -> None:

@@ -8,7 +8,9 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
-from textual.widgets import Label, Sparkline
+from textual.widgets import Sparkline
+
+from tui.widgets.quiet_label import QuietLabel
 
 
 class StatusBar(Horizontal):
@@ -57,13 +59,13 @@ class StatusBar(Horizontal):
         self._rates: deque[float] = deque([0.0] * window, maxlen=window)
 
     def compose(self) -> ComposeResult:
-        yield Label("", id="status-connection")
-        yield Label("", id="status-health")
-        yield Label("0 env/s", id="status-rate")
+        yield QuietLabel("", id="status-connection")
+        yield QuietLabel("", id="status-health")
+        yield QuietLabel("0 env/s", id="status-rate")
         yield Sparkline(list(self._rates), id="status-rate-spark")
-        yield Label("", id="status-progress", classes="-empty")
-        yield Label("", id="status-filter", classes="-empty")
-        yield Label("", id="status-follow")
+        yield QuietLabel("", id="status-progress", classes="-empty")
+        yield QuietLabel("", id="status-filter", classes="-empty")
+        yield QuietLabel("", id="status-follow")
 
     def on_mount(self) -> None:
         self._refresh_all()
@@ -75,7 +77,7 @@ class StatusBar(Horizontal):
         """Record one second's envelope count for the sparkline."""
         self._rates.append(per_second)
         self.query_one("#status-rate-spark", Sparkline).data = list(self._rates)
-        self.query_one("#status-rate", Label).update(f"{per_second:,.0f} env/s")
+        self.query_one("#status-rate", QuietLabel).show(f"{per_second:,.0f} env/s")
 
     @property
     def rates(self) -> list[float]:
@@ -84,25 +86,25 @@ class StatusBar(Horizontal):
     def _refresh_all(self) -> None:
         if not self.is_mounted:
             return
-        conn = self.query_one("#status-connection", Label)
+        conn = self.query_one("#status-connection", QuietLabel)
         if self.reconnecting:
-            conn.update("○ disconnected — reconnecting…")
+            conn.show("○ disconnected — reconnecting…")
         else:
-            conn.update(("● " if self.connected else "○ ") + self.connection)
+            conn.show(("● " if self.connected else "○ ") + self.connection)
         conn.set_class(self.reconnecting, "-reconnecting")
         conn.set_class(not self.connected and not self.reconnecting, "-down")
-        self.query_one("#status-health", Label).update(self.health)
-        follow = self.query_one("#status-follow", Label)
+        self.query_one("#status-health", QuietLabel).show(self.health)
+        follow = self.query_one("#status-follow", QuietLabel)
         if self.following:
-            follow.update("▶ following")
+            follow.show("▶ following")
         else:
-            follow.update(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused")
+            follow.show(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused")
         follow.set_class(not self.following, "-paused")
-        filt = self.query_one("#status-filter", Label)
-        filt.update(f"filter: {self.filter_text}")
+        filt = self.query_one("#status-filter", QuietLabel)
+        filt.show(f"filter: {self.filter_text}")
         filt.set_class(not self.filter_text, "-empty")
-        prog = self.query_one("#status-progress", Label)
-        prog.update(self.progress)
+        prog = self.query_one("#status-progress", QuietLabel)
+        prog.show(self.progress)
         prog.set_class(not self.progress, "-empty")
 
     def watch_connection(self) -> None:
