@@ -81,6 +81,10 @@ class ScrubPanel(VerticalScroll, can_focus=False):
         self.border_title = "Protocol"
         if self.hub is None:
             self.body.update(NEEDS_HUB)
+        self.app.refresh_bindings()  # the step keys apply from now on: the footer shows them
+
+    def on_unmount(self) -> None:
+        self.app.refresh_bindings()
 
     @property
     def body(self) -> Static:
