@@ -219,6 +219,44 @@ async def shot_replay_compare(pilot: Pilot[Any]) -> None:
             await pilot.press("ctrl+r")
 
 
+async def _wait_screen(pilot: Pilot[Any], kind: type, ready: Callable[[Any], bool]) -> None:
+    for _ in range(3000):
+        if isinstance(pilot.app.screen, kind) and ready(pilot.app.screen):
+            break
+        await asyncio.sleep(0.01)
+    await settle(pilot)
+
+
+async def shot_visibility(pilot: Pilot[Any]) -> None:
+    from tui.screens.visibility_matrix import VisibilityMatrixScreen
+
+    app = await _select(pilot, "workflow")
+    app.action_focus_pane("tail")
+    await pilot.press("m")  # the visibility matrix; seq 7 x planner: not in the review request's audience
+    await _wait_screen(pilot, VisibilityMatrixScreen, lambda s: s.matrix is not None)
+    await pilot.press(*["up"] * 6, "enter")
+    await settle(pilot)
+
+
+async def shot_causation(pilot: Pilot[Any]) -> None:
+    from tui.screens.causation_tree import CausationTreeScreen
+
+    app = await ready(pilot)
+    pair = ["critic", "researcher"]  # the researcher's consult, delegated while answering the planner
+    app.channel_list.select(
+        next(
+            cid
+            for cid, md in app.source.metadata.items()
+            if sorted(app.source.name_for(p) for p in md.participant_ids()) == pair
+        )
+    )
+    await settle(pilot)
+    app.action_focus_pane("tail")
+    app.tail.goto_seq(5)
+    await pilot.press("t")
+    await _wait_screen(pilot, CausationTreeScreen, lambda s: s.result is not None)
+
+
 @dataclass(frozen=True, slots=True)
 class Shot:
     """One picture: the file name and what to do on the demo before taking it."""
@@ -239,6 +277,8 @@ SHOTS: tuple[Shot, ...] = (
     Shot("detail.svg", shot_detail, "an envelope's detail"),
     Shot("narrow.svg", shot_narrow, "the workbench at 80x24: one pane at a time", NARROW),
     Shot("replay_compare.svg", shot_replay_compare, "fork and replay: the original beside a what-if"),
+    Shot("visibility.svg", shot_visibility, "the visibility matrix of a workflow, a cell explained"),
+    Shot("causation.svg", shot_causation, "the causation tree of a delegated answer, across channels"),
 )
 
 
