@@ -6,6 +6,14 @@ prefixes, from ``initial_state`` as the hub starts it, and each state is kept: t
 its seq, later ones fold only what lies beyond the furthest seq folded so far, so stepping costs O(1)
 amortised. Folding the whole WAL ends in the hub's own current state (a test checks it).
 
+A step never reads the WAL back. A channel's old envelopes live in the store (the hub keeps only its newest
+ones in memory) and reading a block of them back costs milliseconds, hundreds on a loaded machine; so the
+fold, which reads every envelope once anyway, keeps what a step needs of each: its id, event type, sender
+and time, and whether accepting it made the adapter ask to close the channel (``on_accepted`` against the
+state after it, as a step asked it before). The expectation evaluators read the prefix (from its end back):
+for a channel whose manifest has expectations the scrubber keeps the envelopes the fold read (about 1 KB
+each, beside the ~0.75 KB a folded state costs) and hands the evaluators a prefix of that list.
+
 A ``ProtocolState`` holds the adapter state (as the adapter's ``state_to_dict``), who the adapter expects
 next (``expected_next``), whether accepting that envelope made the adapter ask to close the channel
 (``on_accepted``), the channel's lifecycle (pending/active/closed, from its channel events), the consulting
@@ -18,8 +26,10 @@ state fields changed from the previous seq.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any, overload
 
 from ag2net.adapters.consulting import ConsultingState
 from ag2net.adapters.workflow import WorkflowAdapter, WorkflowState
@@ -85,6 +95,45 @@ def _rule(obj: Any) -> dict[str, Any]:
     return {"name": getattr(obj, "name", type(obj).__name__)}
 
 
+_RAISED = object()
+
+
+class _ListPrefix(Sequence[Envelope]):
+    """The first ``end`` items of a list, without copying them (what the expectation evaluators read)."""
+
+    __slots__ = ("_end", "_items")
+
+    def __init__(self, items: list[Envelope], end: int) -> None:
+        self._items = items
+        self._end = end
+
+    def __len__(self) -> int:
+        return self._end
+
+    @overload
+    def __getitem__(self, index: int) -> Envelope: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Envelope]: ...
+
+    def __getitem__(self, index: int | slice) -> Envelope | Sequence[Envelope]:
+        if isinstance(index, slice):
+            return self._items[: self._end][index]
+        if index < 0:
+            index += self._end
+        if not 0 <= index < self._end:
+            raise IndexError("prefix index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Envelope]:
+        return islice(self._items, self._end)
+
+    def __reversed__(self) -> Iterator[Envelope]:
+        items = self._items
+        for i in range(self._end - 1, -1, -1):
+            yield items[i]
+
+
 class Scrubber:
     """Adapter states after each seq of one channel, folded on demand and kept."""
 
@@ -97,6 +146,12 @@ class Scrubber:
         self._lifecycle: list[str] = [ChannelState.PENDING.value]
         self._acked: list[frozenset[str]] = [frozenset()]
         self._task_first: dict[str, int] = {}  # task id -> the first seq naming it
+        # per seq (index seq - 1): (envelope id, event type, sender id, created at) of its envelope
+        self._heads: list[tuple[str, str, str, str]] = []
+        # seq -> what on_accepted answered when it asked for a state change; _RAISED: it raised (asked again)
+        self._closes: dict[int, Any] = {}
+        # the envelopes folded, kept when expectations will read the prefix (None: not kept)
+        self._envelopes: list[Envelope] | None = [] if md.manifest.expectations else None
 
     def __len__(self) -> int:
         """How many envelopes the channel held when the scrubber was made (the last seq)."""
@@ -115,8 +170,23 @@ class Scrubber:
             return
         state, phase, acks = states[-1], lifecycle[-1], acked[-1]
         tasks = self._task_first
+        heads, closes, kept = self._heads, self._closes, self._envelopes
+        on_accepted, md = self.adapter.on_accepted, self.metadata
         for env in self.log.iter_range(start, seq):
             state = fold(env, state)
+            heads.append((env.envelope_id, env.event_type, env.sender_id, env.created_at))
+            if kept is not None:
+                kept.append(env)
+            try:
+                result = on_accepted(md, env, state)
+            except Exception:
+                closes[len(states)] = _RAISED
+            else:
+                if result is not None and result.next_state is not None:
+                    closes[len(states)] = {
+                        "state": result.next_state.value,
+                        "reason": result.auto_close_reason,
+                    }
             if env.task_id and env.task_id not in tasks:
                 tasks[env.task_id] = len(states)
             etype = env.event_type
@@ -148,23 +218,27 @@ class Scrubber:
         self._fold_to(seq)
         adapter, md = self.adapter, self.metadata
         state = self._states[seq]
-        env = self.log[seq - 1] if seq else None
-        when = env.created_at if env is not None else md.created_at
+        head = self._heads[seq - 1] if seq else None
+        when = head[3] if head is not None else md.created_at
         lifecycle = self._lifecycle[seq]
         out = ProtocolState(
             seq=seq,
-            envelope_id=env.envelope_id if env is not None else None,
-            event_type=env.event_type if env is not None else None,
-            sender_id=env.sender_id if env is not None else None,
+            envelope_id=head[0] if head is not None else None,
+            event_type=head[1] if head is not None else None,
+            sender_id=head[2] if head is not None else None,
             at=when,
             lifecycle=lifecycle,
             state=_state_dict(adapter, state),
             expected=expected_of(adapter, md, state) if lifecycle != "closed" else None,
         )
-        if env is not None:
-            result = adapter.on_accepted(md, env, state)
+        closes = self._closes.get(seq)
+        if closes is _RAISED:  # raise as the step always did, reading this one envelope back
+            result = adapter.on_accepted(md, self.log[seq - 1], state)
             if result is not None and result.next_state is not None:
-                out.closes = {"state": result.next_state.value, "reason": result.auto_close_reason}
+                closes = {"state": result.next_state.value, "reason": result.auto_close_reason}
+            else:
+                closes = None
+        out.closes = dict(closes) if closes is not None else None
         turns = getattr(state, "turn_count", None)
         out.round = turns if isinstance(turns, int) else None
         if isinstance(state, ConsultingState):
@@ -246,7 +320,8 @@ class Scrubber:
         evaluators = self.hub._evaluators
         if not when or not md.manifest.expectations:
             return []
-        wal = self.log.prefix(seq)
+        kept = self._envelopes
+        wal: Sequence[Envelope] = _ListPrefix(kept, seq) if kept is not None else self.log.prefix(seq)
         out = []
         for exp in md.manifest.expectations:
             evaluator = evaluators.get(exp.name)
