@@ -18,7 +18,6 @@ from textual.events import Resize
 from textual.widget import Widget
 from textual.widgets import (
     DataTable,
-    Footer,
     Header,
     HelpPanel,
     Input,
@@ -66,6 +65,7 @@ from tui.widgets.channel_list import ChannelList
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
+from tui.widgets.fitted_footer import FittedFooter
 from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
@@ -242,7 +242,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         with BottomBars(id="bottom"):
             yield ChatInput(id="chat")
             yield StatusBar(id="status")
-            yield Footer()
+            yield FittedFooter(pinned_actions={"toggle_help"})
 
     @property
     def feed(self) -> LiveFeed:
