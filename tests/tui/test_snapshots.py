@@ -122,8 +122,15 @@ def test_composer_with_validation_message(snap_compare) -> None:
         await settle(pilot)
         composer = app.screen
         composer.draft_path = None  # type: ignore[attr-defined]
-        composer.query_one("#composer-type", Input).value = "review_request"
+        event_type = composer.query_one("#composer-type", Input)
+        event_type.value = "review_request"
+        event_type.cursor_position = len(event_type.value)
         composer.query_one("#composer-data", TextArea).load_text('{"document_id": "doc-123",}')
+        await settle(pilot)
+        for _ in range(200):  # the dry run's debounce is a timer, then a worker
+            if not getattr(composer, "dry_run_pending", False):
+                break
+            await pilot.pause(0.02)
         await settle(pilot)
 
     assert snap_compare(DemoWorkbench(), terminal_size=SNAPSHOT_SIZE, run_before=run_before)

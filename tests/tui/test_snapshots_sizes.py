@@ -37,6 +37,16 @@ async def composer(pilot: Pilot[Any]) -> None:
     event_type.cursor_position = len(event_type.value)
     screen.query_one("#composer-data", TextArea).load_text('{\n  "document_id": "doc-123",\n}')
     await settle(pilot)
+    await dry_run_settled(pilot)
+
+
+async def dry_run_settled(pilot: Pilot[Any]) -> None:
+    """Wait out the composer's dry-run debounce (a timer, then a worker), then settle."""
+    for _ in range(200):
+        if not getattr(pilot.app.screen, "dry_run_pending", False):
+            break
+        await pilot.pause(0.02)
+    await settle(pilot)
 
 
 async def detail(pilot: Pilot[Any]) -> None:

@@ -657,9 +657,9 @@ Build any envelope, including custom event types (`myapp.review_request`).
             return
         name = str(event.value)
         template = event_templates(self.channel_id or "", self.sender_id)[name]
-        self.query_one("#composer-type", Input).value = (
-            "myapp.custom_event" if name == CUSTOM_TEMPLATE else name
-        )
+        kind = self.query_one("#composer-type", Input)
+        kind.value = "myapp.custom_event" if name == CUSTOM_TEMPLATE else name
+        kind.select_all()  # the template's type, whole: typing into the field replaces it
         self.query_one("#composer-data", TextArea).load_text(json.dumps(template, indent=2))
         self._changed()
 
