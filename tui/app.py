@@ -55,7 +55,7 @@ from tui.filtering import FilterError
 from tui.formatting import preview
 from tui.screens.composer import ChannelChoice, EnvelopeComposer
 from tui.screens.confirm import ConfirmScreen
-from tui.screens.fork import ForkForm, ForkRequested
+from tui.screens.fork import ForkForm
 from tui.screens.jump import JumpOverlay
 from tui.screens.open_channel import OpenChannelForm
 from tui.screens.replay_compare import ReplayCompare
@@ -710,13 +710,15 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
                 "Put the tail's cursor on an envelope to fork at (2, then up/down).", severity="warning"
             )
             return
-        self.post_message(ForkRequested(row.envelope.channel_id, seq=row.seq))
+        self.open_fork(row.envelope.channel_id, seq=row.seq)
 
-    @on(ForkRequested)
-    def _fork_requested(self, event: ForkRequested) -> None:
-        self.push_screen(
-            ForkForm(self.source, event.channel_id, seq=event.seq, envelope_id=event.envelope_id)
-        )
+    @on(ProjectedView.ForkRequested)
+    def _fork_turn(self, event: ProjectedView.ForkRequested) -> None:
+        self.open_fork(event.channel_id, envelope_id=event.envelope_id)
+
+    def open_fork(self, channel_id: str, *, seq: int | None = None, envelope_id: str | None = None) -> None:
+        """Open "Fork here…" on ``channel_id`` at ``seq`` (or at the seq of ``envelope_id``)."""
+        self.push_screen(ForkForm(self.source, channel_id, seq=seq, envelope_id=envelope_id))
 
     # ------------------------------------------------------------------ open / close channels
 

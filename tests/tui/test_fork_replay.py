@@ -13,7 +13,7 @@ from typing import Any
 from fork_app import RealTimeDemo, open_form, run_to_compare, wait_for
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from tui.screens.fork import ForkForm, ForkRequested
+from tui.screens.fork import ForkForm
 from tui.screens.replay_compare import ReplayCompare
 from tui.screenshots import channel_of, ready, settle
 
@@ -210,7 +210,7 @@ async def test_fork_over_a_websocket_client_with_the_operator_role():
                     async with app.run_test(size=(120, 36)) as pilot:
                         assert app.source.hc.remote
                         await ready(pilot)
-                        app.post_message(ForkRequested(cid, seq=1))
+                        app.open_fork(cid, seq=1)
                         form = await wait_for(pilot, ForkForm)
                         await settle(pilot)
                         if expected is None:

@@ -23,7 +23,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Select, Static
@@ -35,16 +34,6 @@ from ag2net.views import registered_views
 
 KEEP = "__keep__"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-
-
-class ForkRequested(Message):
-    """Ask the app to open the fork form on ``channel_id`` at ``seq`` (or at ``envelope_id``'s seq)."""
-
-    def __init__(self, channel_id: str, *, seq: int | None = None, envelope_id: str | None = None) -> None:
-        super().__init__()
-        self.channel_id = channel_id
-        self.seq = seq
-        self.envelope_id = envelope_id
 
 
 @dataclass(slots=True)
@@ -413,4 +402,4 @@ def describe(override: Any) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["KEEP", "AgentRow", "ForkForm", "ForkRequested", "describe"]
+__all__ = ["KEEP", "AgentRow", "ForkForm", "describe"]

@@ -48,7 +48,6 @@ from ag2net.events import (
 from ag2net.views import registered_views, view_from_spec
 from tui.formatting import id_legend
 from tui.models import ProjectionData
-from tui.screens.fork import ForkRequested
 from tui.widgets.budget_bar import BudgetBar
 
 IN_FORCE = "__in_force__"
@@ -261,6 +260,14 @@ names speakers by id) are shown as they are, with a legend naming them.
 
     channel_id: reactive[str | None] = reactive(None, init=False)
     participant_id: reactive[str | None] = reactive(None, init=False)
+
+    class ForkRequested(Message):
+        """F: open "Fork here…" on ``channel_id`` at the seq of ``envelope_id`` (the shown turn's trigger)."""
+
+        def __init__(self, channel_id: str, envelope_id: str) -> None:
+            super().__init__()
+            self.channel_id = channel_id
+            self.envelope_id = envelope_id
 
     class Loaded(Message):
         """A projection finished loading (tests and the status bar listen)."""
@@ -475,7 +482,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         if data is None or index is None or not 0 <= index < len(data.turns):
             self.notify("No turn is shown to fork at: this participant has no recorded turn here.", timeout=3)
             return
-        self.post_message(ForkRequested(data.channel_id, envelope_id=data.turns[index].trigger_envelope_id))
+        self.post_message(self.ForkRequested(data.channel_id, data.turns[index].trigger_envelope_id))
 
     # ------------------------------------------------------------------ loading
 
