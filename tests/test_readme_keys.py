@@ -71,7 +71,7 @@ def readme_key(token: str) -> str | None:
 
 
 def tour_keys() -> list[tuple[str, str]]:
-    tokens = re.findall(r"`([^`]+)`", TOUR.split("```toml", 1)[0])
+    tokens = re.findall(r"`([^`]+)`", re.sub(r"```toml.*?```", "", TOUR, flags=re.S))
     pairs = []
     for token in tokens:
         for part in token.split("/") if re.fullmatch(r"\w/\w", token) else [token]:
