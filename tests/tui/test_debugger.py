@@ -286,3 +286,29 @@ async def test_the_palette_lists_the_debugger_and_the_keys_are_remappable():
         screen = await wait_for(pilot, VisibilityMatrixScreen)
         assert screen.channel_id == channel_of(app, "discussion")
         assert isinstance(screen.table, DataTable)
+
+
+async def test_the_panels_step_to_a_state_change_agrees_with_the_scrubbers_list():
+    from ag2net.debug import states_at
+    from ag2net.demo import start_demo
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    try:
+        await hc.register_human(Passport(name="ana", kind="human"))
+        demo = await start_demo(hc, human_name="ana")
+        await demo.run()
+        await demo.close()
+        panel = ScrubPanel(hub, hub.name_for, str)
+        for md in hub.query_channels(include_terminal=True, limit=None):
+            scrubber = await states_at(hub, md.channel_id)
+            forward, at = [], 0
+            while (at := await panel.change_after(md.channel_id, at, True)) is not None:
+                forward.append(at)
+            backward, at = [], len(scrubber) + 1
+            while (at := await panel.change_after(md.channel_id, at, False)) is not None:
+                backward.append(at)
+            assert forward == backward[::-1] == scrubber.changes(), md.manifest.type
+    finally:
+        await hc.close()
+        await hub.close()

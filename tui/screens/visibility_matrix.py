@@ -33,7 +33,7 @@ from ag2net.views.wal import WalLog
 from tui.filtering import FilterError, FilterSpec
 from tui.formatting import event_family, preview, short_type
 
-PAGE = 100
+PAGE = 50
 """Envelopes per page (with a filter: matching envelopes per page, over at most ``SPAN`` seqs)."""
 
 SPAN = 1000

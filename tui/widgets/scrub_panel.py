@@ -10,7 +10,7 @@ that costs one fold at most. It needs the embedded hub; over ``--connect`` it sa
 
 from __future__ import annotations
 
-import bisect
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +25,8 @@ from ag2net.envelope import Envelope
 
 NEEDS_HUB = "The protocol scrubber needs the embedded hub (run ag2net tui without --connect)."
 KEYS = "[ ] step · { } state change · S closes"
+FOLD_SLICE = 2000
+"""Envelopes folded between two looks at the screen's events."""
 
 
 def _time(at: str | None) -> str:
@@ -68,7 +70,6 @@ class ScrubPanel(VerticalScroll, can_focus=False):
         self.name_for = name_for
         self.label_for = label_for
         self.scrubbers: dict[str, Scrubber] = {}
-        self._changes: dict[str, tuple[int, list[int]]] = {}
         self.channel_id: str | None = None
         self.seq: int | None = None
         self.state: ProtocolState | None = None
@@ -112,6 +113,10 @@ class ScrubPanel(VerticalScroll, can_focus=False):
     @work(exclusive=True, group="scrub")
     async def _fold(self, channel_id: str, seq: int) -> None:
         scrubber = await self.scrubber(channel_id)
+        # the first look folds up to ``seq``: in slices, so a long channel does not freeze the screen
+        for stop in range(scrubber.folded + FOLD_SLICE, min(seq, len(scrubber)), FOLD_SLICE):
+            scrubber.state(stop)
+            await asyncio.sleep(0)
         if (self.channel_id, self.seq) == (channel_id, seq):
             self._render_at(scrubber, channel_id, min(seq, len(scrubber)))
 
@@ -129,17 +134,21 @@ class ScrubPanel(VerticalScroll, can_focus=False):
         return scrubber.log[seq - 1]
 
     async def change_after(self, channel_id: str, seq: int, forward: bool) -> int | None:
-        """The nearest seq after (or before) ``seq`` whose envelope changed the state or the lifecycle."""
+        """The nearest seq after (or before) ``seq`` whose envelope changed the adapter state or the channel's
+        lifecycle (``Scrubber.changes`` for one step: it stops at the first, folding in slices)."""
         scrubber = await self.scrubber(channel_id)
-        cached = self._changes.get(channel_id)
-        if cached is None or cached[0] != len(scrubber):
-            cached = self._changes[channel_id] = (len(scrubber), scrubber.changes())
-        changes = cached[1]
-        if forward:
-            at = bisect.bisect_right(changes, seq)
-            return changes[at] if at < len(changes) else None
-        at = bisect.bisect_left(changes, seq)
-        return changes[at - 1] if at > 0 else None
+        lifecycle: list[str] | None = getattr(scrubber, "_lifecycle", None)
+        if lifecycle is None:  # pragma: no cover - a scrubber without its lifecycle list: ask for all
+            changes = scrubber.changes()
+            after = [c for c in changes if c > seq] if forward else [c for c in changes if c < seq]
+            return (after[0] if forward else after[-1]) if after else None
+        seqs = range(seq + 1, len(scrubber) + 1) if forward else range(min(seq - 1, len(scrubber)), 0, -1)
+        for count, at in enumerate(seqs, 1):
+            if scrubber.state(at) != scrubber.state(at - 1) or lifecycle[at] != lifecycle[at - 1]:
+                return at
+            if not count % FOLD_SLICE:
+                await asyncio.sleep(0)
+        return None
 
     # ------------------------------------------------------------------ rendering
 
