@@ -192,6 +192,11 @@ class WirePolicy:
         if not isinstance(env, Envelope):
             raise ProtocolError("post_envelope needs params.envelope as an envelope object")
         self.require_bound(conn, env.sender_id)
+        self.check_posted(conn, env)
+
+    @staticmethod
+    def check_posted(conn: Connection, env: Envelope) -> None:
+        """What the server refuses in a posted envelope before the hub's admission sees it."""
         check_task_id(env.task_id)
         event_type = env.event_type
         if event_type.startswith("ag2.channel.") and event_type not in (
@@ -215,6 +220,9 @@ class WirePolicy:
             raise ProtocolError("dry_run needs params.envelope as an envelope object")
         if not conn.operator:
             self.require_bound(conn, env.sender_id)
+        # a post over this socket is refused here before the hub's admission: so is its dry run, in the
+        # same words (the op answers with the error a post would get)
+        self.check_posted(conn, env)
 
     async def report_turn_failure(self, conn: Connection, params: dict[str, Any]) -> None:
         self.require_bound(conn, params.get("agent_id"))

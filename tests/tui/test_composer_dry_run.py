@@ -199,6 +199,15 @@ async def test_dry_run_against_a_remote_hub_follows_the_channel_closing() -> Non
                     and "1. bob" in shown
                     and ' bob +1\n   + user: "over the wire"' in shown
                 )
+                # the server refuses a hub-only type before admission: its dry run says so, in the post's words
+                write(composer, EV_CHANNEL_CLOSED, '{"reason": "closed_by_human"}')
+                shown = await dry_run_shown(composer, "emitted only by the hub")
+                assert shown == f"✗ Would be refused: '{EV_CHANNEL_CLOSED}' is emitted only by the hub"
+                with pytest.raises(NetworkError) as refused:
+                    await ana.post_envelope(Envelope(cid, ana.agent_id, None, EV_CHANNEL_CLOSED, {}))
+                assert str(refused.value) in shown
+                write(composer, EV_TEXT, '{"text": "over the wire"}')
+                await dry_run_shown(composer, '"over the wire"')
                 # the channel closes while the draft sits unchanged: the panel turns to the refusal
                 await local.close_channel(cid, reason="done")
                 shown = await dry_run_shown(composer, "Would be refused", timeout=8)

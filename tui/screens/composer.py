@@ -56,7 +56,7 @@ from ag2net.envelope import (
     check_envelope,
     check_event_data,
 )
-from ag2net.errors import ProtocolError
+from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.events import event_from_dict
 from tui.widgets.json_area import json_text_area
 from tui.widgets.projected_view import event_body, role_of
@@ -783,6 +783,15 @@ Build any envelope, including custom event types (`myapp.review_request`).
     async def _run_dry(self, runner: DryRunner, envelope: Envelope, generation: int) -> None:
         try:
             dry = await runner(envelope)
+        except (ProtocolError, AccessDeniedError) as exc:
+            # a server refuses some posts before the hub's admission (an ``ag2.channel.*`` type, an
+            # audience outside the channel); it refuses their dry run in the same words
+            if generation == self._dry_generation:
+                self.dry_result = None
+                reason = humanize(str(exc), namer_for(self.app))
+                refused = Text.assemble(("✗ Would be refused: ", "bold red"), reason)
+                self._show_dry("refused", refused)
+            return
         except Exception as exc:  # a lost connection, an older hub without the op: say so, keep composing
             if generation == self._dry_generation:
                 reason = humanize(str(exc) or type(exc).__name__, namer_for(self.app))
