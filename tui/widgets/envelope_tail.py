@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -20,9 +20,10 @@ from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.reactive import reactive, var
+from textual.reactive import Reactive, reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ag2net.envelope import Envelope
 from ag2net.naming import ChannelRefError, resolve_channel_ref
@@ -105,6 +106,10 @@ class _Columns:
         used = self.seq + 1 + self.time + 1 + self.sender + 1 + self.etype + 1
         used += (self.channel + 1 if self.channel else 0) + (self.audience + 1 if self.audience else 0)
         return max(0, width - used)
+
+
+VIRTUAL_SIZE = cast("Reactive[Size]", vars(Widget)["virtual_size"])
+"""The widget's ``virtual_size`` reactive itself (the class attribute reads as a Size to a type checker)."""
 
 
 class EnvelopeTail(ScrollView, can_focus=True):
@@ -783,7 +788,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
             if size.width == old.width and old.height > height and size.height > height:
                 # the scrollbar was and stays shown: only its thumb moves, so no layout pass over the
                 # whole screen (which setting ``virtual_size`` does) on every batch of envelopes
-                self.set_reactive(ScrollView.virtual_size, size)
+                self.set_reactive(VIRTUAL_SIZE, size)
                 self._scroll_update(size)
             else:
                 self.virtual_size = size
