@@ -174,79 +174,86 @@ async def replay(
             policies[agent_id] = view_spec(view_from_spec(override.view))
             md.knobs[VIEW_POLICIES_KNOB] = policies
     client = HubClient.local(hub)
-    models: dict[str, Any] = {}
-    clients = {}
-    for agent_id in agents:
-        mine = [t for t in turns if t["agent_id"] == agent_id]
-        override = keyed.get(agent_id, Override())
-        model = (
-            override.model
-            if override.model is not None
-            else ReplayModel(mine, name=f"replay-{hub.name_for(agent_id)}")
-        )
-        models[agent_id] = model
-        system = (
-            override.system_prompt
-            if override.system_prompt is not None
-            else (mine[0].get("system_prompt") or "")
-        )
-        name = hub.name_for(agent_id)
-        clients[agent_id] = await client.attach(Agent(name, model, system_prompt=system), name)
-    start = sandbox.at_seq
-    todo = original[start:]
-    # envelopes before the fork point that the attached agents answered after it: deliver them again
-    answered = {e.causation_id: e for e in todo if e.causation_id and e.sender_id in clients}
-    for env in original[:start]:
-        reply = answered.get(env.envelope_id)
-        if reply is not None:
-            endpoint = hub._bindings.get(reply.sender_id)
-            if endpoint is not None:
-                await endpoint.notify(reply.sender_id, env)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    stopped = "original replayed"
-    first: int | None = None
-    ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in original[:start]}
-    for offset, env in enumerate(todo):
-        position = start + offset  # 0-based index of env in the original
-        made_here = (
-            env.event_type in _HUB_MADE
-            or (env.event_type in _HANDLER_MADE and env.sender_id in clients)
-            or (env.sender_id in clients and _made_in_turn(env, turns))
-        )
-        if not made_here:
-            await _settle(hub, cid, position, loop.time() + step_timeout)
-            if hub.wal_count(cid) != position:
-                first, stopped = position, "the replay made something the original did not"
+    turns_before = len(await hub.list_turns(channel_id=cid, limit=100_000))
+    try:
+        models: dict[str, Any] = {}
+        clients = {}
+        for agent_id in agents:
+            mine = [t for t in turns if t["agent_id"] == agent_id]
+            override = keyed.get(agent_id, Override())
+            model = (
+                override.model
+                if override.model is not None
+                else ReplayModel(mine, name=f"replay-{hub.name_for(agent_id)}")
+            )
+            models[agent_id] = model
+            system = (
+                override.system_prompt
+                if override.system_prompt is not None
+                else (mine[0].get("system_prompt") or "")
+            )
+            name = hub.name_for(agent_id)
+            clients[agent_id] = await client.attach(Agent(name, model, system_prompt=system), name)
+        start = sandbox.at_seq
+        todo = original[start:]
+        # envelopes before the fork point that the attached agents answered after it: deliver them again
+        answered = {e.causation_id: e for e in todo if e.causation_id and e.sender_id in clients}
+        for env in original[:start]:
+            reply = answered.get(env.envelope_id)
+            if reply is not None:
+                endpoint = hub._bindings.get(reply.sender_id)
+                if endpoint is not None:
+                    await endpoint.notify(reply.sender_id, env)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        stopped = "original replayed"
+        first: int | None = None
+        ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in original[:start]}
+        for offset, env in enumerate(todo):
+            position = start + offset  # 0-based index of env in the original
+            made_here = (
+                env.event_type in _HUB_MADE
+                or (env.event_type in _HANDLER_MADE and env.sender_id in clients)
+                or (env.sender_id in clients and _made_in_turn(env, turns))
+            )
+            if not made_here:
+                await _settle(hub, cid, position, loop.time() + step_timeout)
+                if hub.wal_count(cid) != position:
+                    first, stopped = position, "the replay made something the original did not"
+                    break
+                copy = env.copy()
+                copy.envelope_id, copy.created_at = "", ""
+                copy.causation_id = ids.get(env.causation_id or "", env.causation_id)
+                await hub.post_envelope(copy)
+            else:
+                await _settle(hub, cid, position + 1, min(deadline, loop.time() + step_timeout), exact=False)
+            wal = await hub.read_wal(cid)
+            if len(wal) <= position or not _same(wal[position], env):
+                first = position
+                stopped = "diverged"
                 break
-            copy = env.copy()
-            copy.envelope_id, copy.created_at = "", ""
-            copy.causation_id = ids.get(env.causation_id or "", env.causation_id)
-            await hub.post_envelope(copy)
-        else:
-            await _settle(hub, cid, position + 1, min(deadline, loop.time() + step_timeout), exact=False)
-        wal = await hub.read_wal(cid)
-        if len(wal) <= position or not _same(wal[position], env):
-            first = position
-            stopped = "diverged"
-            break
-        ids[env.envelope_id] = wal[position].envelope_id
-        if loop.time() > deadline:
-            stopped = "timeout"
-            break
-    if first is not None:  # let the sandbox run on by itself
-        while loop.time() < deadline and not hub.lookup_channel(cid).is_terminal():
-            taken = sum(len(getattr(m, "calls", []) or []) for m in models.values())
-            if taken >= turn_budget:
-                stopped = "turn budget"
+            ids[env.envelope_id] = wal[position].envelope_id
+            if loop.time() > deadline:
+                stopped = "timeout"
                 break
-            before = hub.wal_count(cid)
-            await asyncio.sleep(0.05)
-            if hub.wal_count(cid) == before and all(not c._workers for c in clients.values()):
-                break
-    for c in clients.values():
-        await c.idle()
-    await client.close()
+        if first is not None:  # let the sandbox run on by itself
+            while loop.time() < deadline and not hub.lookup_channel(cid).is_terminal():
+                recorded = await hub.list_turns(channel_id=cid, limit=turns_before + turn_budget + 1)
+                taken = len(recorded) - turns_before
+                if taken >= turn_budget:
+                    stopped = "turn budget"
+                    break
+                before = hub.wal_count(cid)
+                await asyncio.sleep(0.01)
+                quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub._mailboxes.values())
+                if quiet and all(not c._workers for c in clients.values()):
+                    break
+        if stopped not in ("turn budget", "timeout"):  # else the agents stop now, mid-conversation
+            for c in clients.values():
+                await c.idle()
+    finally:
+        # cancelled or failed too: the attached agents stop (a model call in flight ends with them)
+        await client.close()
     replayed_turns = sorted(
         await hub.list_turns(channel_id=cid, limit=100_000),
         key=lambda t: (t.get("started_at") or "", t.get("turn_id") or ""),
