@@ -28,6 +28,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -80,6 +81,8 @@ DRY_RUN_REFRESH = 2.0
 """Seconds between dry runs of an unchanged draft (the channel moves on while the person thinks)."""
 DRY_RUN_WIDE = 160
 """From this many columns the dry run sits beside the preview; below, under it."""
+DRY_RUN_TALL = 30
+"""Below this many rows the preview's hint line goes (the dry run needs the room)."""
 DELTA_TEXT = 48
 """Characters of an event's text shown in a projection delta line."""
 
@@ -302,14 +305,9 @@ Build any envelope, including custom event types (`myapp.review_request`).
         Binding("escape", "close", "Close", id="composer.close", tooltip="Close; the draft is kept"),
     ]
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
-        (0, "-dry-below"),
-        (DRY_RUN_WIDE, "-dry-beside"),
-    ]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
-        (0, "-composer-short"),
-        (30, "-composer-tall"),
-    ]
+    # The dry run's place follows the width (beside the preview from DRY_RUN_WIDE columns, else below it)
+    # and the hint goes below DRY_RUN_TALL rows: classes set on resize, so the app's own breakpoint
+    # classes on this screen stay as they are.
 
     DEFAULT_CSS = """
     EnvelopeComposer {
@@ -539,7 +537,15 @@ Build any envelope, including custom event types (`myapp.review_request`).
         state = self.channel_state(choice.channel_id)
         return f"{choice.label} · {state}" if state in TERMINAL_STATES else choice.label
 
+    def on_resize(self, event: Resize) -> None:
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        self.set_class(width >= DRY_RUN_WIDE, "-dry-beside")
+        self.set_class(height < DRY_RUN_TALL, "-composer-short")
+
     def on_mount(self) -> None:
+        self._fit(self.app.size.width, self.app.size.height)
         self._fill_channel(self._initial_channel, restore=self._draft)
         self._loading = False
         self.validate_form()
