@@ -770,7 +770,10 @@ async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
     await local.register_human(Passport(name="p1", kind="human"))
     async with serve_ws(hub, "127.0.0.1", port):
         await local.register_human(Passport(name="p2", kind="human"))
-        await wait_for(lambda: sum(ev.kind == "agent" for ev in seen) == 3)
+        # registrations (binding a human to its connection is an agent event too: bound)
+        await wait_for(
+            lambda: sum(ev.kind == "agent" and ev.payload.get("kind") == "registered" for ev in seen) == 3
+        )
         positions = [ev.position for ev in seen]
         assert positions == list(range(1, len(positions) + 1))  # no gap, no duplicate
     # a different hub (a restarted process) on the same port: its stream starts over
@@ -778,7 +781,14 @@ async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
     try:
         async with serve_ws(other, "127.0.0.1", port):
             await HubClient.local(other).register_human(Passport(name="fresh", kind="human"))
-            await wait_for(lambda: seen[-1].kind == "agent" and seen[-1].payload.get("name") == "fresh")
+            await wait_for(
+                lambda: any(
+                    ev.kind == "agent"
+                    and ev.payload.get("name") == "fresh"
+                    and ev.payload.get("kind") == "registered"
+                    for ev in seen[len(positions) :]
+                )
+            )
             tail = seen[len(positions) :]
             assert [ev.position for ev in tail] == list(range(1, len(tail) + 1))
             # the counter moves once the re-handshake is done; events of the new stream may come first
