@@ -191,7 +191,8 @@ def test_tui_unknown_key_binding_id_is_one_sentence(tmp_path):
     config.write_text('[keys]\n"nothing.like.it" = "f"\n', encoding="utf-8")
     done = _tui_subprocess(tmp_path, "--memory", "--config", str(config))
     assert done.returncode == 2, done.stderr
-    assert "ids start with app., channels." in one_sentence(done.stdout + done.stderr)
+    message = one_sentence(done.stdout + done.stderr)
+    assert "ids start with app., " in message and " channels., " in message and " tail., " in message
 
 
 @pytest.mark.parametrize("flavour", ["def", "async def"])
