@@ -9,7 +9,7 @@ and its handlers for the tail's cursor. Everything here runs ``ag2net.debug`` on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from textual import on, work
 from textual.app import App
@@ -21,12 +21,34 @@ from tui.screens.causation_tree import NEEDS_HUB as TREE_NEEDS_HUB
 from tui.screens.causation_tree import CausationTreeScreen, Jump
 from tui.screens.visibility_matrix import NEEDS_HUB as MATRIX_NEEDS_HUB
 from tui.screens.visibility_matrix import VisibilityMatrixScreen
+from tui.source import HubSource
+from tui.widgets.channel_list import ChannelList
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.scrub_panel import ScrubPanel
 
-if TYPE_CHECKING:
-    from tui.app import WorkbenchApp
+
+class DebuggerHost(Protocol):
+    """What the debugger needs of the app it is mixed into (``WorkbenchApp``; not imported: no cycle)."""
+
+    @property
+    def source(self) -> HubSource: ...
+
+    @property
+    def tail(self) -> EnvelopeTail: ...
+
+    @property
+    def channel_list(self) -> ChannelList: ...
+
+    @property
+    def current_channel(self) -> str | None: ...
+
+    def channel_label(self, channel_id: str) -> str: ...
+
+    def select_channel(self, channel_id: str | None) -> None: ...
+
+    def action_focus_pane(self, pane: str) -> None: ...
+
 
 DEBUG_ACTIONS = frozenset({"visibility_matrix", "causation_tree", "scrub", "scrub_step", "scrub_change"})
 """The actions ``WorkbenchApp.check_action`` hands to ``check_debug_action``."""
@@ -90,7 +112,7 @@ class DebuggerActions(App[None]):
     ]
 
     @property
-    def _wb(self) -> WorkbenchApp:
+    def _wb(self) -> DebuggerHost:
         return self  # type: ignore[return-value]
 
     @property
