@@ -18,6 +18,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
+from textual.worker import WorkerCancelled
 
 from ag2net import Hub, HubClient, Passport
 from ag2net.demo import start_demo
@@ -115,7 +116,12 @@ async def ready(pilot: Pilot[Any]) -> WorkbenchApp:
 async def settle(pilot: Pilot[Any]) -> None:
     """Let every worker finish and the screen repaint, with the cursor blink off."""
     app = pilot.app
-    await app.workers.wait_for_complete()
+    for _ in range(20):  # an exclusive worker cancelled by its successor is not a failure here
+        try:
+            await app.workers.wait_for_complete()
+            break
+        except WorkerCancelled:
+            await pilot.pause()
     await pilot.pause()
     still(app)  # type: ignore[arg-type]
     await pilot.pause()
@@ -183,6 +189,11 @@ async def shot_composer(pilot: Pilot[Any]) -> None:
     composer.query_one("#composer-data", TextArea).load_text(
         '{\n  "document_id": "doc-123",\n  "deadline": "2026-03-02",\n  "reviewers": ["critic"]\n}'
     )
+    await settle(pilot)
+    for _ in range(200):  # the dry-run panel: its debounce timer, then its worker
+        if not getattr(composer, "dry_run_pending", False):
+            break
+        await pilot.pause(0.02)
     await settle(pilot)
 
 
