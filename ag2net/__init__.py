@@ -141,6 +141,7 @@ from ag2net.errors import (
     NetworkError,
     NotFoundError,
     ProtocolError,
+    StandbyError,
     WorkflowGraphError,
 )
 from ag2net.events import (
