@@ -88,6 +88,7 @@ async def test_in_process_presence_follows_the_connection(hub: Hub) -> None:
     assert await operator.call("presence", agent_ids=[ghost.agent_id, "no-such-id"]) == {
         ghost.agent_id: False
     }
+    assert await operator.presence([ghost.agent_id]) == {ghost.agent_id: False}  # the client's method
     with pytest.raises(ProtocolError, match=r"params.agent_ids must be a list of agent ids"):
         await operator.call("presence", agent_ids="ana")
 

@@ -100,7 +100,7 @@ class PeerInfo:
     """Everything a peer card shows about one registered identity.
 
     ``online``: whether the identity is bound to a live connection of the hub (True / False), or None
-    when the hub does not say (no op reports bindings yet: see ``HubSource.load_peers``).
+    when the hub does not say (a hub without the ``presence`` op: see ``HubSource.load_peers``).
     """
 
     passport: Passport

@@ -261,7 +261,7 @@ class HubSource:
         """``{agent_id: online}`` from the hub's ``presence`` op, or None when the hub does not answer it
         (an older hub: unknown op; a connection that may not read the directory)."""
         try:
-            answer = await self.hc.call("presence", agent_ids=None)
+            answer = await self.hc.presence()
         except (ProtocolError, AccessDeniedError):
             return None
         if not isinstance(answer, dict):

@@ -493,6 +493,10 @@ class HubClient:
             self._remember(p)
         return passports
 
+    async def presence(self, agent_ids: list[str] | None = None) -> dict[str, bool]:
+        """``{agent_id: online}``: whether each registered identity is bound to a live connection now."""
+        return dict(await self.call("presence", agent_ids=agent_ids))
+
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
         return await self.call("set_resume", agent_id=agent_id, resume=resume)
 
