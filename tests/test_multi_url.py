@@ -128,7 +128,10 @@ async def test_after_a_drop_the_client_moves_to_the_hub_that_admits_then_and_rep
         assert not hc.connection_state()["connected"]
         await listener.stop()
         async with serve_ws(hub, "127.0.0.1", port_b):
-            await _until(lambda: _texts(got) == ["one", "two"])
+            await _until(lambda: "two" in _texts(got))
+            # at least once: a delivery may come again after the move; by envelope id it came once each
+            unique = {e.envelope_id: e for e in got if e.event_type == EV_TEXT}
+            assert [e.event_data.get("text") for e in unique.values()] == ["one", "two"]
             assert hc.connection_state()["url"] == url_b
             await ana.send(channel.channel_id, "three")  # the identity was re-attached on the new hub
             assert "three" in [e.event_data.get("text") for e in await local.read_wal(channel.channel_id)]

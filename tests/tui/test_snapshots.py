@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
-from snapshot_app import SNAPSHOT_SIZE, DemoWorkbench, still
+from snapshot_app import SNAPSHOT_SIZE, DemoWorkbench
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from tui.app import WorkbenchApp
+from tui.screenshots import settle as screenshots_settle
 
 
 async def ready(pilot: Pilot) -> WorkbenchApp:
@@ -30,11 +31,8 @@ def channel_of(app: WorkbenchApp, kind: str) -> str:
 
 
 async def settle(pilot: Pilot) -> None:
-    app = pilot.app
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    still(app)  # type: ignore[arg-type]
-    await pilot.pause()
+    """The screenshots' settle: workers done (one cancelled by its successor is fine), cursor blink off."""
+    await screenshots_settle(pilot)
 
 
 def test_main_all_channels(snap_compare) -> None:
