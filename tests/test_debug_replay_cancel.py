@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
+from test_debug_replay import demo_hub  # noqa: F401  (a fixture: the demo's pairing conversation)
 
-from ag2net import Hub, HubClient, ScriptedModel
+from ag2net import ScriptedModel
 from ag2net.debug.fork import fork
 from ag2net.debug.replay import Override, replay
-from ag2net.demo import start_demo
-
-
-@pytest.fixture
-async def demo_hub() -> Any:
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
-    hc = HubClient.local(hub)
-    demo = await start_demo(hc)
-    await asyncio.wait_for(demo.run(), timeout=15)
-    await demo.close()
-    cid = next(c for c, step in demo.steps.items() if step == "pairing")
-    yield hub, cid
-    await hc.close()
-    await hub.close()
 
 
 def critic_disagrees() -> dict[str, Override]:
@@ -33,8 +19,8 @@ def critic_disagrees() -> dict[str, Override]:
     }
 
 
-async def test_a_cancelled_replay_stops_the_agents_it_attached(demo_hub):
-    hub, cid = demo_hub
+async def test_a_cancelled_replay_stops_the_agents_it_attached(demo_hub):  # noqa: F811
+    hub, cid, _demo = demo_hub
     async with await fork(hub, cid, 1) as box:
         task = asyncio.create_task(replay(hub, box, overrides=critic_disagrees(), timeout=30))
         while await box.hub.list_turns(channel_id=cid, limit=10) == []:
