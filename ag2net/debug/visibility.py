@@ -17,15 +17,27 @@ participant's model get of it.
   own ``project`` runs with the adapter's renderer, wrapped to tag each rendered text with its envelope id
   (the tag is stripped again): no rule of a view is restated here.
 
-Cost of a page. A windowed view projects the whole WAL in O(window) (the log's visibility index). The two
-transcripts (``FullTranscript``, ``NamedTranscript``, exactly those classes) turn each envelope into its own
-event, whatever comes before or after it, so they are run over the page's envelopes only: the same cells as
-over the whole WAL in O(page) instead of O(n) per participant (a test pins the equality). Any other view,
-a subclass of those included, is projected over the whole WAL as before.
+Cost of a page. The two transcripts (``FullTranscript``, ``NamedTranscript``, exactly those classes) turn
+each envelope into its own event, whatever comes before or after it, so they are run over the page's
+envelopes only: the same cells as over the whole WAL in O(page) instead of O(n) per participant.
+
+The two windowed views (``WindowedSummary``, ``NamedWindowedSummary``, exactly those classes) show the last
+``recent_n`` visible rendered envelopes of the WAL and count the rest in a summary the cells never read.
+Over the whole WAL they cost O(window) once the log's visibility index for that participant exists, but
+building it is a scan of every envelope (on 100,000 stored envelopes, seconds of reading the store back).
+So, while the log keeps no index for the pair, the view is run over a suffix of the WAL that grows (4x,
+read in slices that yield to the event loop) until its projection elides something: from then on the
+window lies inside the suffix, and the suffix shows exactly the envelopes the whole WAL shows, as the same
+roles and texts. A participant who sees fewer than ``recent_n`` of the last ``_SUFFIX_CAP`` envelopes gets
+the index instead, built ``_SLICE`` envelopes at a time between yields, then kept by the log for the next
+pages (and the agents' turns). Whichever way, the cells are those of the whole-WAL projection (tests pin
+the equality on edge cases). Any other view, a subclass of those included, is projected over the whole WAL
+as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
 from ag2net.hub.probe import addressed, arbiter_denials, channel_log
-from ag2net.views.builtin import FullTranscript, NamedTranscript
+from ag2net.views.builtin import FullTranscript, NamedTranscript, NamedWindowedSummary, WindowedSummary
 from ag2net.views.registry import resolve_view, view_from_spec, view_spec
+from ag2net.views.wal import WalLog
 
 if TYPE_CHECKING:
     from ag2net.channel import ChannelMetadata
@@ -195,11 +208,93 @@ def per_envelope(policy: Any) -> bool:
     return type(policy) in _PER_ENVELOPE
 
 
+_WINDOWED = (WindowedSummary, NamedWindowedSummary)
+"""Views that show the last ``recent_n`` visible rendered envelopes and summarise the rest."""
+
+_SUFFIX_CAP = 8192
+"""The longest suffix a windowed view is run over before the log's index is built instead."""
+
+_SLICE = 2048
+"""Envelopes read back or indexed between two yields to the event loop."""
+
+
+def windowed(policy: Any) -> bool:
+    """True for the built-in windowed views (exactly those classes): a suffix of the WAL that elides
+    something shows what the whole WAL shows."""
+    return type(policy) in _WINDOWED
+
+
+async def _read_back(log: WalLog, start: int, stop: int) -> list[Envelope]:
+    """``log[start:stop]``, read ``_SLICE`` envelopes at a time with a yield between two slices."""
+    out: list[Envelope] = []
+    pos = start
+    while pos < stop:
+        if pos > start:
+            await asyncio.sleep(0)
+        end = min(stop, pos + _SLICE)
+        out.extend(log.iter_range(pos, end))
+        pos = end
+    return out
+
+
+async def _shown_from_suffix(
+    policy: Any, log: WalLog, n: int, kwargs: dict[str, Any]
+) -> dict[str, tuple[str, str]] | None:
+    """What a windowed view shows of ``log[:n]``, from the shortest suffix (growing 4x) whose projection
+    elides something or is the whole WAL; None past ``_SUFFIX_CAP`` envelopes."""
+    size = min(n, 4 * policy.recent_n + 64)
+    suffix: list[Envelope] = []
+    while True:
+        suffix = [*await _read_back(log, n - size, n - len(suffix)), *suffix]
+        events = await policy.project(suffix, **kwargs)
+        if size == n or any(isinstance(event, CompactionSummary) for event in events):
+            return shown_in(events)
+        if size >= _SUFFIX_CAP:
+            return None
+        size = min(n, 4 * size, _SUFFIX_CAP)
+        await asyncio.sleep(0)
+
+
+async def _warm_index(log: WalLog, pid: str, render: Any, n: int, recent_n: int) -> None:
+    """Bring the log's (participant, renderer) index up to ``n`` in slices, yielding between two; rebuilt
+    (in slices too) when the window would reach positions it forgot when the log was trimmed."""
+    for attempt in range(2):
+        idx = log.visible_index(pid, render, 0) if attempt == 0 else log.rebuild_index(pid, render, 0)
+        while idx.scanned < n:
+            await asyncio.sleep(0)
+            idx = log.visible_index(pid, render, min(n, idx.scanned + _SLICE))
+        hi = idx.count_before(n)
+        if idx.positions_between(max(0, hi - recent_n), hi) is not None:
+            return
+
+
+async def _shown(
+    policy: Any,
+    log: WalLog,
+    n: int,
+    pid: str,
+    page: list[Envelope] | None,
+    kwargs: dict[str, Any],
+) -> dict[str, tuple[str, str]]:
+    """``{envelope_id: (role, text)}`` of what ``policy`` shows ``pid`` of ``log[:n]``."""
+    if page is not None and per_envelope(policy):
+        return shown_in(await policy.project(page, **kwargs))
+    if windowed(policy):
+        render = kwargs["render_envelope"]
+        if log.indexed(pid, render) is None:
+            shown = await _shown_from_suffix(policy, log, n, kwargs)
+            if shown is not None:
+                return shown
+        await _warm_index(log, pid, render, n, policy.recent_n)
+    return shown_in(await policy.project(log.prefix(n), **kwargs))
+
+
 async def _projections(
     hub: Hub,
     md: ChannelMetadata,
     adapter: Any,
-    wal: Any,
+    log: WalLog,
+    n: int,
     pids: list[str],
     view: Any | None,
     page: list[Envelope] | None = None,
@@ -210,14 +305,9 @@ async def _projections(
     for pid in pids:
         policy = view if view is not None else resolve_view(md, pid, adapter)
         specs[pid] = view_spec(policy)
-        events = await policy.project(
-            page if page is not None and per_envelope(policy) else wal,
-            participant_id=pid,
-            channel=md,
-            render_envelope=tagged,
-            name_for=hub.name_for,
-        )
-        shown[pid] = shown_in(events)
+        kwargs = {"participant_id": pid, "channel": md, "render_envelope": tagged, "name_for": hub.name_for}
+        shown[pid] = await _shown(policy, log, n, pid, page, kwargs)
+        await asyncio.sleep(0)
     return shown, specs
 
 
@@ -257,13 +347,12 @@ async def visibility(
             if pid not in current and pid not in former:
                 former.append(pid)
     columns = current + former
-    wal = log.prefix()
     envelopes = [env for _, env in page]
-    shown, views = await _projections(hub, md, adapter, wal, current, None, envelopes)
+    shown, views = await _projections(hub, md, adapter, log, n, current, None, envelopes)
     preview = view_from_spec(preview_view) if preview_view is not None else None
     preview_shown: dict[str, dict[str, tuple[str, str]]] = {}
     if preview is not None:
-        preview_shown, _ = await _projections(hub, md, adapter, wal, current, preview, envelopes)
+        preview_shown, _ = await _projections(hub, md, adapter, log, n, current, preview, envelopes)
     rows: list[Row] = []
     for seq, env in page:
         then = _participants_at(md, env.created_at)
@@ -294,4 +383,4 @@ async def visibility(
     )
 
 
-__all__ = ["Cell", "Row", "VisibilityMatrix", "per_envelope", "shown_in", "visibility"]
+__all__ = ["Cell", "Row", "VisibilityMatrix", "per_envelope", "shown_in", "visibility", "windowed"]

@@ -289,6 +289,11 @@ class WalLog(Sequence[Envelope]):
             idx.advance(self, end)
         return idx
 
+    def indexed(self, participant_id: str, render: Callable[[Envelope], str | None]) -> VisibleIndex | None:
+        """The (participant, renderer) index as it stands, or None when the log keeps none; nothing is
+        scanned or created (a reader can tell a warm index from the O(n) scan a first one costs)."""
+        return self._indexes.get((participant_id, render))
+
     def rebuild_index(
         self, participant_id: str, render: Callable[[Envelope], str | None], end: int
     ) -> VisibleIndex:
