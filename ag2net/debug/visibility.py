@@ -214,7 +214,7 @@ _WINDOWED = (WindowedSummary, NamedWindowedSummary)
 _SUFFIX_CAP = 8192
 """The longest suffix a windowed view is run over before the log's index is built instead."""
 
-_SLICE = 2048
+_SLICE = 1024
 """Envelopes read back or indexed between two yields to the event loop."""
 
 
