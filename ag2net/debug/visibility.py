@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
 from ag2net.hub.probe import addressed, arbiter_denials, channel_log
-from ag2net.views.builtin import FullTranscript, NamedTranscript, NamedWindowedSummary, WindowedSummary
 from ag2net.views.registry import resolve_view, view_from_spec, view_spec
 from ag2net.views.wal import WalLog
+from ag2net.views.warm import PER_ENVELOPE, SLICE, WINDOWED, warm_indexes
 
 if TYPE_CHECKING:
     from ag2net.channel import ChannelMetadata
@@ -198,7 +198,7 @@ def _why_not(
     return "inbound_from"
 
 
-_PER_ENVELOPE = (FullTranscript, NamedTranscript)
+_PER_ENVELOPE = PER_ENVELOPE
 """Views whose event for an envelope depends on that envelope alone (one event per visible rendered one)."""
 
 
@@ -208,13 +208,13 @@ def per_envelope(policy: Any) -> bool:
     return type(policy) in _PER_ENVELOPE
 
 
-_WINDOWED = (WindowedSummary, NamedWindowedSummary)
+_WINDOWED = WINDOWED
 """Views that show the last ``recent_n`` visible rendered envelopes and summarise the rest."""
 
 _SUFFIX_CAP = 8192
 """The longest suffix a windowed view is run over before the log's index is built instead."""
 
-_SLICE = 1024
+_SLICE = SLICE
 """Envelopes read back or indexed between two yields to the event loop."""
 
 
@@ -255,19 +255,6 @@ async def _shown_from_suffix(
         await asyncio.sleep(0)
 
 
-async def _warm_index(log: WalLog, pid: str, render: Any, n: int, recent_n: int) -> None:
-    """Bring the log's (participant, renderer) index up to ``n`` in slices, yielding between two; rebuilt
-    (in slices too) when the window would reach positions it forgot when the log was trimmed."""
-    for attempt in range(2):
-        idx = log.visible_index(pid, render, 0) if attempt == 0 else log.rebuild_index(pid, render, 0)
-        while idx.scanned < n:
-            await asyncio.sleep(0)
-            idx = log.visible_index(pid, render, min(n, idx.scanned + _SLICE))
-        hi = idx.count_before(n)
-        if idx.positions_between(max(0, hi - recent_n), hi) is not None:
-            return
-
-
 async def _shown(
     policy: Any,
     log: WalLog,
@@ -285,7 +272,7 @@ async def _shown(
             shown = await _shown_from_suffix(policy, log, n, kwargs)
             if shown is not None:
                 return shown
-        await _warm_index(log, pid, render, n, policy.recent_n)
+        await warm_indexes(log, [(pid, render, policy.recent_n)], n, step=_SLICE)
     return shown_in(await policy.project(log.prefix(n), **kwargs))
 
 

@@ -10,6 +10,12 @@
   a post run) plus the encoding check a post makes before its append; then the recipients, each
   participant's projection before and after (the view in force, the adapter's renderer), and the adapter
   state after the fold. No id is minted and no clock is read: the probe envelope stays unstamped.
+  Cost: a windowed view's summary counts every visible rendered envelope before its window, read from the
+  log's (participant, renderer) index. The first dry run on a channel whose log keeps no index (a hub just
+  opened on a long stored channel) builds the indexes of every participant it needs together, in slices
+  that yield to the event loop (``ag2net.views.warm``), each stored envelope read back once; later ones
+  cost O(window). A built-in transcript's delta is the transcript of the envelope alone, after as many
+  events as the index counts, so it costs O(1) once the index is warm instead of projecting the WAL twice.
 
 This module is part of the hub (the op handler needs it); ``ag2net.debug`` builds on it.
 """
@@ -30,6 +36,7 @@ from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Mailbox
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
+from ag2net.views.warm import per_envelope, warm_indexes, windowed
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -201,6 +208,20 @@ def projection_delta(before: list[BaseEvent], after: list[BaseEvent]) -> dict[st
 # ---------------------------------------------------------------------------------------- dry run
 
 
+async def _appended_delta(view: Any, log: WalLog, env: Envelope, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``projection_delta`` of a built-in transcript before and after ``env``, without projecting the WAL:
+    the transcript of the WAL and then ``env`` is the WAL's (one event per visible rendered envelope, as
+    many as the log's index counts) followed by the transcript of ``env`` alone."""
+    count = len(log.visible_index(kwargs["participant_id"], kwargs["render_envelope"], len(log)))
+    added = await view.project([env], **kwargs)
+    return {
+        "before": count,
+        "after": count + len(added),
+        "removed": [],
+        "added": [event_dict(e) for e in added],
+    }
+
+
 def _refusal(error: NetworkError, advice: str = "") -> dict[str, Any]:
     return {"error": type(error).__name__, "code": error.code, "message": str(error), "advice": advice}
 
@@ -280,21 +301,33 @@ async def dry_run(hub: Hub, envelope: Envelope) -> dict[str, Any]:
         )
     out["recipients"] = recipients
     log = await channel_log(hub, md.channel_id)
+    render = adapter.render_envelope
+    views: dict[str, Any] = {pid: resolve_view(md, pid, adapter) for pid in md.participant_ids()}
+    # the indexes a windowed view's summary and a transcript's length are read from, built (the first time,
+    # e.g. on a hub just opened on a long stored channel) in slices that yield to the event loop
+    counted = [
+        (pid, render, view.recent_n if windowed(view) else 0)
+        for pid, view in views.items()
+        if windowed(view) or per_envelope(view)
+    ]
+    await warm_indexes(log, counted, len(log))
     before_wal = log.prefix()
     after_wal = with_envelope(log, env)
-    render = adapter.render_envelope
     projections: dict[str, Any] = {}
-    for pid in md.participant_ids():
-        view = resolve_view(md, pid, adapter)
+    for pid, view in views.items():
         kwargs: dict[str, Any] = {
             "participant_id": pid,
             "channel": md,
             "render_envelope": render,
             "name_for": hub.name_for,
         }
-        before = await view.project(before_wal, **kwargs)
-        after = await view.project(after_wal, **kwargs)
-        projections[pid] = {"view": view_spec(view), **projection_delta(before, after)}
+        if per_envelope(view):
+            delta = await _appended_delta(view, log, env, kwargs)
+        else:
+            before = await view.project(before_wal, **kwargs)
+            after = await view.project(after_wal, **kwargs)
+            delta = projection_delta(before, after)
+        projections[pid] = {"view": view_spec(view), **delta}
     out["projections"] = projections
     return out
 
