@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import test_ws_interop as interop
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -305,17 +304,7 @@ async def test_loopback_servers_without_a_token_keep_todays_behaviour(hub, data_
 
 # --- real ag2 1.2.1 clients on a token server --------------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def ag2_python() -> Path:
-    """The ag2 1.2.1 interpreter tests/test_ws_interop.py builds (skipped, saying why, when it has not)."""
-    configured = os.environ.get("AG2NET_INTEROP_DIR")
-    root = Path(configured) if configured else Path.home() / ".cache" / "ag2net-interop"
-    python = root / "venv" / "bin" / "python"
-    probe = "import ag2.network, importlib.metadata as m; assert m.version('ag2') == '1.2.1'"
-    if not python.exists() or subprocess.run([str(python), "-c", probe], capture_output=True).returncode:
-        pytest.skip(f"no ag2 1.2.1 virtualenv in {root}; tests/test_ws_interop.py builds it")
-    return python
+ag2_python = interop.ag2_python  # the fixture finding (or building) the ag2 1.2.1 virtualenv
 
 
 async def _ag2_client(python: Path, *args: str) -> dict:

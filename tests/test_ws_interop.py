@@ -8,6 +8,7 @@ built (no network, pip failing); anything that goes wrong after that is a failur
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import subprocess
@@ -38,28 +39,33 @@ def _works(python: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def ag2_python() -> Path:
-    """The interpreter of a virtualenv holding ag2 1.2.1 (built on first use)."""
+    """The interpreter of a virtualenv holding ag2 1.2.1 (built on first use; test processes running side
+    by side build it once: the first takes a lock on the folder, the others wait and then find it)."""
     root = _interop_dir()
     python = root / "venv" / "bin" / "python"
     if _works(python):
         return python
     try:
         root.mkdir(parents=True, exist_ok=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(root / "venv")
-        done = subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                *AG2_REQUIREMENTS,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        with open(root / "build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _works(python):
+                return python
+            venv.EnvBuilder(with_pip=True, clear=True).create(root / "venv")
+            done = subprocess.run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    *AG2_REQUIREMENTS,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
     except (OSError, subprocess.SubprocessError) as exc:
         pytest.skip(f"cannot build the ag2 interop virtualenv in {root}: {exc}")
     if done.returncode != 0:
