@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.events import Resize
+from textual.events import Event, Key, MouseDown, MouseScrollDown, MouseScrollUp, Resize
 from textual.widget import Widget
 from textual.widgets import (
     DataTable,
@@ -33,6 +33,7 @@ from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError
 from ag2net.naming import channel_labels
 from ag2net.views import registered_views
+from tui.collector import IdleCollector
 from tui.commands import DomainCommand, WorkbenchCommands
 from tui.debugger import DEBUG_ACTIONS, DEBUG_BINDING_CLASSES, DebuggerActions
 from tui.feed import (
@@ -81,6 +82,11 @@ NARROW = 100
 peers) takes the middle's place when chosen, beside the channels."""
 SHORT = 30
 """Below this many rows the header goes when the pane strip shows (the strip names the panes)."""
+
+SETTLE_AT_THE_LATEST = 10.0
+"""Seconds after mounting when the startup pause of the garbage collector ends even if no page came."""
+COLLECT_CHECK_INTERVAL = 0.5
+"""Seconds between checks whether a deferred full garbage collection is due and the moment is good."""
 
 PANE_OF_CONTAINER = {"channels-pane": "channels", "tail-pane": "tail", "right-pane": "right"}
 
@@ -207,6 +213,8 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         self.ready = False
         """The first page is shown, peers and health loaded, observing begun (the feed's ``Ready``)."""
         self._feed: LiveFeed | None = None
+        self.collector = IdleCollector()
+        """When Python's full garbage collections run: not while the workbench starts, not mid-typing."""
         self._query_mode = "filter"
         self._focus_before_chat: Widget | None = None
         self.active_pane = "tail"
@@ -326,10 +334,21 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             load_history=self.load_history,
         )
         self.feed.start()
+        self.set_timer(SETTLE_AT_THE_LATEST, self.collector.settle, name="collector settle")
+        self.set_interval(COLLECT_CHECK_INTERVAL, self.collector.tick, name="collector tick")
 
     def on_unmount(self) -> None:
         if self._feed is not None:
             self._feed.stop()
+        self.collector.release()
+
+    def on_load(self) -> None:
+        self.collector.hold()
+
+    async def on_event(self, event: Event) -> None:
+        if isinstance(event, (Key, MouseDown, MouseScrollDown, MouseScrollUp)):
+            self.collector.note_input()
+        await super().on_event(event)
 
     # ------------------------------------------------------------------ the feed, routed to the panes
 
@@ -403,6 +422,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
     @on(Ready)
     def _feed_ready(self) -> None:
         self.ready = True
+        self.call_after_refresh(self.collector.settle)
         if self.autostart_demo:
             self.start_demo()
         elif self.offer_demo and self.demo is not None:
