@@ -83,6 +83,8 @@ peers) takes the middle's place when chosen, beside the channels."""
 SHORT = 30
 """Below this many rows the header goes when the pane strip shows (the strip names the panes)."""
 
+SETTLE_AFTER_READY = 0.3
+"""Seconds after the first page when the garbage collector's startup pause ends (the page is painted by then)."""
 SETTLE_AT_THE_LATEST = 10.0
 """Seconds after mounting when the startup pause of the garbage collector ends even if no page came."""
 COLLECT_CHECK_INTERVAL = 0.5
@@ -422,7 +424,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
     @on(Ready)
     def _feed_ready(self) -> None:
         self.ready = True
-        self.call_after_refresh(self.collector.settle)
+        self.set_timer(SETTLE_AFTER_READY, self.collector.settle, name="collector settle")
         if self.autostart_demo:
             self.start_demo()
         elif self.offer_demo and self.demo is not None:

@@ -9,8 +9,11 @@ frame.
 ``IdleCollector`` changes when collection happens, not whether:
 
 - From ``hold()`` (the app loading) until ``settle()`` (the first page painted) the collector is
-  off; then everything alive (modules, the hub's state, the widgets of the main screen: all of it
-  lives as long as the workbench) is moved out of the collector's reach with ``gc.freeze()``.
+  off. Then one full collection runs (after the first frame, so it never delays it), and everything
+  still alive — modules, the hub's state, the widgets of the main screen, all of which live as long
+  as the workbench — is moved out of the collector's reach with ``gc.freeze()``. The collection
+  first means no garbage is frozen; an object frozen here that becomes garbage later is only
+  reclaimed by reference counting (cycles among such objects wait for ``release()``).
 - Young generations keep being collected as usual (they are small and quick); the automatic full
   collection is switched off and ``tick()`` runs one instead once CPython would have (ten
   generation-1 collections since the last full one) and the person has not pressed a key or
@@ -52,6 +55,8 @@ class IdleCollector:
         """Full collections this policy ran (for tests and the bench)."""
         self.last_pause_seconds = 0.0
         """How long the last full collection took."""
+        self.settle_pause_seconds = 0.0
+        """How long the collection and freeze after the first page took."""
 
     @property
     def active(self) -> bool:
@@ -69,7 +74,10 @@ class IdleCollector:
         if self._saved is None or self._settled:
             return
         self._settled = True
+        started = time.perf_counter()
+        gc.collect()
         gc.freeze()
+        self.settle_pause_seconds = time.perf_counter() - started
         threshold0, threshold1, _ = self._saved[1]
         gc.set_threshold(threshold0, threshold1, NEVER)
         self._young_at_last_full = _young_collections()

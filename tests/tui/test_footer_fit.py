@@ -87,3 +87,22 @@ async def test_the_footer_refits_on_resize_and_focus_change(network) -> None:
         await pilot.resize_terminal(200, 36)
         await settled(app, pilot)
         assert ELLIPSIS not in check_footer(app, 200)
+
+
+async def test_the_footer_is_rebuilt_only_when_its_keys_change(network) -> None:
+    """A focus move that keeps the same keys builds nothing; one that changes them rebuilds the items."""
+    app = await build_app(network.hc, network.human, Settings())
+    async with app.run_test(size=(200, 36)) as pilot:
+        await until(lambda: app.ready)
+        await settled(app, pilot)
+        footer = app.screen.query_one(FittedFooter)
+        at_start = footer.recomposes
+        assert at_start <= 2  # the first build, and at most one when the tail took focus
+        for _ in range(3):  # the same bindings signalled again: nothing to rebuild
+            footer.bindings_changed(app.screen)
+            await pilot.pause()
+        assert footer.recomposes == at_start
+        await pilot.press("i")  # the chat field has other keys: rebuilt, and it shows them
+        await settled(app, pilot)
+        assert footer.recomposes > at_start
+        check_footer(app, 200)

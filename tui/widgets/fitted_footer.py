@@ -9,11 +9,12 @@ binding).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
 from textual import events
 from textual.app import ComposeResult
 from textual.geometry import Size
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel
@@ -54,8 +55,46 @@ class FittedFooter(Footer):
         )
         self.hidden_items: list[Widget] = []
         """The items left out at the current width (for tests and the curious)."""
+        self._requested: Hashable = None
+        self.recomposes = 0
+        """How many times the items were built (for tests: unchanged bindings build nothing)."""
+
+    def _shown_bindings(self, screen: Screen) -> Hashable:
+        """What the items are made of: every shown binding as the footer would draw it."""
+        return (
+            self.show_command_palette,
+            self.compact,
+            tuple(
+                (
+                    binding.key,
+                    binding.action,
+                    binding.description,
+                    binding.key_display,
+                    binding.group,
+                    enabled,
+                    tooltip,
+                )
+                for (_node, binding, enabled, tooltip) in screen.active_bindings.values()
+                if binding.show or binding.key == self.app.COMMAND_PALETTE_BINDING
+            ),
+        )
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Rebuild the items only when what they show changed: a focus move that keeps the same keys,
+        or the same change signalled again before the rebuild ran, builds nothing (at startup that was
+        four builds of a dozen keys)."""
+        if not (screen.app.app_focus and self.is_attached and screen is self.screen):
+            super().bindings_changed(screen)
+            return
+        shown = self._shown_bindings(screen)
+        if self._bindings_ready and shown == self._requested:
+            return
+        self._requested = shown
+        super().bindings_changed(screen)
 
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self.recomposes += 1
         yield from super().compose()
         if self._bindings_ready:
             more = FooterMore(ELLIPSIS, classes="-more")
