@@ -7,14 +7,17 @@ Filter with the box above the table, cycle the sort with ``o``; Enter announces 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from time import monotonic
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Label
@@ -25,9 +28,58 @@ from tui.formatting import short_time
 from tui.models import ChannelRow
 from tui.widgets.quiet_label import QuietLabel
 
+if TYPE_CHECKING:
+    from typing import Self
+
+    from textual.timer import Timer
+
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
 STATE_ORDER = {"active": 0, "pending": 1, "closed": 2, "expired": 3}
+FIGURES_INTERVAL = 1.0
+"""Under a stream of envelopes, the table shows new counts and re-sorts at most this often (seconds):
+each repaint of the table also repaints most of the screen, as the dirty regions of one frame are
+painted as their bounding box (the list at the left, the tail, the status bar at the bottom)."""
+
+
+class ChannelTable(DataTable[Text]):
+    """The channels' table: figures that change on every batch are updated row by row."""
+
+    _rows_only = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows_repainted = 0
+        """Rows repainted by ``update_rows`` (a figure for tests and benchmarks)."""
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if self._rows_only and not regions and not layout and not recompose:
+            return self  # update_rows repaints the rows it changed
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def update_rows(self, updates: dict[str, dict[str, Text]]) -> bool:
+        """Set cells (``{row key: {column key: value}}``) and repaint only their rows (``update_cell``
+        repaints the whole table). False, changing nothing, when a value is wider than its column."""
+        columns = {str(key.value): column for key, column in self.columns.items()}
+        for cells in updates.values():
+            for column_key, value in cells.items():
+                column = columns[column_key]
+                width = max(cell_len(line) for line in value.plain.split("\n"))
+                if column.auto_width and width > column.content_width:
+                    return False
+        self._rows_only = True
+        try:
+            for row_key, cells in updates.items():
+                for column_key, value in cells.items():
+                    self.update_cell(row_key, column_key, value)
+        finally:
+            self._rows_only = False
+        for row_key in updates:
+            self.refresh_row(self.get_row_index(row_key))
+            self.rows_repainted += 1
+        return True
 
 
 class ChannelList(Vertical):
@@ -88,19 +140,23 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         super().__init__(id=id, classes=classes)
         self._rows: dict[str, ChannelRow] = {}
         self._labels: dict[str, str] = {}
+        self._stale: set[str] = set()
+        """Channels whose figures changed since the table last showed them."""
+        self._figures_shown = -FIGURES_INTERVAL
+        self._figures_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
         yield QuietLabel("", id="channels-filter-status", classes="-empty")
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="channels-table")
+        table = ChannelTable(cursor_type="row", zebra_stripes=True, id="channels-table")
         table.add_column("channel", key="channel")
         table.add_column("state", key="state")
         table.add_column("env", key="env")
         yield table
 
     @property
-    def table(self) -> DataTable[Text]:
-        return self.query_one("#channels-table", DataTable)
+    def table(self) -> ChannelTable:
+        return self.query_one("#channels-table", ChannelTable)
 
     @property
     def rows(self) -> dict[str, ChannelRow]:
@@ -151,27 +207,62 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         self._rebuild()
 
     def bump(self, activity: dict[str, tuple[int, str]]) -> None:
-        """Add envelope counts and set last activity for several channels at once."""
-        changed = False
+        """Add envelope counts and set last activity for several channels at once.
+
+        The figures (``rows``) change at once; the table shows them at most once per
+        ``FIGURES_INTERVAL`` under a stream of batches (the first batch after a quiet spell shows at
+        once): the rows whose figures changed are updated in place and only they are repainted, and
+        the table is rebuilt only when the sort order changes or a figure no longer fits its column.
+        """
         for channel_id, (delta, last) in activity.items():
             row = self._rows.get(channel_id)
             if row is None:
                 continue
             row.count += delta
             row.last_activity = max(row.last_activity, last)
-            changed = True
-        if changed:
-            if self.sort_by in ("activity", "envelopes"):
-                self._rebuild()
-            else:
-                table = self.table
-                for channel_id in activity:
-                    row = self._rows.get(channel_id)
-                    if row is not None and channel_id in {k.value for k in table.rows}:
-                        table.update_cell(channel_id, "env", Text(str(row.count), justify="right"))
-                        table.update_cell(
-                            channel_id, "last", Text(short_time(row.last_activity)[:8], style="dim")
-                        )
+            self._stale.add(channel_id)
+        if not self._stale or not self.is_mounted or self._figures_timer is not None:
+            return
+        wait = self._figures_shown + FIGURES_INTERVAL - monotonic()
+        if wait <= 0:
+            self._show_figures()
+        else:
+            self._figures_timer = self.set_timer(wait, self._show_figures, name="channel figures")
+
+    def _show_figures(self) -> None:
+        """Show the figures of the channels bumped since they were last shown."""
+        self._figures_timer = None
+        self._figures_shown = monotonic()
+        stale, self._stale = self._stale, set()
+        if not stale:
+            return
+        if self._order_changed() or not self._update_in_place(stale):
+            self._rebuild()
+
+    def _order_changed(self) -> bool:
+        """Whether the sort (or the filter) would list the rows in another order than shown."""
+        return [row.channel_id for row in self._sorted()] != self.shown_ids()
+
+    def _update_in_place(self, channel_ids: set[str]) -> bool:
+        """Show the new figures of ``channel_ids`` (and the total) without rebuilding the table; False
+        when a figure is wider than its column (the table must be rebuilt to widen it)."""
+        table = self.table
+        shown = set(self.shown_ids())
+        updates: dict[str, dict[str, Text]] = {}
+        for channel_id in channel_ids & shown:
+            state, count = self._figures(self._rows[channel_id])
+            updates[channel_id] = {"state": state, "env": count}
+        if not updates:
+            return True
+        total = sum(self._rows[cid].count for cid in shown)  # what the first row counts (filtered)
+        updates[ALL_KEY] = {"env": Text(str(total), justify="right")}
+        return table.update_rows(updates)
+
+    def _figures(self, row: ChannelRow) -> tuple[Text, Text]:
+        """The state cell (state, then last activity) and the envelope-count cell of ``row``."""
+        state = self._state_text(row.state, row.close_reason)
+        state.append("\n" + short_time(row.last_activity)[:8], style="dim")
+        return state, Text(str(row.count), justify="right")
 
     def select(self, channel_id: str | None) -> None:
         """Select ``channel_id`` (None: all channels) as if the user pressed Enter on it."""
@@ -272,6 +363,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         return self.app.theme_variables.get(name, fallback)
 
     def _rebuild(self) -> None:
+        self._stale.clear()  # every row shows its figures as they are now
         table = self.table
         cursor_key: RowKey | None = None
         if table.row_count and table.cursor_row is not None and 0 <= table.cursor_row < table.row_count:
@@ -304,15 +396,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             )
             label.append("\n")
             label.append(who if len(who) <= 20 else who[:19] + "…", style="dim")
-            state = self._state_text(row.state, row.close_reason)
-            state.append("\n" + short_time(row.last_activity)[:8], style="dim")
-            table.add_row(
-                label,
-                state,
-                Text(str(row.count), justify="right"),
-                key=row.channel_id,
-                height=2,
-            )
+            state, count = self._figures(row)
+            table.add_row(label, state, count, key=row.channel_id, height=2)
         if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:
             table.move_cursor(row=table.get_row_index(cursor_key), animate=False)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -22,6 +22,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import Reactive, reactive, var
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -31,6 +32,9 @@ from tui.filtering import FilterSpec
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
 from tui.models import TailRow
 from tui.tail_model import DEFAULT_LIMIT, TailModel
+
+if TYPE_CHECKING:
+    from typing import Self
 
 
 def _fit(text: str, width: int) -> str:
@@ -211,9 +215,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
     }
     """
 
+    _quiet = False
+    """Set while ``border_subtitle`` changes without a border to show it (no repaint then)."""
+
     following: var[bool] = var(True)
     """True while new rows scroll into view; False once the user moves away from the end."""
-    pending_count: reactive[int] = reactive(0)
+    pending_count: reactive[int] = reactive(0, repaint=False)
     """Rows that arrived (and pass the filter) while following was paused and are below the screen."""
     show_channel: reactive[bool] = reactive(True)
     """Show the channel column (hidden when the tail is filtered to one channel)."""
@@ -304,6 +311,10 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._labels_version = 0
         self._mark = 0
         """Absolute index of the first row that arrived after following paused (or the view changed)."""
+        self._subtitle = ""
+        self.lines_repainted = 0
+        """Screen lines marked for repaint by batches and cursor moves (a figure for tests and benchmarks:
+        a paused tail repaints the header and the new rows on screen, not the screen)."""
 
     # ------------------------------------------------------------------ public API
 
@@ -352,15 +363,24 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self.append_many(((envelope, seq, channel_label),))
 
     def append_many(self, items: Iterable[tuple[Envelope, int | None, str]]) -> None:
-        """Add envelopes at the end in one batch: one virtual-size update and one refresh."""
+        """Add envelopes at the end in one batch: one virtual-size update and one refresh.
+
+        While paused (the rows on screen stay where they are), only what changed is repainted: the
+        header, and the new rows that land on screen; the scrollbar only when its thumb moves."""
         model = self.model
         before = model.row_count + model.base
+        base = model.base
+        first_line = model.visible_count
         added = model.append(items)
         if model.row_count + model.base == before:
             return
         if self._cursor is not None and self._cursor < model.base:
             self._cursor = model.index_at(0) if self.visible_count else None
-        self._after_change()
+        if self.following or model.base != base:
+            self._after_change()  # the rows on screen move: repaint them all
+        else:
+            self._after_change(repaint=False)
+            self._refresh_lines(first_line, model.visible_count)
         if self.following:
             self._scroll_to_end()
         elif added:
@@ -780,7 +800,8 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._scroll_cursor_into_view()
         self.post_message(self.StateChanged(self))
 
-    def _after_change(self) -> None:
+    def _after_change(self, *, repaint: bool = True) -> None:
+        """The rows changed: set the virtual size (and the scrollbar), and repaint unless told not to."""
         size = Size(self._width, self.visible_count + 1)
         old = self.virtual_size
         if size != old:
@@ -789,10 +810,42 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 # the scrollbar was and stays shown: only its thumb moves, so no layout pass over the
                 # whole screen (which setting ``virtual_size`` does) on every batch of envelopes
                 self.set_reactive(VIRTUAL_SIZE, size)
-                self._scroll_update(size)
+                if repaint or self._thumb_moves(size.height):
+                    self._scroll_update(size)
+                else:  # the thumb is drawn where it was: nothing of the scrollbar to repaint
+                    self.vertical_scrollbar.set_reactive(ScrollBar.window_virtual_size, size.height)
             else:
                 self.virtual_size = size
-        self.refresh()
+        if repaint:
+            self.refresh()
+            self.lines_repainted += self.size.height
+
+    def _thumb_moves(self, virtual_height: int) -> bool:
+        """Whether the scrollbar's thumb is drawn differently for this virtual height (it is drawn in
+        eighths of a cell: most batches of rows added below a paused tail do not move it)."""
+        bar = self.vertical_scrollbar
+        if not bar.display:
+            return True
+        size = bar.size.height
+        window = bar.window_size
+
+        def cells(virtual: int) -> object:
+            shown = window if window < virtual else 0
+            return ScrollBarRender.render_bar(size, virtual, shown, bar.position).segments
+
+        return cells(bar.window_virtual_size) != cells(virtual_height)
+
+    def _refresh_lines(self, first: int, end: int) -> None:
+        """Repaint the header and the screen rows showing lines ``first`` to ``end`` (if any is shown)."""
+        width = self.size.width
+        top = int(self.scroll_y)
+        start = max(first - top + 1, 1)
+        stop = min(end - top + 1, self.size.height)
+        regions = [Region(0, 0, width, 1)]
+        if start < stop:
+            regions.append(Region(0, start, width, stop - start))
+        self.refresh(*regions)
+        self.lines_repainted += 1 + max(0, stop - start)
 
     def _count_pending(self) -> None:
         """Rows that arrived since following paused and are not on screen (below its last line)."""
@@ -836,6 +889,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def _move_cursor_to_line(self, line: int) -> None:
         old = self._cursor_abs()
+        old_line = self._cursor_line()
         self._cursor = self.model.index_at(line)
         if self.following and line != self.visible_count - 1:
             self._set_following(False)
@@ -843,8 +897,15 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._strips.discard((old, True))
             self._strips.discard((old, False))
         self._strips.discard((self._cursor, False))
+        top = self.scroll_y
         self._scroll_cursor_into_view()
-        self.refresh()
+        if self.scroll_y == top:
+            # the rows stay put: repaint the header, the row left and the row reached, not the screen
+            self._refresh_lines(line, line + 1)
+            if old_line is not None and old_line != line:
+                self._refresh_lines(old_line, old_line + 1)
+        else:
+            self.refresh()
         self.post_message(self.CursorMoved(self))
 
     def _scroll_cursor_into_view(self) -> None:
@@ -875,11 +936,30 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def _update_subtitle(self) -> None:
         if self.following:
-            self.border_subtitle = "following"
+            text = "following"
         elif self.pending_count:
-            self.border_subtitle = f"paused · {self.pending_count:,} new · End to follow"
+            text = f"paused · {self.pending_count:,} new · End to follow"
         else:
-            self.border_subtitle = "paused · End to follow"
+            text = "paused · End to follow"
+        if text == self._subtitle:
+            return
+        self._subtitle = text
+        edge, _color = self.styles.border_bottom
+        if edge in ("", "none", "hidden"):
+            # no border to show it in (the pane around the tail has one): setting the subtitle would
+            # repaint every row, on every batch while paused
+            self._quiet = True
+        try:
+            self.border_subtitle = text
+        finally:
+            self._quiet = False
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if self._quiet and not regions and not layout and not recompose:
+            return self
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _step_search(self, *, forward: bool) -> bool:
         found = self.model.step_match(self._cursor_line(), forward=forward)

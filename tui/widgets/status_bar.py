@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
+from time import monotonic
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import ComposeResult
@@ -11,6 +13,13 @@ from textual.reactive import reactive
 from textual.widgets import Sparkline
 
 from tui.widgets.quiet_label import QuietLabel
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+COUNT_INTERVAL = 1.0
+"""While the tail is paused under a stream of envelopes, its count of new rows is shown at most this
+often (seconds); a change of mode shows at once."""
 
 
 class StatusBar(Horizontal):
@@ -44,19 +53,23 @@ class StatusBar(Horizontal):
     """Below this many columns the bar drops the rate and its sparkline (connection, health and the
     tail's mode stay; the health text ends in an ellipsis when it has no room)."""
 
-    connection: reactive[str] = reactive("connecting…")
-    connected: reactive[bool] = reactive(True)
-    reconnecting: reactive[bool] = reactive(False)
+    # The bar itself shows no text: its labels repaint themselves (``repaint=False``: a change repaints one
+    # label, not the whole bar, which would widen every frame's dirty region to the bottom of the screen).
+    connection: reactive[str] = reactive("connecting…", repaint=False)
+    connected: reactive[bool] = reactive(True, repaint=False)
+    reconnecting: reactive[bool] = reactive(False, repaint=False)
     """The link is down and trying again: says so (warning colour) instead of the connection label."""
-    health: reactive[str] = reactive("")
-    following: reactive[bool] = reactive(True)
-    pending: reactive[int] = reactive(0)
-    filter_text: reactive[str] = reactive("")
-    progress: reactive[str] = reactive("")
+    health: reactive[str] = reactive("", repaint=False)
+    following: reactive[bool] = reactive(True, repaint=False)
+    pending: reactive[int] = reactive(0, repaint=False)
+    filter_text: reactive[str] = reactive("", repaint=False)
+    progress: reactive[str] = reactive("", repaint=False)
 
     def __init__(self, *, window: int = 30, id: str | None = None) -> None:
         super().__init__(id=id)
         self._rates: deque[float] = deque([0.0] * window, maxlen=window)
+        self._count_timer: Timer | None = None
+        self._count_shown = -COUNT_INTERVAL
 
     def compose(self) -> ComposeResult:
         yield QuietLabel("", id="status-connection")
@@ -77,15 +90,22 @@ class StatusBar(Horizontal):
         """Record one second's envelope count for the sparkline."""
         self._rates.append(per_second)
         self.query_one("#status-rate-spark", Sparkline).data = list(self._rates)
-        self.query_one("#status-rate", QuietLabel).show(f"{per_second:,.0f} env/s")
+        # the rate changes every second: a figure with fewer digits keeps the room (no layout pass)
+        self.query_one("#status-rate", QuietLabel).show(
+            f"{per_second:,.0f} env/s", keep_width=True, align="right"
+        )
 
     @property
     def rates(self) -> list[float]:
         return list(self._rates)
 
     def _refresh_all(self) -> None:
+        if self._count_timer is not None:
+            self._count_timer.stop()
+            self._count_timer = None
         if not self.is_mounted:
             return
+        self._count_shown = monotonic()
         conn = self.query_one("#status-connection", QuietLabel)
         if self.reconnecting:
             conn.show("○ disconnected — reconnecting…")
@@ -98,7 +118,9 @@ class StatusBar(Horizontal):
         if self.following:
             follow.show("▶ following")
         else:
-            follow.show(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused")
+            # while paused the count changes on every batch: it keeps its room until following resumes
+            paused = follow.has_class("-paused")
+            follow.show(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused", keep_width=paused)
         follow.set_class(not self.following, "-paused")
         filt = self.query_one("#status-filter", QuietLabel)
         filt.show(f"filter: {self.filter_text}")
@@ -122,8 +144,23 @@ class StatusBar(Horizontal):
     def watch_following(self) -> None:
         self._refresh_all()
 
-    def watch_pending(self) -> None:
-        self._refresh_all()
+    def watch_pending(self, old: int, new: int) -> None:
+        if old and new and not self.following:
+            self._show_count_soon()  # "paused · N new" stays paused · M new: no hurry
+        else:
+            self._refresh_all()
+
+    def _show_count_soon(self) -> None:
+        """Show the paused count now, or at most ``COUNT_INTERVAL`` after it was last shown: it changes
+        on every batch of envelopes, and a repaint of the bar widens that frame's repaint to the
+        bottom of the screen."""
+        if self._count_timer is not None:
+            return
+        wait = self._count_shown + COUNT_INTERVAL - monotonic()
+        if wait <= 0:
+            self._refresh_all()
+        else:
+            self._count_timer = self.set_timer(wait, self._refresh_all, name="status count")
 
     def watch_filter_text(self) -> None:
         self._refresh_all()
