@@ -29,7 +29,7 @@ from ag2net.cli_support import (
 )
 from ag2net.errors import NetworkError
 from ag2net.identity import check_agent_name
-from tui.launch import LaunchError, launch
+from tui.launch import LaunchError, launch, take_leadership
 from tui.settings import SettingsError, load_settings
 
 app = typer.Typer(add_completion=False)
@@ -127,6 +127,8 @@ def tui(
                 operator_token=operator_token,
                 open_hub=functools.partial(open_hub, cache_mb=cache_mb),
                 run_network=run_network,
+                # a postgresql:// URL: the database's leadership lock, or a refusal when a hub holds it
+                lead=functools.partial(take_leadership, cache_mb=cache_mb),
             )
         )
     except (UsageProblem, LaunchError, NetworkError) as exc:

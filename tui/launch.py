@@ -1,10 +1,17 @@
-"""From ``ag2net tui`` options to a running workbench: open or attach the hub, seat the human, run the app."""
+"""From ``ag2net tui`` options to a running workbench: open or attach the hub, seat the human, run the app.
+
+A hub embedded on a PostgreSQL URL takes part in the database's leadership, as ``ag2net serve`` does
+(``ag2net.server.leadership``): the workbench takes the lock and is fenced, or, when another hub holds it,
+refuses to start (attach to that hub with ``--connect`` instead), so a database never has two writers.
+If it loses the lock while it runs it stops writing there and the workbench says so.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -88,6 +95,72 @@ async def _quietly_close(hub_client: HubClient) -> None:
         await hub_client.close()
 
 
+EMBEDDED = "(embedded hub)"
+EMBEDDED_HOLDER = f"ag2net tui {EMBEDDED}"
+
+
+async def take_leadership(url: str, *, holder: str = EMBEDDED_HOLDER, **hub_kwargs: Any) -> tuple[Any, Any]:
+    """The hub embedded on the PostgreSQL database at ``url`` and the ``Leadership`` it holds.
+
+    It takes the database's leadership lock as ``ag2net serve`` does, and is fenced the same way; when
+    another hub holds the lock it does not stand by: a ``LaunchError`` names the holder and the fix."""
+    from ag2net.server.leadership import Leadership, LeadershipError, LeadershipHeld
+
+    leadership = Leadership(url, "127.0.0.1", 0, echo=lambda _line: None, standby=False, holder=holder)
+    hub_kwargs.setdefault("progress", _wal_progress(leadership.where))
+    try:
+        hub = await leadership.take(**hub_kwargs)
+    except LeadershipHeld as exc:
+        if EMBEDDED in exc.holder:  # another workbench: nothing to attach to
+            fix = (
+                "quit that workbench, or serve the database with ag2net serve and attach every workbench to "
+                "it with --connect ws://HOST:PORT"
+            )
+        else:
+            fix = "attach to that hub with --connect ws://HOST:PORT (where it serves) instead of embedding another"
+        raise LaunchError(f"{exc} and a database has one writer: {fix}") from None
+    except LeadershipError as exc:
+        raise LaunchError(str(exc)) from None
+    return hub, leadership
+
+
+def _wal_progress(where: str) -> Callable[[int, int], None]:
+    def progress(done: int, total: int) -> None:
+        # The terminal is still ours before the workbench starts: say what the wait is for.
+        if sys.stderr.isatty():
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rreading the WAL of {where}: {done:,} / {total:,} envelopes{end}")
+            sys.stderr.flush()
+
+    return progress
+
+
+def lost_sentence(leadership: Any) -> str:
+    """What a workbench says when its embedded hub lost the database's leadership."""
+    return (
+        f"This workbench's hub lost the leadership of {leadership.where} ({leadership.reason}) and no longer "
+        "writes there; quit, and attach to the hub that admits with --connect ws://HOST:PORT."
+    )
+
+
+async def watch_leadership(
+    leadership: Any, hub: Any, app: Any, stop_background: Callable[[], Awaitable[None]]
+) -> None:
+    """When the embedded hub loses the leadership: close the store and the lock session (nothing more of
+    this hub can land; the hub itself is not closed, its closing writes must not land either), stop the
+    demo, and tell the person at the keyboard, in a notification and in the status bar."""
+    await leadership.lost.wait()
+    await leadership.close(hub)
+    await stop_background()
+    sentence = lost_sentence(leadership)
+    logging.getLogger("tui.launch").warning("%s", sentence)
+    while not getattr(app, "ready", True):  # the status bar exists once the app is mounted
+        await asyncio.sleep(0.1)
+    app.status.connection = "in-process hub · lost the leadership: read-only"
+    app.status.connected = False
+    app.notify(sentence, title="Not the database's writer any more", severity="error", timeout=60)
+
+
 async def launch(
     *,
     settings: Settings,
@@ -100,11 +173,14 @@ async def launch(
     operator_token: str | None,
     open_hub: Callable[[Path | str | None], Awaitable[Any]],
     run_network: Callable[[Any, Any], Awaitable[Any]],
+    lead: Callable[[str], Awaitable[tuple[Any, Any]]] = take_leadership,
 ) -> None:
     """Run the workbench until the user quits; everything opened here is closed on the way out.
 
     A ``NetworkError`` from the hub, or a ``LaunchError`` (the human's name belongs to an agent), propagates
     after the clean-up; ``tui.cli`` reports it as one sentence. This module never imports the command line.
+
+    ``db_path`` a ``postgresql://`` URL: the hub is ``lead(url)``'s (``take_leadership``), not ``open_hub``'s.
     """
     from tui.app import WorkbenchApp
 
@@ -115,14 +191,33 @@ async def launch(
     log_to_file(db_path)
     background: set[asyncio.Task[Any]] = set()
     networks: list[Any] = []
+
+    async def stop_background() -> None:
+        current = asyncio.current_task()
+        for task in list(background):
+            if task is not current:
+                task.cancel()
+        for task in list(background):
+            if task is not current:
+                with contextlib.suppress(BaseException):
+                    await task
+        for network in networks:  # stops the demo agents' turns before their hub goes away
+            with contextlib.suppress(Exception):
+                await network.close()
+        networks.clear()
+
     hub = None
+    leadership = None
     if connect is not None:
         hub_client = await dial(connect, token=token, operator_token=operator_token)
         demo = None
         offer = False
     else:
         offer = is_new_database(db_path)
-        hub = await open_hub(db_path)
+        if isinstance(db_path, str):
+            hub, leadership = await lead(db_path)
+        else:
+            hub = await open_hub(db_path)
         hub_client = HubClient.local(hub)
         demo = demo_starter(hub, human_name, background, networks)
     try:
@@ -140,19 +235,31 @@ async def launch(
         app = WorkbenchApp(hub_client, human, settings, demo=demo)
         app.autostart_demo = bool(start_demo and demo is not None)
         app.offer_demo = bool(offer and not start_demo and demo is not None)
+        if leadership is not None:
+            watcher = asyncio.get_running_loop().create_task(
+                watch_leadership(leadership, hub, app, stop_background)
+            )
+            background.add(watcher)
+            watcher.add_done_callback(background.discard)
         await app.run_async()
     finally:
-        for task in list(background):
-            task.cancel()
-        for task in list(background):
-            with contextlib.suppress(BaseException):
-                await task
-        for network in networks:  # stops the demo agents' turns before their hub goes away
-            with contextlib.suppress(Exception):
-                await network.close()
+        await stop_background()
         await hub_client.close()
-        if hub is not None:
+        if leadership is not None:
+            await leadership.close(
+                hub
+            )  # closes the hub (unless it lost the lock), then ends the lock session
+        elif hub is not None:
             await hub.close()
 
 
-__all__ = ["LaunchError", "demo_starter", "dial", "is_new_database", "launch"]
+__all__ = [
+    "LaunchError",
+    "demo_starter",
+    "dial",
+    "is_new_database",
+    "launch",
+    "lost_sentence",
+    "take_leadership",
+    "watch_leadership",
+]

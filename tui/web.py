@@ -10,6 +10,10 @@ follows; with a token the page asks for it before it starts a workbench (``tui.w
 embedded hub requires it too. Every mistake ends in one sentence and exit code 2 before anything is served;
 Ctrl-C (or SIGTERM) stops the tabs' workbenches, the demo, then the hub.
 
+An embedded hub on a PostgreSQL URL takes the database's leadership lock as ``ag2net tui`` does
+(``tui.launch.take_leadership``): refused in one sentence while another hub holds it; if it loses the lock
+it stops writing, the tabs are stopped, and the command exits with code 3 after one sentence.
+
 ``ag2net/cli.py`` mounts this command by name (``MOUNTED``), so importing the library loads none of it, and
 textual-serve (aiohttp) is imported only when the command runs.
 """
@@ -43,7 +47,7 @@ from ag2net.cli_support import (
 )
 from ag2net.errors import NetworkError
 from ag2net.identity import check_agent_name
-from tui.launch import DEMO_PACE, LaunchError, dial
+from tui.launch import DEMO_PACE, EMBEDDED, LaunchError, dial, take_leadership
 from tui.settings import Settings, SettingsError, load_settings
 
 NOT_INSTALLED = "textual-serve is not installed; install the web extra: pip install 'ag2net[web]'"
@@ -144,7 +148,7 @@ def web(
         func = load_network(network) if network else None
         sock = listen(host, port)
         try:
-            asyncio.run(
+            code = asyncio.run(
                 serve_web(
                     sock=sock,
                     host=host,
@@ -166,6 +170,8 @@ def web(
         fail(str(exc))
     except KeyboardInterrupt:  # a second Ctrl-C while stopping
         raise typer.Exit(130) from None
+    if code:
+        raise typer.Exit(code)
 
 
 def settings_from(config: Path | None) -> Settings:
@@ -283,9 +289,10 @@ async def serve_web(
     operator_token: str | None,
     cache_mb: float,
     config: Path | None,
-) -> None:
+) -> int:
     """Open or check the hub, serve the page on ``sock`` until SIGINT/SIGTERM, then stop in order:
-    the tabs' workbenches, the demo, the hub's server, the hub."""
+    the tabs' workbenches, the demo, the hub's server, the hub. The exit code: 0, or 3 when the embedded
+    hub lost the leadership of its PostgreSQL database."""
     from aiohttp import web as aioweb
 
     from tui.web_server import QUIT_GRACE, WorkbenchServer
@@ -294,6 +301,7 @@ async def serve_web(
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    leadership: Any = None
     async with contextlib.AsyncExitStack() as stack:
         env: dict[str, str] = {}
         if connect is not None:
@@ -306,8 +314,17 @@ async def serve_web(
         else:
             from ag2net.server import serve_ws
 
-            hub = await open_hub(path, cache_mb=cache_mb)
-            stack.push_async_callback(hub.close)
+            if isinstance(path, str):  # PostgreSQL: the database's one writer, or refused
+                try:
+                    hub, leadership = await take_leadership(
+                        path, holder=f"ag2net web {EMBEDDED}", cache_mb=cache_mb
+                    )
+                except LaunchError as exc:
+                    raise UsageProblem(str(exc)) from None
+                stack.push_async_callback(leadership.close, hub)  # the hub (unless lost), then the lock
+            else:
+                hub = await open_hub(path, cache_mb=cache_mb)
+                stack.push_async_callback(hub.close)
             if network is not None:
                 await run_network(network, hub)
             # with a token the hub is a token server; the tabs are its operator, as the local workbench is
@@ -352,9 +369,31 @@ async def serve_web(
         if token is not None:
             say("the page asks for the token (--token / AG2NET_TOKEN) before it starts a workbench")
         say("ctrl+c stops the workbenches and the hub")
-        await stop.wait()
+        waits = [asyncio.ensure_future(stop.wait())]
+        if leadership is not None:
+            waits.append(asyncio.ensure_future(leadership.lost.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+        if leadership is not None and leadership.lost.is_set():
+            await leadership.close(hub)  # the store and the lock session first: nothing more of it lands
+        else:
+            leadership = None
         say("stopping: the tabs' workbenches, then the hub")
+    if leadership is not None:
+        from ag2net.server.leadership import LOST_EXIT_CODE
+
+        sys.stderr.write(
+            f"Error: the embedded hub lost the leadership of {leadership.where} ({leadership.reason}) and no "
+            f"longer writes there, so the tabs' workbenches were stopped (exit code {LOST_EXIT_CODE}): serve "
+            "the database with ag2net serve and give ag2net web --connect ws://HOST:PORT\n"
+        )
+        sys.stderr.flush()
+        return LOST_EXIT_CODE
     say("stopped")
+    return 0
 
 
 async def cancelled(task: asyncio.Task[Any]) -> None:

@@ -21,6 +21,11 @@
   writes one sentence on stderr and returns ``LOST_EXIT_CODE`` (3), for ``ag2net serve`` to exit with;
   started again (by hand or by a supervisor) the process comes back as the standby.
 
+``Leadership(url, host, port, standby=False)`` is for a hub embedded in a workbench (``ag2net tui`` /
+``ag2net web`` on a PostgreSQL URL): ``take()`` asks for the lock once and, when another hub holds it,
+raises ``LeadershipHeld`` (naming the holder the leader row records) instead of standing by. With the
+lock it is fenced and watched exactly as a served hub is; ``lost`` says when it must stop writing.
+
 Without fencing a paused ex-active could wake up and write after the standby took over; with it, its
 writes fail (``StoreFenced``) and nothing of them lands.
 """
@@ -45,7 +50,7 @@ from ag2net.errors import StandbyError
 from ag2net.protocol.frames import ErrorFrame, ResponseFrame, encode_frame
 from ag2net.server.websocket import LOOPBACK_HOSTS
 from ag2net.store.base import StoreError
-from ag2net.store.postgres import PostgresStore, StoreFenced, redact_url
+from ag2net.store.postgres import _LEADER_TABLE, PostgresStore, StoreFenced, redact_url
 from ag2net.transport.ws import ROLE_HEADER, STANDBY_ROLE
 
 if TYPE_CHECKING:
@@ -65,6 +70,16 @@ LOCK_SESSION_SETTINGS = {
 
 class LeadershipError(ValueError):
     """The leadership cannot be taken or waited for (the database or the port): one sentence."""
+
+
+class LeadershipHeld(LeadershipError):
+    """Another hub holds the lock, and this one was made with ``standby=False``: it does not wait."""
+
+    def __init__(self, where: str, holder: str = "") -> None:
+        self.where = where
+        self.holder = holder
+        held_by = f" ({holder})" if holder else ""
+        super().__init__(f"another hub holds the leadership of {where}{held_by}")
 
 
 def lock_key(database: str, schema: str) -> int:
@@ -146,6 +161,8 @@ class Leadership:
         poll_interval: float = 0.25,
         check_interval: float = 1.0,
         check_timeout: float = 5.0,
+        standby: bool = True,
+        holder: str | None = None,
     ) -> None:
         self.url = url
         self.where = redact_url(url)
@@ -157,6 +174,8 @@ class Leadership:
         self.poll_interval = poll_interval
         self.check_interval = check_interval
         self.check_timeout = check_timeout
+        self.standby = standby  # False: take() raises LeadershipHeld instead of standing by
+        self.holder = holder  # what the leader row says holds it, after host and pid (default: the port)
         self.store: PostgresStore | None = None
         self.epoch: int | None = None
         self.key: int | None = None
@@ -206,7 +225,19 @@ class Leadership:
         return hub
 
     def _holder(self) -> str:
-        return f"{socket.gethostname()} pid {os.getpid()} port {self.port}"
+        return f"{socket.gethostname()} pid {os.getpid()} {self.holder or f'port {self.port}'}"
+
+    async def _recorded_holder(self) -> str:
+        """Who the leader row says holds the lock ("" when no hub ever fenced the database)."""
+        try:
+            return str(
+                await self._conn.fetchval(
+                    f"SELECT holder FROM {_LEADER_TABLE} WHERE id = 1", timeout=self.check_timeout
+                )
+                or ""
+            )
+        except Exception:
+            return ""
 
     async def _lock_connection(self, store: PostgresStore) -> Any:
         conn = await store.connect(**LOCK_SESSION_SETTINGS)
@@ -238,6 +269,8 @@ class Leadership:
                     ) from None
                 log.warning("standby: the lock session of %s failed (%s); retrying", self.where, exc)
                 await self._drop_connection()
+            if not self.standby:
+                raise LeadershipHeld(self.where, await self._recorded_holder())
             if not announced:
                 announced = True
                 await self._stand_by()
@@ -364,6 +397,7 @@ __all__ = [
     "LOST_EXIT_CODE",
     "Leadership",
     "LeadershipError",
+    "LeadershipHeld",
     "StandbyListener",
     "lock_key",
 ]
