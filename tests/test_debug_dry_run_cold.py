@@ -7,6 +7,7 @@ dry run gives and the one projecting a plain list of the whole WAL gives."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ag2net.debug import dry_run
 from ag2net.hub.probe import channel_log, projection_delta
 from ag2net.store import SqliteStore
 from ag2net.views.registry import resolve_view, view_spec
-from ag2net.views.warm import SLICE
+from ag2net.views.warm import SLICE, index_summaries, restore_indexes
 
 N_LATE = 6000  # > 8 cold blocks of 512 (what a log keeps): one participant's scan evicts what another read
 
@@ -225,5 +226,43 @@ async def test_a_cancelled_cold_dry_run_keeps_what_it_indexed(tmp_path):
         # on from where the cancelled one stopped (give or take the cold block it stopped in)
         assert counting.read <= log.base - done + 512, (counting.read, done, log.base)
         assert again.projections == await plain(hub, text(cid, nxt, "second draft"))
+    finally:
+        await hub.close()
+
+
+async def test_index_summaries_kept_from_the_last_hub_spare_the_scan(tmp_path):
+    """Summaries of the indexes a warm dry run built (``index_summaries``: counts, first senders, the
+    newest positions; JSON), installed in the log of the next hub opened on the same file before anything
+    is appended (``restore_indexes``), make its first dry run read only the block a window lies in (not the
+    5,600 stored envelopes), with the same answer; summaries taken at another length, or garbled, are
+    skipped (the counts would be wrong)."""
+    path = tmp_path / "s.db"
+    cid, ids, nxt = await stored_channel(path)
+    hub = await open_hub(path)
+    try:
+        log = await channel_log(hub, cid)
+        render = hub.adapter_for_metadata(hub.lookup_channel(cid)).render_envelope
+        want = await dry_run(hub, text(cid, nxt, "what if?"))
+        blob = json.dumps(index_summaries(log, render))
+    finally:
+        await hub.close()
+    hub = await open_hub(path)
+    try:
+        log = await channel_log(hub, cid)
+        render = hub.adapter_for_metadata(hub.lookup_channel(cid)).render_envelope
+        assert restore_indexes(log, render, {ids[0]: {"scanned": "x"}, 3: {}}) == []
+        assert sorted(restore_indexes(log, render, json.loads(blob))) == sorted(ids)
+        assert restore_indexes(log, render, json.loads(blob)) == []  # warm ones are never replaced
+        counting = CountingCold(log._cold)
+        log._cold = counting
+        got = await dry_run(hub, text(cid, nxt, "what if?"))
+        assert counting.read <= 512, counting.read  # eve's window, in the oldest block
+        assert got == want
+        assert got.projections == await plain(hub, text(cid, nxt, "what if?"))
+        hc = HubClient.local(hub)
+        await hc.post_envelope(text(cid, nxt, "one more"))
+        await hc.close()
+        log._indexes.clear()
+        assert restore_indexes(log, render, json.loads(blob)) == []  # taken at another length
     finally:
         await hub.close()

@@ -9,6 +9,12 @@ advance together slice by slice, so each block of old envelopes is read back fro
 of them (the log keeps its last few cold blocks), not once per participant. The indexes stay in the log
 (the next projections, the agents' turns included, reuse them). It scans nothing when they are warm.
 
+Across a restart. ``index_summaries(log, render)`` gives what an index must know for the next projections
+(how far it scanned, how many it counts, each sender's first ordinal, the newest ``KEPT`` positions) as
+JSON-ready dicts, and ``restore_indexes`` installs them in a log of exactly that length: a hub that kept
+them beside its adapter states at a clean shutdown would start with warm counts, and its first dry run
+would read the window only (the hub does not do so yet).
+
 ``windowed(policy)`` and ``per_envelope(policy)`` name the built-in views whose cost the callers (the
 debugger's visibility matrix, the hub's dry-run probe) can bound with an index: exactly those classes,
 since a subclass may project differently.
@@ -17,7 +23,9 @@ since a subclass may project differently.
 from __future__ import annotations
 
 import asyncio
+from array import array
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 from ag2net.envelope import Envelope
@@ -85,9 +93,79 @@ async def warm_indexes(
             return
 
 
+KEPT = 256
+"""Positions an index summary keeps (the newest): enough for windows of up to that many envelopes."""
+
+
+def index_summaries(log: WalLog, render: Render) -> dict[str, dict[str, Any]]:
+    """The log's indexes for ``render`` that cover the whole log, as JSON-ready summaries by participant:
+    how far scanned, how many visible rendered envelopes, each sender's first ordinal and the newest
+    ``KEPT`` positions. What a hub could keep beside its adapter states at a clean shutdown, so that the
+    next one starts with warm counts instead of a scan of every stored envelope (``restore_indexes``)."""
+    out: dict[str, dict[str, Any]] = {}
+    n = len(log)
+    for pid, idx_render in list(log._indexes):
+        idx = log.indexed(pid, idx_render)
+        if idx is None or idx_render != render or idx.scanned != n:
+            continue
+        out[pid] = {
+            "scanned": idx.scanned,
+            "count": len(idx),
+            "first_seen": dict(idx.first_seen),
+            "positions": list(idx.positions[-KEPT:]),
+        }
+    return out
+
+
+def restore_indexes(log: WalLog, render: Render, summaries: Any) -> list[str]:
+    """Install ``index_summaries`` taken when the log was exactly as long as it is now (anything else is
+    skipped: the counts would be wrong), for the pairs the log keeps no index of; returns the participants
+    installed. A window reaching below the kept positions rebuilds that index, as after a trim."""
+    n = len(log)
+    done: list[str] = []
+    if not isinstance(summaries, dict):
+        return done
+    for pid, summary in summaries.items():
+        try:
+            scanned, count = summary["scanned"], summary["count"]
+            first_seen = {str(k): int(v) for k, v in summary["first_seen"].items()}
+            positions = array("I", summary["positions"])
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            continue
+        ordered = all(a < b for a, b in pairwise(positions))
+        if (
+            not isinstance(pid, str)
+            or scanned != n
+            or not isinstance(count, int)
+            or not len(positions) <= count <= n
+            or not ordered
+            or (positions and positions[-1] >= n)
+            or any(not 0 <= v < count for v in first_seen.values())
+            or log.indexed(pid, render) is not None
+        ):
+            continue
+        idx = log.visible_index(pid, render, 0)
+        idx.positions = positions
+        idx.dropped = count - len(positions)
+        idx.first_seen = first_seen
+        idx.scanned = n
+        done.append(pid)
+    return done
+
+
 def _scanned(log: WalLog, pid: str, render: Render) -> int:
     idx = log.indexed(pid, render)
     return 0 if idx is None else idx.scanned
 
 
-__all__ = ["PER_ENVELOPE", "SLICE", "WINDOWED", "per_envelope", "warm_indexes", "windowed"]
+__all__ = [
+    "KEPT",
+    "PER_ENVELOPE",
+    "SLICE",
+    "WINDOWED",
+    "index_summaries",
+    "per_envelope",
+    "restore_indexes",
+    "warm_indexes",
+    "windowed",
+]
