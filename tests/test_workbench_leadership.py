@@ -165,7 +165,7 @@ async def test_a_served_hub_stands_by_while_the_workbench_holds_the_lock_and_tak
         second = seen["second"]
         assert isinstance(second, subprocess.CompletedProcess) and second.returncode == 2, second
         lines = [line for line in second.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and "ag2net tui (embedded hub)" in lines[0], second.stderr
+        assert len(lines) == 1 and f"pid {os.getpid()} embedded in ag2net tui" in lines[0], second.stderr
         assert "quit that workbench" in lines[0] and "--connect" in lines[0]
         # The hub that took over hydrated what the workbench wrote, and admits.
         hc = client(hub.url)

@@ -95,8 +95,9 @@ async def _quietly_close(hub_client: HubClient) -> None:
         await hub_client.close()
 
 
-EMBEDDED = "(embedded hub)"
-EMBEDDED_HOLDER = f"ag2net tui {EMBEDDED}"
+EMBEDDED = "embedded in"
+EMBEDDED_HOLDER = f"{EMBEDDED} ag2net tui"
+"""What the leader row says of a workbench's hub, after its host and pid: "vm pid 42 embedded in ag2net tui"."""
 
 
 async def take_leadership(url: str, *, holder: str = EMBEDDED_HOLDER, **hub_kwargs: Any) -> tuple[Any, Any]:

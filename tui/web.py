@@ -317,7 +317,7 @@ async def serve_web(
             if isinstance(path, str):  # PostgreSQL: the database's one writer, or refused
                 try:
                     hub, leadership = await take_leadership(
-                        path, holder=f"ag2net web {EMBEDDED}", cache_mb=cache_mb
+                        path, holder=f"{EMBEDDED} ag2net web", cache_mb=cache_mb
                     )
                 except LaunchError as exc:
                     raise UsageProblem(str(exc)) from None
