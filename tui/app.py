@@ -922,7 +922,9 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
                 self._focus_before_chat = self.focused
         else:
             self._set_active_pane(pane)
-        widget.focus()
+        # at once, not after the queued messages (``widget.focus()`` waits its turn): keys typed right
+        # after ``i`` ("ihello" pasted, or typed fast) go to the field, not to the pane left behind
+        self.screen.set_focus(widget)
 
     def action_jump(self) -> None:
         shown = self.shown_panes()
