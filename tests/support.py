@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Callable
 
 
-async def until(predicate: Callable[[], object], timeout: float = 3.0) -> None:
-    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds."""
+async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds (generous: it only
+    matters when the condition never comes, and the suite runs two tests at a time)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
         if asyncio.get_running_loop().time() > deadline:

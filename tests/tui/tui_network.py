@@ -33,7 +33,9 @@ class Network:
     discussion: str
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+async def until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Poll until ``predicate`` holds. The limit is generous on purpose: it only matters when the condition
+    never comes, and the suite runs two tests at a time on two cores."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
