@@ -274,10 +274,16 @@ class LiveFeed:
         app = self.app
         self._timers = [
             app.set_interval(FLUSH_INTERVAL, self.flush, name="feed flush"),
-            app.set_interval(RATE_INTERVAL, self._tick, name="feed rate"),
+            # half a flush apart: the rate's repaint (the status bar, at the bottom) lands in another
+            # frame than a batch's (the tail): one frame repaints the bounding box of its dirty regions
+            app.set_timer(FLUSH_INTERVAL / 2, self._start_rate, name="feed rate start"),
             app.set_interval(HEALTH_INTERVAL, self.refresh_health, name="feed health"),
         ]
         self._run(self._startup(), "startup", exclusive=True)
+
+    def _start_rate(self) -> None:
+        if not self._stopped:
+            self._timers.append(self.app.set_interval(RATE_INTERVAL, self._tick, name="feed rate"))
 
     def stop(self) -> None:
         """Stop the timers and cancel every worker of the feed; nothing it posted is dispatched after this."""

@@ -31,7 +31,6 @@ from tui.widgets.quiet_label import QuietLabel
 if TYPE_CHECKING:
     from typing import Self
 
-    from textual.timer import Timer
 
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
@@ -143,7 +142,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         self._stale: set[str] = set()
         """Channels whose figures changed since the table last showed them."""
         self._figures_shown = -FIGURES_INTERVAL
-        self._figures_timer: Timer | None = None
+        self._figures_due = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
@@ -209,10 +208,12 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     def bump(self, activity: dict[str, tuple[int, str]]) -> None:
         """Add envelope counts and set last activity for several channels at once.
 
-        The figures (``rows``) change at once; the table shows them at most once per
-        ``FIGURES_INTERVAL`` under a stream of batches (the first batch after a quiet spell shows at
-        once): the rows whose figures changed are updated in place and only they are repainted, and
-        the table is rebuilt only when the sort order changes or a figure no longer fits its column.
+        The figures (``rows``) change at once; the table shows them in the frame after the next one
+        (not in the frame that shows the batch's rows in the tail: one frame repaints the bounding box
+        of its dirty regions, which from this list to the tail is most of the screen), and under a
+        stream of batches at most once per ``FIGURES_INTERVAL``. Only the rows whose figures changed
+        are repainted; the table is rebuilt only when the sort order changes or a figure no longer fits
+        its column.
         """
         for channel_id, (delta, last) in activity.items():
             row = self._rows.get(channel_id)
@@ -221,18 +222,24 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             row.count += delta
             row.last_activity = max(row.last_activity, last)
             self._stale.add(channel_id)
-        if not self._stale or not self.is_mounted or self._figures_timer is not None:
+        if not self._stale or not self.is_mounted or self._figures_due:
             return
+        self._figures_due = True
         wait = self._figures_shown + FIGURES_INTERVAL - monotonic()
-        if wait <= 0:
-            self._show_figures()
+        if wait > 0:
+            self.set_timer(wait, self._figures_after_frame, name="channel figures")
         else:
-            self._figures_timer = self.set_timer(wait, self._show_figures, name="channel figures")
+            self._figures_after_frame()
+
+    def _figures_after_frame(self) -> None:
+        self.call_after_refresh(self._show_figures)
 
     def _show_figures(self) -> None:
         """Show the figures of the channels bumped since they were last shown."""
-        self._figures_timer = None
+        self._figures_due = False
         self._figures_shown = monotonic()
+        if not self.is_mounted:
+            return
         stale, self._stale = self._stale, set()
         if not stale:
             return

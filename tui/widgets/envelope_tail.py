@@ -10,6 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from time import monotonic
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.cells import cell_len
@@ -35,6 +36,11 @@ from tui.tail_model import DEFAULT_LIMIT, TailModel
 
 if TYPE_CHECKING:
     from typing import Self
+
+    from textual.timer import Timer
+
+THUMB_INTERVAL = 1.0
+"""While paused under a stream of envelopes, the scrollbar's thumb moves at most this often (seconds)."""
 
 
 def _fit(text: str, width: int) -> str:
@@ -312,6 +318,8 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._mark = 0
         """Absolute index of the first row that arrived after following paused (or the view changed)."""
         self._subtitle = ""
+        self._thumb_timer: Timer | None = None
+        self._thumb_moved = -THUMB_INTERVAL
         self.lines_repainted = 0
         """Screen lines marked for repaint by batches and cursor moves (a figure for tests and benchmarks:
         a paused tail repaints the header and the new rows on screen, not the screen)."""
@@ -810,15 +818,36 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 # the scrollbar was and stays shown: only its thumb moves, so no layout pass over the
                 # whole screen (which setting ``virtual_size`` does) on every batch of envelopes
                 self.set_reactive(VIRTUAL_SIZE, size)
-                if repaint or self._thumb_moves(size.height):
+                if repaint:
                     self._scroll_update(size)
-                else:  # the thumb is drawn where it was: nothing of the scrollbar to repaint
+                elif not self._thumb_moves(size.height):
+                    # the thumb is drawn where it was: nothing of the scrollbar to repaint
                     self.vertical_scrollbar.set_reactive(ScrollBar.window_virtual_size, size.height)
+                else:
+                    self._move_thumb_soon()
             else:
                 self.virtual_size = size
         if repaint:
             self.refresh()
             self.lines_repainted += self.size.height
+
+    def _move_thumb_soon(self) -> None:
+        """Move the scrollbar's thumb to where the rows added below a paused tail put it, now or at
+        most ``THUMB_INTERVAL`` after it last moved that way (a repaint of the scrollbar repaints the
+        tail's full height: under a stream of envelopes that was a third of the frames)."""
+        if self._thumb_timer is not None:
+            return
+        wait = self._thumb_moved + THUMB_INTERVAL - monotonic()
+        if wait <= 0:
+            self._move_thumb()
+        else:
+            self._thumb_timer = self.set_timer(wait, self._move_thumb, name="tail scrollbar")
+
+    def _move_thumb(self) -> None:
+        self._thumb_timer = None
+        self._thumb_moved = monotonic()
+        if self.is_mounted:
+            self._scroll_update(self.virtual_size)
 
     def _thumb_moves(self, virtual_height: int) -> bool:
         """Whether the scrollbar's thumb is drawn differently for this virtual height (it is drawn in
@@ -835,17 +864,18 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
         return cells(bar.window_virtual_size) != cells(virtual_height)
 
-    def _refresh_lines(self, first: int, end: int) -> None:
-        """Repaint the header and the screen rows showing lines ``first`` to ``end`` (if any is shown)."""
+    def _refresh_lines(self, first: int, end: int, *, header: bool = True) -> None:
+        """Repaint the screen rows showing lines ``first`` to ``end`` (those shown), and the header."""
         width = self.size.width
         top = int(self.scroll_y)
         start = max(first - top + 1, 1)
         stop = min(end - top + 1, self.size.height)
-        regions = [Region(0, 0, width, 1)]
+        regions = [Region(0, 0, width, 1)] if header else []
         if start < stop:
             regions.append(Region(0, start, width, stop - start))
-        self.refresh(*regions)
-        self.lines_repainted += 1 + max(0, stop - start)
+        if regions:
+            self.refresh(*regions)
+        self.lines_repainted += header + max(0, stop - start)
 
     def _count_pending(self) -> None:
         """Rows that arrived since following paused and are not on screen (below its last line)."""
@@ -900,10 +930,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
         top = self.scroll_y
         self._scroll_cursor_into_view()
         if self.scroll_y == top:
-            # the rows stay put: repaint the header, the row left and the row reached, not the screen
-            self._refresh_lines(line, line + 1)
+            # the rows stay put: repaint the row left and the row reached (and the header if its
+            # summary changed: "match k of n"), not the screen
+            header = not self.model.search_spec.empty
+            self._refresh_lines(line, line + 1, header=header)
             if old_line is not None and old_line != line:
-                self._refresh_lines(old_line, old_line + 1)
+                self._refresh_lines(old_line, old_line + 1, header=False)
         else:
             self.refresh()
         self.post_message(self.CursorMoved(self))

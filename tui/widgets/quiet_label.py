@@ -28,6 +28,7 @@ class QuietLabel(Label):
         *,
         layout: bool | None = None,
         keep_width: bool = False,
+        min_width: int = 0,
         align: Literal["left", "right"] = "left",
     ) -> None:
         """Set the text. A layout pass runs only when the width shown changes (``layout=None``), or as
@@ -36,10 +37,12 @@ class QuietLabel(Label):
         ``keep_width``: never show it narrower than what is shown now, padding it with spaces (on the
         right, or on the left for ``align="right"``): a figure that changes every second (a rate, a
         count) then lays out the screen only when it needs more room, not each time it has fewer digits.
+        ``min_width``: likewise pad it to at least this many cells (room reserved for more digits).
         """
         shown = text
-        if keep_width:
-            room = cell_len(self._shown) - cell_len(text)
+        width = max(min_width, cell_len(self._shown) if keep_width else 0)
+        if width:
+            room = width - cell_len(text)
             if room > 0:
                 shown = " " * room + text if align == "right" else text + " " * room
         self._text = text

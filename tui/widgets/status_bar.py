@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from time import monotonic
-from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import ComposeResult
@@ -14,12 +12,8 @@ from textual.widgets import Sparkline
 
 from tui.widgets.quiet_label import QuietLabel
 
-if TYPE_CHECKING:
-    from textual.timer import Timer
-
-COUNT_INTERVAL = 1.0
-"""While the tail is paused under a stream of envelopes, its count of new rows is shown at most this
-often (seconds); a change of mode shows at once."""
+RATE_ROOM = len("10,000 env/s")
+COUNT_ROOM = len("⏸ paused · 10,000 new")
 
 
 class StatusBar(Horizontal):
@@ -68,8 +62,7 @@ class StatusBar(Horizontal):
     def __init__(self, *, window: int = 30, id: str | None = None) -> None:
         super().__init__(id=id)
         self._rates: deque[float] = deque([0.0] * window, maxlen=window)
-        self._count_timer: Timer | None = None
-        self._count_shown = -COUNT_INTERVAL
+        self._count_stale = False
 
     def compose(self) -> ComposeResult:
         yield QuietLabel("", id="status-connection")
@@ -90,22 +83,22 @@ class StatusBar(Horizontal):
         """Record one second's envelope count for the sparkline."""
         self._rates.append(per_second)
         self.query_one("#status-rate-spark", Sparkline).data = list(self._rates)
-        # the rate changes every second: a figure with fewer digits keeps the room (no layout pass)
-        self.query_one("#status-rate", QuietLabel).show(
-            f"{per_second:,.0f} env/s", keep_width=True, align="right"
-        )
+        if self._count_stale:  # the paused count is shown with the rate
+            self._refresh_all()
+        # the rate changes every second: once envelopes flow it has room for five digits, and a figure
+        # with fewer digits keeps the room (no layout pass over the screen as the figure changes)
+        rate = self.query_one("#status-rate", QuietLabel)
+        room = RATE_ROOM if per_second else 0
+        rate.show(f"{per_second:,.0f} env/s", keep_width=True, min_width=room, align="right")
 
     @property
     def rates(self) -> list[float]:
         return list(self._rates)
 
     def _refresh_all(self) -> None:
-        if self._count_timer is not None:
-            self._count_timer.stop()
-            self._count_timer = None
         if not self.is_mounted:
             return
-        self._count_shown = monotonic()
+        self._count_stale = False
         conn = self.query_one("#status-connection", QuietLabel)
         if self.reconnecting:
             conn.show("○ disconnected — reconnecting…")
@@ -120,7 +113,10 @@ class StatusBar(Horizontal):
         else:
             # while paused the count changes on every batch: it keeps its room until following resumes
             paused = follow.has_class("-paused")
-            follow.show(f"⏸ paused · {self.pending:,} new" if self.pending else "⏸ paused", keep_width=paused)
+            if self.pending:  # room for five digits: no layout pass as the count grows
+                follow.show(f"⏸ paused · {self.pending:,} new", keep_width=paused, min_width=COUNT_ROOM)
+            else:
+                follow.show("⏸ paused", keep_width=paused)
         follow.set_class(not self.following, "-paused")
         filt = self.query_one("#status-filter", QuietLabel)
         filt.show(f"filter: {self.filter_text}")
@@ -146,21 +142,12 @@ class StatusBar(Horizontal):
 
     def watch_pending(self, old: int, new: int) -> None:
         if old and new and not self.following:
-            self._show_count_soon()  # "paused · N new" stays paused · M new: no hurry
+            # "paused · N new" becomes "paused · M new" on every batch of envelopes: shown with the
+            # next rate (each second), as a repaint of the bar in the frame that shows the batch in the
+            # tail would repaint the bounding box of both, most of the screen
+            self._count_stale = True
         else:
             self._refresh_all()
-
-    def _show_count_soon(self) -> None:
-        """Show the paused count now, or at most ``COUNT_INTERVAL`` after it was last shown: it changes
-        on every batch of envelopes, and a repaint of the bar widens that frame's repaint to the
-        bottom of the screen."""
-        if self._count_timer is not None:
-            return
-        wait = self._count_shown + COUNT_INTERVAL - monotonic()
-        if wait <= 0:
-            self._refresh_all()
-        else:
-            self._count_timer = self.set_timer(wait, self._refresh_all, name="status count")
 
     def watch_filter_text(self) -> None:
         self._refresh_all()
