@@ -20,11 +20,15 @@
   admitting at once (the serving task is cancelled: the listener closes and every connection with it),
   writes one sentence on stderr and returns ``LOST_EXIT_CODE`` (3), for ``ag2net serve`` to exit with;
   started again (by hand or by a supervisor) the process comes back as the standby.
+* The moment the leadership is lost the store refuses every later write (``PostgresStore.refuse_writes``)
+  with one sentence (``refusal``): whatever of the hub still runs reads, and writes nothing.
 
 ``Leadership(url, host, port, standby=False)`` is for a hub embedded in a workbench (``ag2net tui`` /
 ``ag2net web`` on a PostgreSQL URL): ``take()`` asks for the lock once and, when another hub holds it,
 raises ``LeadershipHeld`` (naming the holder the leader row records) instead of standing by. With the
-lock it is fenced and watched exactly as a served hub is; ``lost`` says when it must stop writing.
+lock it is fenced and watched exactly as a served hub is; ``lost`` says when it lost it, and then
+``step_down()`` ends the lock session while the store stays open for reading (the workbench stays up,
+read-only, its writes refused with ``refusal(leadership)``'s sentence).
 
 Without fencing a paused ex-active could wake up and write after the standby took over; with it, its
 writes fail (``StoreFenced``) and nothing of them lands.
@@ -42,6 +46,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -163,6 +168,7 @@ class Leadership:
         check_timeout: float = 5.0,
         standby: bool = True,
         holder: str | None = None,
+        refusal: Callable[[Leadership], str] | None = None,
     ) -> None:
         self.url = url
         self.where = redact_url(url)
@@ -176,6 +182,7 @@ class Leadership:
         self.check_timeout = check_timeout
         self.standby = standby  # False: take() raises LeadershipHeld instead of standing by
         self.holder = holder  # what the leader row says holds it, after host and pid (default: the port)
+        self.refusal = refusal  # the sentence a write fails with once the leadership is lost
         self.store: PostgresStore | None = None
         self.epoch: int | None = None
         self.key: int | None = None
@@ -295,9 +302,23 @@ class Leadership:
 
     # ------------------------------------------------------------------ holding it
 
+    def refused(self) -> str:
+        """The one sentence every write fails with once this hub lost the leadership (after ``reason``)."""
+        if self.refusal is not None:
+            return self.refusal(self)
+        return (
+            f"this hub lost the leadership of {self.where} ({self.reason}) and writes nothing more there, so "
+            "this was not saved: connect to the hub that admits now"
+        )
+
     def _lose(self, reason: str) -> None:
         if not self.lost.is_set():
+            password = urlsplit(self.url).password
+            for secret in {password, unquote(password)} if password else ():
+                reason = reason.replace(secret, "***")  # the reason may quote a driver's words
             self.reason = reason
+            if self.store is not None:
+                self.store.refuse_writes(self.refused())  # before anyone hears of it: nothing more lands
             self.lost.set()
             # From now on the hub's background writes (cursor flushes) fail with StoreFenced, as they
             # must: not worth a traceback each.
@@ -360,14 +381,26 @@ class Leadership:
         sys.stderr.flush()
         return LOST_EXIT_CODE
 
-    async def close(self, hub: Hub | None = None) -> None:
-        """Close ``hub``, the store and the lock session. A hub that lost the leadership is not closed:
-        what closing writes (delivery cursors, the hydrate snapshot) must not land, and its process ends."""
+    async def step_down(self) -> None:
+        """Give up the leadership and keep the store open for reading: the store refuses every write from
+        now on (``refused()``), the watch stops and the lock session ends. For a hub that lost the
+        leadership and stays up read-only (a workbench); ``close`` closes the store later."""
+        if not self.lost.is_set():
+            self._lose("it stepped down")
+        await self._stop_watching()
+        await self._release()
+
+    async def _stop_watching(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch
             self._watch = None
+
+    async def close(self, hub: Hub | None = None) -> None:
+        """Close ``hub``, the store and the lock session. A hub that lost the leadership is not closed:
+        what closing writes (delivery cursors, the hydrate snapshot) must not land, and its process ends."""
+        await self._stop_watching()
         if hub is not None and not self.lost.is_set():
             await hub.close()
         if self._standby is not None:

@@ -37,6 +37,10 @@ still its own. A store fenced out by a later ``fence`` of another process fails 
 later one with ``StoreFenced`` and calls ``on_fenced`` once; nothing of it commits. Stores that never
 call ``fence`` write as before.
 
+``store.refuse_writes(reason)`` fences a store from this side: every later write fails with
+``StoreFenced(reason)`` before it reaches the database, while reads keep working (a hub that lost the
+leadership stays open read-only; ``reason`` is the one sentence its users see).
+
 Every error is a StoreError of one sentence that names the URL without its password.
 """
 
@@ -484,8 +488,21 @@ class PostgresStore:
 
     @property
     def fenced(self) -> StoreFenced | None:
-        """Why this store may no longer write (another process fenced it out), or None."""
+        """Why this store may no longer write (another process fenced it out, or ``refuse_writes``), or None."""
         return self._fenced
+
+    def refuse_writes(self, reason: str) -> None:
+        """From now on every write of this store fails with ``StoreFenced(reason)``; reads keep working.
+
+        ``reason`` is the one sentence the writer's caller gets (say what happened and the fix; never the
+        password). Writes waiting for the next batch fail with it too; a batch already being committed
+        finishes, under the fence check of its own transaction. Calling it again replaces the sentence, and
+        ``fence`` (taking the leadership again) lifts it. Nothing is sent to the database."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise StoreError(
+                "refuse_writes needs a reason: the sentence every later write of the store fails with"
+            )
+        self._fenced = StoreFenced(reason.strip())
 
     async def fence(self, holder: str = "", *, on_fenced: Callable[[StoreFenced], Any] | None = None) -> int:
         """Make this store the database's one writer and return its epoch; see the module's "Fencing".
