@@ -24,6 +24,7 @@ from test_failover import HubProcess, client, free_port, wait_for
 from ag2net import Passport
 from ag2net.errors import NetworkError
 from ag2net.server.leadership import Leadership, lock_key
+from ag2net.store.postgres import redact_url
 from tui import launch as launch_module
 from tui.app import WorkbenchApp
 from tui.settings import Settings
@@ -64,13 +65,14 @@ async def wal_texts(url: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-async def launch(url: str, drive, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``ag2net tui --db URL --as ana`` in this process, the app driven by ``drive(app)`` through the pilot."""
+async def launch(url: str, drive, monkeypatch: pytest.MonkeyPatch, taken: list | None = None) -> None:
+    """``ag2net tui --db URL --as ana`` in this process, the app driven by ``drive(app, pilot)``; the hub and
+    the ``Leadership`` it took are appended to ``taken``."""
 
     async def run_async(app: WorkbenchApp) -> None:
-        async with app.run_test(size=(140, 40)):
+        async with app.run_test(size=(140, 40)) as pilot:
             await until(lambda: app.ready)
-            await drive(app)
+            await drive(app, pilot)
 
     monkeypatch.setattr(WorkbenchApp, "run_async", run_async)
 
@@ -91,8 +93,14 @@ async def launch(url: str, drive, monkeypatch: pytest.MonkeyPatch) -> None:
         operator_token=None,
         open_hub=open_hub,
         run_network=run_network,
-        lead=lambda u: launch_module.take_leadership(u, **HUB_OPTIONS),
+        lead=lambda u: lead(u, taken if taken is not None else []),
     )
+
+
+async def lead(url: str, taken: list) -> tuple[Any, Any]:
+    hub, leadership = await launch_module.take_leadership(url, **HUB_OPTIONS)
+    taken.append((hub, leadership))
+    return hub, leadership
 
 
 async def test_the_workbench_refuses_to_embed_a_hub_while_a_serving_hub_holds_the_lock(pg_server, url):
@@ -130,7 +138,7 @@ async def test_a_served_hub_stands_by_while_the_workbench_holds_the_lock_and_tak
     seen: dict[str, object] = {}
     standby: list[HubProcess] = []
 
-    async def drive(app: WorkbenchApp) -> None:
+    async def drive(app: WorkbenchApp, pilot: Any) -> None:
         hc, human = app.source.hc, app.source.human
         bo = await hc.register_human(Passport(name="bo", kind="human"))
         channel = await human.open(type="conversation", target=bo.agent_id)
@@ -188,10 +196,11 @@ async def test_a_workbench_that_loses_the_lock_writes_nothing_more_and_says_so(p
 
     schema = parse_qs(urlsplit(url).query)["search_path"][0]
     key = lock_key(DATABASE, schema) & 0xFFFFFFFFFFFFFFFF
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
+    taken: list[tuple[Any, Any]] = []
     successor = Leadership(url, "127.0.0.1", 0, echo=lambda _line: None)
 
-    async def drive(app: WorkbenchApp) -> None:
+    async def drive(app: WorkbenchApp, pilot: Any) -> None:
         hc, human = app.source.hc, app.source.human
         bo = await hc.register_human(Passport(name="bo", kind="human"))
         channel = await human.open(type="conversation", target=bo.agent_id)
@@ -213,22 +222,50 @@ async def test_a_workbench_that_loses_the_lock_writes_nothing_more_and_says_so(p
         seen["hub"] = await asyncio.wait_for(taking, 20)
         messages = lambda: [n.message for n in app._notifications]  # noqa: E731
         await until(lambda: any("lost the leadership" in m for m in messages()))
+        seen["notification"] = next(m for m in messages() if "lost the leadership" in m)
         assert "lost the leadership" in str(app.status.connection)
-        with pytest.raises(NetworkError):
-            await human.send(channel.channel_id, "after the loss")
-        await asyncio.sleep(0.5)  # the feed's next health check runs against the closed store
+        # The person posts into the channel: the chat line says what happened and what to do.
+        await until(lambda: channel.channel_id in app.source.metadata)
+        app.channel_list.select(channel.channel_id)
+        await pilot.pause()
+        await pilot.press("i", *"after the loss", "enter")
+        await until(lambda: bool(app.chat.reason))
+        seen["chat"] = app.chat.reason
+        seen["kept"] = app.chat.input.value
+        with pytest.raises(NetworkError) as refused:  # the library's caller hears the same sentence
+            await human.send(channel.channel_id, "after the loss, again")
+        seen["library"] = str(refused.value)
+        # The store stays open for reading: what was stored is still read back from the database.
+        ((_, leadership),) = taken
+        seen["read"] = await leadership.store.read_wal(channel.channel_id)
+        await asyncio.sleep(0.5)  # the feed's next health check reads the database
         seen["running"] = app.is_running  # said so, did not crash
 
     try:
-        await launch(url, drive, monkeypatch)
+        await launch(url, drive, monkeypatch, taken)
         hub = seen["hub"]
+        where = redact_url(url)
+        assert pg_server.password in url and pg_server.password not in where
+        sentence = (
+            f"this workbench lost the leadership of {where}: it is read-only now and did not save this; "
+            "attach to the hub that serves the database with --connect ws://HOST:PORT"
+        )
+        assert seen["chat"] == sentence, seen["chat"]
+        assert seen["kept"] == "after the loss"  # the text stays in the input
+        assert seen["library"] == sentence
+        notification = seen["notification"]
+        assert notification.startswith(f"This workbench lost the leadership of {where} (its lock session ")
+        assert "read-only now" in notification and "--connect ws://HOST:PORT" in notification
+        for said in (seen["chat"], notification):
+            assert pg_server.password not in said and "not open" not in said
+        assert any("before the loss" in text for text in seen["read"])
         texts = "\n".join(await wal_texts(url))
         assert "before the loss" in texts and "after the loss" not in texts
         assert seen["running"] is True
         # The successor is the one writer.
-        assert await hub.store.append("c-next", "e-next", "{}") == 1  # type: ignore[attr-defined]
+        assert await hub.store.append("c-next", "e-next", "{}") == 1
     finally:
-        await successor.close(seen.get("hub"))  # type: ignore[arg-type]
+        await successor.close(seen.get("hub"))
 
 
 async def test_ag2net_web_on_postgres_refuses_beside_a_serving_hub_and_otherwise_holds_the_lock(

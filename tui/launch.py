@@ -3,7 +3,9 @@
 A hub embedded on a PostgreSQL URL takes part in the database's leadership, as ``ag2net serve`` does
 (``ag2net.server.leadership``): the workbench takes the lock and is fenced, or, when another hub holds it,
 refuses to start (attach to that hub with ``--connect`` instead), so a database never has two writers.
-If it loses the lock while it runs it stops writing there and the workbench says so.
+If it loses the lock while it runs it stops writing there and says so, and stays up read-only: its store
+stays open for reading, and every write (a post, a channel, a registration) fails with one sentence naming
+the fix (``read_only_sentence``) in the chat line or wherever the write was asked for.
 """
 
 from __future__ import annotations
@@ -107,7 +109,15 @@ async def take_leadership(url: str, *, holder: str = EMBEDDED_HOLDER, **hub_kwar
     another hub holds the lock it does not stand by: a ``LaunchError`` names the holder and the fix."""
     from ag2net.server.leadership import Leadership, LeadershipError, LeadershipHeld
 
-    leadership = Leadership(url, "127.0.0.1", 0, echo=lambda _line: None, standby=False, holder=holder)
+    leadership = Leadership(
+        url,
+        "127.0.0.1",
+        0,
+        echo=lambda _line: None,
+        standby=False,
+        holder=holder,
+        refusal=read_only_sentence,
+    )
     hub_kwargs.setdefault("progress", _wal_progress(leadership.where))
     try:
         hub = await leadership.take(**hub_kwargs)
@@ -136,22 +146,32 @@ def _wal_progress(where: str) -> Callable[[int, int], None]:
     return progress
 
 
-def lost_sentence(leadership: Any) -> str:
-    """What a workbench says when its embedded hub lost the database's leadership."""
+def read_only_sentence(leadership: Any) -> str:
+    """What a write of a workbench whose embedded hub lost the database's leadership fails with (a post's
+    chat line shows it): what happened, that nothing was saved, and the fix. The URL without its password."""
     return (
-        f"This workbench's hub lost the leadership of {leadership.where} ({leadership.reason}) and no longer "
-        "writes there; quit, and attach to the hub that admits with --connect ws://HOST:PORT."
+        f"this workbench lost the leadership of {leadership.where}: it is read-only now and did not save this; "
+        "attach to the hub that serves the database with --connect ws://HOST:PORT"
     )
 
 
-async def watch_leadership(
-    leadership: Any, hub: Any, app: Any, stop_background: Callable[[], Awaitable[None]]
-) -> None:
-    """When the embedded hub loses the leadership: close the store and the lock session (nothing more of
-    this hub can land; the hub itself is not closed, its closing writes must not land either), stop the
-    demo, and tell the person at the keyboard, in a notification and in the status bar."""
+def lost_sentence(leadership: Any) -> str:
+    """What a workbench says when its embedded hub lost the database's leadership."""
+    return (
+        f"This workbench lost the leadership of {leadership.where} ({leadership.reason}): it is read-only now, "
+        "showing what is stored; to write, quit and attach to the hub that serves the database with "
+        "--connect ws://HOST:PORT."
+    )
+
+
+async def watch_leadership(leadership: Any, app: Any, stop_background: Callable[[], Awaitable[None]]) -> None:
+    """When the embedded hub loses the leadership: its store already refuses every write (nothing more of
+    this hub can land; each write fails with ``read_only_sentence``) and stays open for reading, so the
+    panes keep showing what is stored; end the lock session, stop the demo, and tell the person at the
+    keyboard, in a notification and in the status bar. The hub is closed only on the way out, and then
+    not the hub itself (its closing writes would be refused): its store and lock session."""
     await leadership.lost.wait()
-    await leadership.close(hub)
+    await leadership.step_down()
     await stop_background()
     sentence = lost_sentence(leadership)
     logging.getLogger("tui.launch").warning("%s", sentence)
@@ -238,7 +258,7 @@ async def launch(
         app.offer_demo = bool(offer and not start_demo and demo is not None)
         if leadership is not None:
             watcher = asyncio.get_running_loop().create_task(
-                watch_leadership(leadership, hub, app, stop_background)
+                watch_leadership(leadership, app, stop_background)
             )
             background.add(watcher)
             watcher.add_done_callback(background.discard)
@@ -247,9 +267,8 @@ async def launch(
         await stop_background()
         await hub_client.close()
         if leadership is not None:
-            await leadership.close(
-                hub
-            )  # closes the hub (unless it lost the lock), then ends the lock session
+            # closes the hub (unless it lost the lock), then the store and the lock session
+            await leadership.close(hub)
         elif hub is not None:
             await hub.close()
 
@@ -261,6 +280,7 @@ __all__ = [
     "is_new_database",
     "launch",
     "lost_sentence",
+    "read_only_sentence",
     "take_leadership",
     "watch_leadership",
 ]
