@@ -65,8 +65,12 @@ from ag2net.ids import IdMint, IdSource, is_id, utc_now
 from ag2net.store import Store, open_store
 from ag2net.tasks import TaskMetadata
 from ag2net.views.wal import WalLog, WalSlice
+from ag2net.views.warm import channel_indexes, restore_channel_indexes
 
 log = logging.getLogger(__name__)
+
+INDEX_SNAPSHOT_BYTES = 1 << 20
+"""The most the hydrate snapshot spends on visibility index summaries (JSON; ~2 KB per participant)."""
 
 
 class Hub(
@@ -136,6 +140,9 @@ class Hub(
         # The WALs in memory: a bounded cache over the store (newest envelopes of recently used live
         # channels); ``cache_mb`` bounds it and the observe buffer (a quarter of it) together.
         self._wal_cache = WalCache(self.store, cache_mb=cache_mb, window=wal_window)
+        # the visibility indexes the last hub kept for channels whose log is not loaded yet (installed by
+        # the load: a reopened hub's first windowed projection need not scan every stored envelope)
+        self._index_entries: dict[str, Any] = {}
         self._gates = ChannelGates()
         # group admission needs a store that appends several envelopes all or none (hub/admission.py)
         self._append_group: Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]] | None = getattr(
@@ -361,6 +368,7 @@ class Hub(
                 and (md.manifest.type, md.manifest.version) in self.channel_table.adapters
             ):
                 live.append(md.channel_id)
+        self._index_entries.clear()
         live = self._restore_snapshot(await self.store.get_meta(SNAPSHOT_KEY), live)
         cache = self._wal_cache
         logs: dict[str, WalLog] = {}
@@ -399,8 +407,10 @@ class Hub(
                 if len(wal):
                     self.channel_table.last_activity[cid] = wal[-1].created_at
                     if await self._finish_interrupted_close(cid, wal[-1]):
+                        self._index_entries.pop(cid, None)
                         continue
                 cache.install(cid, wal)
+                self._restore_indexes(cid, wal)
         for data in await self.store.load_tasks():
             md = TaskMetadata.from_dict(data)
             self._tasks[md.task_id] = md
@@ -444,6 +454,9 @@ class Hub(
         for cid in live:
             entry = channels.get(cid)
             md = self.channels[cid]
+            if isinstance(entry, dict) and entry.get("indexes") is not None:
+                # valid for any WAL extending the one they were taken over (checked when installed)
+                self._index_entries[cid] = entry["indexes"]
             if not isinstance(entry, dict) or entry.get("seq") != self.channel_table.wal_counts.get(cid, 0):
                 remaining.append(cid)
                 continue
@@ -459,7 +472,8 @@ class Hub(
         return remaining
 
     def _snapshot(self) -> str:
-        """Adapter states of live channels, so the next open need not fold every WAL."""
+        """Adapter states of live channels, so the next open need not fold every WAL, and the visibility
+        indexes of their logs (``_index_snapshot``)."""
         channels: dict[str, Any] = {}
         high = ""
         for cid, md in self.channels.items():
@@ -480,6 +494,7 @@ class Hub(
         for wal in self._wal_cache.logs():
             if wal.resident and wal[-1].envelope_id > high:
                 high = wal[-1].envelope_id
+        self._index_snapshot(channels)
         return json.dumps(
             {
                 "max_envelope_id": max(high, self.ids.last_envelope_id()),
@@ -488,6 +503,52 @@ class Hub(
             },
             default=str,
         )
+
+    def _index_snapshot(self, channels: dict[str, Any]) -> None:
+        """Add to the snapshot's channel entries the summaries of their logs' visibility indexes under the
+        channel's renderer (``ag2net.views.warm.channel_indexes``; a channel whose log is not loaded keeps
+        what the last hub left), longest channels first while they fit in ``INDEX_SNAPSHOT_BYTES``: a
+        reopened hub installs them when it loads the log, and its first windowed projection (a dry run's)
+        reads the window instead of every stored envelope."""
+        found: list[tuple[int, str, Any, int]] = []
+        for cid, entry in channels.items():
+            md = self.channels[cid]
+            wal = self._wal_cache.peek(cid)
+            indexes: Any = None
+            if wal is not None and len(wal) == entry["seq"]:
+                adapter = self.channel_table.adapters[(md.manifest.type, md.manifest.version)]
+                try:
+                    indexes = channel_indexes(wal, adapter.render_envelope)
+                except Exception:
+                    log.warning("visibility indexes of channel %s cannot be snapshotted", cid, exc_info=True)
+            elif wal is None:
+                indexes = self._index_entries.get(cid)
+            if not isinstance(indexes, dict):
+                continue
+            length = indexes.get("length")
+            size = len(json.dumps(indexes, default=str))
+            found.append((length if isinstance(length, int) else 0, cid, indexes, size))
+        budget = INDEX_SNAPSHOT_BYTES
+        for _length, cid, indexes, size in sorted(found, key=lambda f: -f[0]):
+            if size <= budget:
+                channels[cid]["indexes"] = indexes
+                budget -= size
+
+    def _restore_indexes(self, channel_id: str, wal: WalLog) -> None:
+        """Install the visibility indexes the last hub kept for the channel in its freshly loaded log."""
+        entry = self._index_entries.pop(channel_id, None)
+        if entry is None:
+            return
+        md = self.channels.get(channel_id)
+        adapter = (
+            None if md is None else self.channel_table.adapters.get((md.manifest.type, md.manifest.version))
+        )
+        if adapter is None:
+            return
+        try:
+            restore_channel_indexes(wal, adapter.render_envelope, entry)
+        except Exception:  # the slow path (a scan) answers the same
+            log.warning("visibility indexes kept for channel %s unusable", channel_id, exc_info=True)
 
     # ------------------------------------------------------------------ WAL reads
 
@@ -507,6 +568,7 @@ class Hub(
             if wal is None:
                 wal = await self._read_log(channel_id)
                 cache.install(channel_id, wal)
+                self._restore_indexes(channel_id, wal)
         return wal
 
     async def _read_log(self, channel_id: str) -> WalLog:

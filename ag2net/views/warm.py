@@ -11,9 +11,15 @@ of them (the log keeps its last few cold blocks), not once per participant. The 
 
 Across a restart. ``index_summaries(log, render)`` gives what an index must know for the next projections
 (how far it scanned, how many it counts, each sender's first ordinal, the newest ``KEPT`` positions) as
-JSON-ready dicts, and ``restore_indexes`` installs them in a log of exactly that length: a hub that kept
-them beside its adapter states at a clean shutdown would start with warm counts, and its first dry run
-would read the window only (the hub does not do so yet).
+JSON-ready dicts, and ``restore_indexes`` installs them in a log of exactly that length (or, with ``at``,
+in a log that the caller vouches extends the one they were taken over: the next projection indexes the
+envelopes appended since). The hub keeps them beside its adapter states at a clean shutdown through
+``channel_indexes`` / ``restore_channel_indexes``, which wrap them with what makes a stale entry harmless:
+the log length and the id of the last envelope they cover (a log that does not extend that prefix is
+refused), and a fingerprint of the renderer (its code, its adapter's class, the package version: a
+release rendering differently makes the counts wrong, so the entry is ignored); the newest envelopes
+before that length are re-rendered as a spot check. A reopened hub's first dry run then reads the
+window only instead of every stored envelope.
 
 ``windowed(policy)`` and ``per_envelope(policy)`` name the built-in views whose cost the callers (the
 debugger's visibility matrix, the hub's dry-run probe) can bound with an index: exactly those classes,
@@ -23,12 +29,15 @@ since a subclass may project differently.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import types
 from array import array
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
 from ag2net.envelope import Envelope
+from ag2net.version import __version__
 from ag2net.views.builtin import FullTranscript, NamedTranscript, NamedWindowedSummary, WindowedSummary
 from ag2net.views.wal import WalLog
 
@@ -117,13 +126,18 @@ def index_summaries(log: WalLog, render: Render) -> dict[str, dict[str, Any]]:
     return out
 
 
-def restore_indexes(log: WalLog, render: Render, summaries: Any) -> list[str]:
+def restore_indexes(log: WalLog, render: Render, summaries: Any, *, at: int | None = None) -> list[str]:
     """Install ``index_summaries`` taken when the log was exactly as long as it is now (anything else is
     skipped: the counts would be wrong), for the pairs the log keeps no index of; returns the participants
-    installed. A window reaching below the kept positions rebuilds that index, as after a trim."""
-    n = len(log)
+    installed. A window reaching below the kept positions rebuilds that index, as after a trim.
+
+    ``at``: the length the summaries were taken at, when the log has grown since; the caller vouches
+    that the log's first ``at`` envelopes are the ones they were taken over (the store's WAL is append-
+    only; ``restore_channel_indexes`` checks the last one's id). The installed indexes stand at ``at`` and
+    the next projection indexes the envelopes after it."""
+    n = len(log) if at is None else at
     done: list[str] = []
-    if not isinstance(summaries, dict):
+    if not isinstance(summaries, dict) or not 0 <= n <= len(log):
         return done
     for pid, summary in summaries.items():
         try:
@@ -153,18 +167,155 @@ def restore_indexes(log: WalLog, render: Render, summaries: Any) -> list[str]:
     return done
 
 
+FORMAT = 1
+"""Version of the entry ``channel_indexes`` makes (a different one is ignored)."""
+
+MIN_LENGTH = SLICE
+"""Logs shorter than this get no entry: their scan is one slice (a millisecond or two)."""
+
+CHECKED = 32
+"""Envelopes before the entry's length re-rendered, per participant, when it is restored (resident ones)."""
+
+_FINGERPRINTS: dict[tuple[Any, Any], str] = {}
+
+
+def renderer_fingerprint(render: Render) -> str:
+    """A digest of what decides ``render``'s answers, as far as the code tells: the package version,
+    the class of the object it is bound to (an adapter), and the bytecode of the function and of the
+    ag2net functions and methods it calls by name (recursively). Two releases whose renderers differ
+    give two fingerprints, so an index summary taken under one is not restored under the other."""
+    func = getattr(render, "__func__", render)
+    owner = type(getattr(render, "__self__", None))
+    key = (func, owner)
+    known = _FINGERPRINTS.get(key)
+    if known is not None:
+        return known
+    h = hashlib.sha256()
+    h.update(f"{FORMAT}|{__version__}|{owner.__module__}.{owner.__qualname__}".encode())
+    seen: set[int] = set()
+
+    def walk_code(code: types.CodeType, globs: dict[str, Any], depth: int) -> None:
+        h.update(code.co_code)
+        h.update(repr(code.co_names).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk_code(const, globs, depth)
+            else:
+                h.update(repr(const).encode())
+        if depth >= 8:
+            return
+        for name in code.co_names:
+            for target in (globs.get(name), getattr(owner, name, None)):
+                if (
+                    isinstance(target, types.FunctionType)
+                    and id(target) not in seen
+                    and (
+                        (target.__module__ or "").startswith("ag2net") or target.__module__ == func.__module__
+                    )
+                ):
+                    walk(target, depth + 1)
+
+    def walk(fn: Any, depth: int) -> None:
+        seen.add(id(fn))
+        h.update(f"{fn.__module__}.{fn.__qualname__}".encode())
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            walk_code(code, getattr(fn, "__globals__", {}), depth)
+
+    walk(func, 0)
+    known = _FINGERPRINTS[key] = h.hexdigest()[:32]
+    return known
+
+
+def channel_indexes(log: WalLog, render: Render) -> dict[str, Any] | None:
+    """What a hub keeps of a channel's log at a clean shutdown so the next one can restore its indexes
+    for ``render`` (``restore_channel_indexes``): their summaries at the log's length, with that length,
+    the last envelope's id and the renderer's fingerprint. Indexes behind by envelopes still in memory
+    are brought up to date first (no store read); those further behind are left out. None when there is
+    nothing worth keeping (no index, or a log shorter than ``MIN_LENGTH``)."""
+    n = len(log)
+    if n < MIN_LENGTH:
+        return None
+    for pid, idx_render in list(log._indexes):
+        idx = log.indexed(pid, idx_render)
+        if idx is None or idx_render != render or idx.scanned == n or idx.scanned < log.base:
+            continue
+        try:
+            log.visible_index(pid, render, n)
+        except Exception:  # a renderer that raises: that index stays behind and is left out
+            continue
+    summaries = index_summaries(log, render)
+    if not summaries:
+        return None
+    return {
+        "format": FORMAT,
+        "fingerprint": renderer_fingerprint(render),
+        "length": n,
+        "last_id": log[n - 1].envelope_id,
+        "summaries": summaries,
+    }
+
+
+def restore_channel_indexes(log: WalLog, render: Render, entry: Any) -> list[str]:
+    """Install the indexes of a ``channel_indexes`` entry in ``log`` (the channel's log as a new hub
+    loaded it: at least as long, the same envelopes first); returns the participants installed. The entry
+    is ignored when its format or renderer fingerprint differ, when the log is shorter or its envelope at
+    the entry's length is another one; a participant's summary is skipped when the newest envelopes
+    before that length (``CHECKED``, those in memory) do not render to the positions it records.
+    Envelopes appended after the entry are indexed by the next projection (from the entry's length)."""
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+        return []
+    at, last_id, summaries = entry.get("length"), entry.get("last_id"), entry.get("summaries")
+    if (
+        not isinstance(at, int)
+        or not 0 < at <= len(log)
+        or not isinstance(summaries, dict)
+        or entry.get("fingerprint") != renderer_fingerprint(render)
+    ):
+        return []
+    try:
+        if log[at - 1].envelope_id != last_id:
+            return []
+    except Exception:  # the store cannot give that envelope back: nothing to vouch for the prefix
+        return []
+    lo = max(at - CHECKED, log.base)
+    recent = list(log.iter_range(lo, at)) if lo < at else []
+    checked: dict[str, Any] = {}
+    for pid, summary in summaries.items():
+        try:
+            kept = [p for p in summary["positions"] if isinstance(p, int) and p >= lo]
+            want = [
+                lo + k
+                for k, env in enumerate(recent)
+                if (env.sender_id == pid or env.audience is None or pid in env.audience)
+                and render(env) is not None
+            ]
+        except Exception:
+            continue
+        # ``KEPT`` newest positions always reach back past ``lo`` (``CHECKED`` < ``KEPT``)
+        if kept == want:
+            checked[pid] = summary
+    return restore_indexes(log, render, checked, at=at)
+
+
 def _scanned(log: WalLog, pid: str, render: Render) -> int:
     idx = log.indexed(pid, render)
     return 0 if idx is None else idx.scanned
 
 
 __all__ = [
+    "CHECKED",
+    "FORMAT",
     "KEPT",
+    "MIN_LENGTH",
     "PER_ENVELOPE",
     "SLICE",
     "WINDOWED",
+    "channel_indexes",
     "index_summaries",
     "per_envelope",
+    "renderer_fingerprint",
+    "restore_channel_indexes",
     "restore_indexes",
     "warm_indexes",
     "windowed",

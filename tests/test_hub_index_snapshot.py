@@ -1,0 +1,249 @@
+"""A hub closing cleanly keeps its channels' visibility index summaries in the hydrate snapshot, and the
+next hub opened on the same store installs them when it loads a channel's log: its first dry run reads the
+window's block from the store, not every stored envelope, and answers what projecting the whole WAL as a
+plain list answers. Envelopes appended after the snapshot are indexed on from it; an entry that does not
+fit the log (another renderer, another last envelope, positions that the newest envelopes contradict,
+garbage) is ignored and the dry run takes the slow path to the same answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net.channel import Participant, ParticipantRole
+from ag2net.debug import dry_run
+from ag2net.hub.probe import channel_log, projection_delta
+from ag2net.hub.records import SNAPSHOT_KEY
+from ag2net.store import SqliteStore
+from ag2net.views.registry import resolve_view, view_spec
+from ag2net.views.wal import WalLog
+
+N = 3000  # the cache's window is 1,000: two thirds of the channel live in the store only
+
+
+def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
+    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
+
+
+async def open_hub(path: Path) -> Hub:
+    return await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+
+
+class Channel:
+    """A round-robin discussion of three under windowed views and a transcript, and eve (seated by hand,
+    never expected to speak) under a windowed view, in the audience of few envelopes."""
+
+    def __init__(self, cid: str, ids: list[str], speakers: list[str]) -> None:
+        self.cid, self.ids, self.speakers, self.turn = cid, ids, speakers, 0
+        self.length = 0  # envelopes stored when the filling hub closed
+
+    @property
+    def nxt(self) -> str:
+        return self.speakers[self.turn % 3]
+
+    async def say(self, hc: HubClient, body: str, audience: list[str] | None = None) -> None:
+        await hc.post_envelope(text(self.cid, self.nxt, body, audience))
+        self.turn += 1
+
+
+async def stored_channel(path: Path) -> Channel:
+    hub = await open_hub(path)
+    hc = HubClient.local(hub)
+    try:
+        ids = []
+        for name in ("ana", "bob", "cat", "eve"):
+            client = await hc.register_human(Passport(name=name, kind="human"))
+            assert client.agent_id is not None
+            ids.append(client.agent_id)
+        ana, bob, cat, eve = ids
+        md = await hc.create_channel(
+            creator_id=ana,
+            manifest_type="discussion",
+            participants=[ana, bob, cat],
+            knobs={
+                "view_policies": {
+                    ana: {"name": "windowed_summary", "recent_n": 3},
+                    bob: {"name": "named_windowed_summary", "recent_n": 4},
+                    cat: {"name": "full_transcript"},
+                }
+            },
+        )
+        for agent_id in ids:  # nobody connected: the fill queues no delivery
+            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+        seated = hub.lookup_channel(md.channel_id)
+        seated.participants.append(
+            Participant(eve, ParticipantRole.PARTICIPANT, 3, seated.participants[0].joined_at)
+        )
+        seated.knobs["view_policies"][eve] = {"name": "named_windowed_summary", "recent_n": 5}
+        await hub.store.put_channel(seated.to_dict())
+        order = list((await hc.adapter_state(md.channel_id)).participant_order)
+        i = order.index(ana)
+        ch = Channel(md.channel_id, ids, order[i:] + order[:i])
+        for k in range(N):
+            others = [p for p in ch.speakers if p != ch.nxt]
+            await ch.say(hc, f"m{k} " + "x" * 100, audience=None if k % 7 else [*others, eve][: 1 + k % 3])
+        # a warm dry run builds every participant's index (what a workbench's composer does)
+        await dry_run(hub, text(ch.cid, ch.nxt, "warm"))
+        ch.length = hub.wal_count(ch.cid)
+        return ch
+    finally:
+        await hc.close()
+        await hub.close()
+
+
+class CountingCold:
+    """The log's cold reader, counting the envelopes it reads back from the store."""
+
+    def __init__(self, cold: Any) -> None:
+        self.cold = cold
+        self.read = 0
+
+    def __call__(self, start: int, stop: int) -> list[Envelope]:
+        self.read += stop - start
+        return self.cold(start, stop)
+
+
+async def counted_log(hub: Hub, cid: str) -> tuple[WalLog, CountingCold]:
+    log = await channel_log(hub, cid)
+    counting = CountingCold(log._cold)
+    log._cold = counting
+    return log, counting
+
+
+async def plain(hub: Hub, env: Envelope) -> dict[str, Any]:
+    """Each participant's projection delta from a plain list of the whole WAL (no log, no index)."""
+    md = hub.lookup_channel(env.channel_id)
+    adapter = hub.adapter_for_metadata(md)
+    wal = await hub.read_wal(env.channel_id)
+    out = {}
+    for pid in md.participant_ids():
+        view = resolve_view(md, pid, adapter)
+        kw: dict[str, Any] = {
+            "participant_id": pid,
+            "channel": md,
+            "render_envelope": adapter.render_envelope,
+            "name_for": hub.name_for,
+        }
+        before = await view.project(list(wal), **kw)
+        after = await view.project([*wal, env], **kw)
+        out[pid] = {"view": view_spec(view), **projection_delta(before, after)}
+    return out
+
+
+async def snapshot_of(path: Path) -> dict[str, Any]:
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        text_ = await store.get_meta(SNAPSHOT_KEY)
+        assert text_
+        return json.loads(text_)
+    finally:
+        await store.close()
+
+
+async def put_snapshot(path: Path, snapshot: dict[str, Any]) -> None:
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        await store.set_meta(SNAPSHOT_KEY, json.dumps(snapshot))
+    finally:
+        await store.close()
+
+
+async def test_a_reopened_hub_first_dry_run_reads_one_block_and_answers_as_a_scan(tmp_path):
+    path = tmp_path / "s.db"
+    ch = await stored_channel(path)
+    entry = (await snapshot_of(path))["channels"][ch.cid]["indexes"]
+    assert entry["length"] == ch.length > N
+    assert sorted(entry["summaries"]) == sorted(ch.ids)
+    assert len(json.dumps(entry)) < 12_000  # four participants
+    hub = await open_hub(path)
+    try:
+        log, counting = await counted_log(hub, ch.cid)
+        assert all(log.indexed(pid, hub.adapter_for(ch.cid).render_envelope) for pid in ch.ids)
+        probe = text(ch.cid, ch.nxt, "what if?")
+        got = await dry_run(hub, probe)
+        assert counting.read <= 512, counting.read  # eve's window, in one old block; no scan
+        assert got.projections == await plain(hub, probe)
+        # to an audience, and to eve (whose count grows)
+        probe = text(ch.cid, ch.nxt, "psst", audience=[ch.ids[3]])
+        assert (await dry_run(hub, probe)).projections == await plain(hub, probe)
+    finally:
+        await hub.close()
+    # the next close keeps them again (the restored indexes, brought up to date)
+    assert (await snapshot_of(path))["channels"][ch.cid]["indexes"]["length"] == ch.length
+
+
+async def test_envelopes_appended_after_the_snapshot_are_still_counted(tmp_path):
+    """A hub that appended after the last clean close and stopped without writing its own snapshot (a
+    crash): the next one folds the WAL (the adapter state's seq differs) and indexes on from the entry."""
+    path = tmp_path / "s.db"
+    ch = await stored_channel(path)
+    old = await snapshot_of(path)
+    hub = await open_hub(path)
+    hc = HubClient.local(hub)
+    try:
+        for k in range(40):
+            await ch.say(hc, f"late {k}", audience=[ch.ids[3]] if k % 2 else None)
+    finally:
+        await hc.close()
+        await hub.close()
+    await put_snapshot(path, old)  # as if that hub had crashed: the entry is 40 envelopes behind
+    hub = await open_hub(path)
+    try:
+        log, counting = await counted_log(hub, ch.cid)
+        assert len(log) == ch.length + 40
+        probe = text(ch.cid, ch.nxt, "what if?")
+        got = await dry_run(hub, probe)
+        assert counting.read <= 512, counting.read
+        assert got.projections == await plain(hub, probe)
+        render = hub.adapter_for(ch.cid).render_envelope
+        eve = log.indexed(ch.ids[3], render)
+        assert eve is not None and eve.scanned == len(log)
+    finally:
+        await hub.close()
+
+
+def _garble(entry: dict[str, Any], how: str, eve: str) -> Any:
+    if how == "fingerprint":  # another release's renderer
+        entry["fingerprint"] = "0" * 32
+    elif how == "last_id":  # another WAL than this one's prefix
+        entry["last_id"] = "not-this-one"
+    elif how == "length":  # longer than the log
+        entry["length"] += 1
+    elif how == "positions":  # counts off by one: the newest positions no longer match the envelopes
+        for summary in entry["summaries"].values():
+            summary["positions"] = [p - 1 for p in summary["positions"]]
+    elif how == "eve_only":  # one participant's summary contradicted: the others are installed
+        summary = entry["summaries"][eve]
+        summary["positions"] = summary["positions"][:-1]
+    elif how == "garbage":
+        return "garbage"
+    return entry
+
+
+@pytest.mark.parametrize("how", ["fingerprint", "last_id", "length", "positions", "eve_only", "garbage"])
+async def test_an_entry_that_does_not_fit_is_ignored(tmp_path, how):
+    path = tmp_path / "s.db"
+    ch = await stored_channel(path)
+    snapshot = await snapshot_of(path)
+    eve = ch.ids[3]
+    entry = snapshot["channels"][ch.cid]["indexes"]
+    snapshot["channels"][ch.cid]["indexes"] = _garble(entry, how, eve)
+    await put_snapshot(path, snapshot)
+    hub = await open_hub(path)
+    try:
+        log, counting = await counted_log(hub, ch.cid)
+        render = hub.adapter_for(ch.cid).render_envelope
+        installed = [pid for pid in ch.ids if log.indexed(pid, render) is not None]
+        assert installed == ([pid for pid in ch.ids if pid != eve] if how == "eve_only" else [])
+        probe = text(ch.cid, ch.nxt, "what if?")
+        got = await dry_run(hub, probe)
+        assert counting.read >= N - 1000  # the slow path: a scan of the stored envelopes
+        assert got.projections == await plain(hub, probe)
+    finally:
+        await hub.close()
