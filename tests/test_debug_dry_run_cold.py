@@ -259,7 +259,9 @@ async def test_index_summaries_kept_from_the_last_hub_spare_the_scan(tmp_path):
         counting = CountingCold(log._cold)
         log._cold = counting
         got = await dry_run(hub, text(cid, nxt, "what if?"))
-        assert counting.read <= 512, counting.read  # eve's window, in the oldest block
+        # eve's window, in the oldest block, and another's just under the newest 256 a load reads (a load
+        # read 1,000 before: 744 more than now)
+        assert counting.read <= 2 * 512, counting.read
         assert got == want
         assert got.projections == await plain(hub, text(cid, nxt, "what if?"))
         hc = HubClient.local(hub)

@@ -7,7 +7,10 @@ garbage) is ignored and the dry run takes the slow path to the same answer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +250,65 @@ async def test_an_entry_that_does_not_fit_is_ignored(tmp_path, how):
         assert got.projections == await plain(hub, probe)
     finally:
         await hub.close()
+
+
+REOPEN = """
+import asyncio, json, sys
+from ag2net import Hub
+from ag2net.hub.probe import channel_log
+from ag2net.store import SqliteStore
+
+async def main():
+    hub = await Hub.open(SqliteStore(sys.argv[1]), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    try:
+        log = await channel_log(hub, sys.argv[2])
+        render = hub.adapter_for(sys.argv[2]).render_envelope
+        print(json.dumps(sorted(pid for pid in sys.argv[3:] if log.indexed(pid, render) is not None)))
+    finally:
+        await hub.close()
+
+asyncio.run(main())
+"""
+
+FINGERPRINT = """
+from ag2net.views.warm import renderer_fingerprint
+
+def render(env):
+    return "x" if env.event_type in {"a", "b", "c", "d", "e", "f", "g", "h"} else None
+
+print(renderer_fingerprint(render))
+"""
+
+
+async def test_a_restart_in_another_process_installs_them(tmp_path):
+    """What a restart is: another process, another string hash seed (a renderer's set literals iterate
+    in another order there; its fingerprint must not change with it)."""
+    path = tmp_path / "s.db"
+    ch = await stored_channel(path)
+    for seed in ("1", "2"):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            REOPEN,
+            str(path),
+            ch.cid,
+            *ch.ids,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        out, _ = await proc.communicate()
+        assert proc.returncode == 0
+        assert json.loads(out) == sorted(ch.ids)
+    prints = set()
+    for seed in ("1", "2", "3", "4"):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            FINGERPRINT,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        out, _ = await proc.communicate()
+        assert proc.returncode == 0
+        prints.add(out)
+    assert len(prints) == 1, prints

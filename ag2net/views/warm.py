@@ -179,11 +179,21 @@ CHECKED = 32
 _FINGERPRINTS: dict[tuple[Any, Any], str] = {}
 
 
+def _stable(value: Any) -> str:
+    """``repr`` with sets sorted: the same in every process (a set's order follows the string hash seed)."""
+    if isinstance(value, (frozenset, set)):
+        return "{" + ",".join(sorted(_stable(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_stable(v) for v in value) + ")"
+    return repr(value)
+
+
 def renderer_fingerprint(render: Render) -> str:
     """A digest of what decides ``render``'s answers, as far as the code tells: the package version,
     the class of the object it is bound to (an adapter), and the bytecode of the function and of the
     ag2net functions and methods it calls by name (recursively). Two releases whose renderers differ
-    give two fingerprints, so an index summary taken under one is not restored under the other."""
+    give two fingerprints, so an index summary taken under one is not restored under the other (a
+    renderer reading configuration or state it is not given breaks the views' contract anyway)."""
     func = getattr(render, "__func__", render)
     owner = type(getattr(render, "__self__", None))
     key = (func, owner)
@@ -201,12 +211,14 @@ def renderer_fingerprint(render: Render) -> str:
             if isinstance(const, types.CodeType):
                 walk_code(const, globs, depth)
             else:
-                h.update(repr(const).encode())
+                h.update(_stable(const).encode())
         if depth >= 8:
             return
         for name in code.co_names:
             for target in (globs.get(name), getattr(owner, name, None)):
-                if (
+                if isinstance(target, (str, int, float, tuple, frozenset)):  # constants it reads (EV_TEXT)
+                    h.update(f"{name}={_stable(target)}".encode())
+                elif (
                     isinstance(target, types.FunctionType)
                     and id(target) not in seen
                     and (
