@@ -14,7 +14,13 @@ stall while it ran (``loop_max_stall_ms``: how long a workbench computing it wou
 longer builds a windowed view's index (it runs the view over a suffix of the WAL), so ``dry_run``'s first
 call is the one that builds it here (the projections before and after need the summary's count: every
 visible envelope the renderer renders, so each stored envelope is read back once), in slices that yield
-(``cold_loop_max_stall_ms``); ``dry_run_cold_hub`` times it again on the reopened hub. A
+(``cold_loop_max_stall_ms``). ``dry_run_cold_hub`` is a restart: the hub closes (its snapshot keeps the
+adapter states and the visibility index summaries), a new one opens on the file (``open_ms``) and its
+first dry run is timed, the channel's WAL load included (nothing ran before it); ``dry_run_cold_hub_scan``
+does the same with the summaries removed from the snapshot (the scan of every stored envelope they
+spare); ``dry_run_cold_process`` opens the hub in another Python process (a real restart: its first op
+imports the ops module, compiled from source when ``PYTHONDONTWRITEBYTECODE`` is set) and times its first
+dry run there. A
 budget is met when the worst call is within it (``within_budget``; ``median_within`` says whether the
 median is); every line carries the machine's load average (1 minute) when it was measured; the lines
 carry the process CPU time too (``cold_cpu_ms``, ``proc_cpu_*``: ``time.process_time``).
@@ -31,6 +37,7 @@ import gc
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -40,6 +47,7 @@ from typing import Any
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import causation_tree, dry_run, states_at, visibility
 from ag2net.hub.probe import channel_log
+from ag2net.hub.records import SNAPSHOT_KEY
 from ag2net.store import MemoryStore, SqliteStore
 
 CHAIN = 1_000
@@ -243,7 +251,7 @@ async def cold_first_page(hub: Hub, cid: str, n: int, common: dict[str, Any]) ->
     )
 
 
-async def dry_runs(hub: Hub, cid: str, sender: str, name: str, common: dict[str, Any]) -> None:
+async def dry_runs(hub: Hub, cid: str, sender: str, name: str, common: dict[str, Any], **extra: Any) -> None:
     """The dry run of the next text: the first call (it builds the visibility indexes the projections'
     summaries count from, in slices that yield) with its wall and process CPU time and the event loop's
     longest stall, then 200 warm calls (wall and CPU medians). ``dry_run_cold_hub``: on the hub reopened
@@ -265,6 +273,71 @@ async def dry_runs(hub: Hub, cid: str, sender: str, name: str, common: dict[str,
         cold_within_budget=first <= 10,
         cold_loop_max_stall_ms=round(loop_watch.max_stall_ms, 2),
         **watch.summary(),
+        **extra,
+        **common,
+    )
+
+
+async def restart(path: Path, *, keep_indexes: bool) -> tuple[Hub, dict[str, Any]]:
+    """A hub opened on the bench's SQLite file the way a restarted server or workbench opens it (the
+    last one closed: its snapshot is in the store), with how long the open took and what the snapshot
+    holds; without ``keep_indexes`` the index summaries are taken out of the snapshot first."""
+    store = SqliteStore(path)
+    await store.open()
+    snapshot = json.loads(await store.get_meta(SNAPSHOT_KEY) or "{}")
+    entries = [e.pop("indexes", None) for e in (snapshot.get("channels") or {}).values()]
+    if not keep_indexes:
+        await store.set_meta(SNAPSHOT_KEY, json.dumps(snapshot))
+    await store.close()
+    gc.collect()
+    t0, p0 = time.perf_counter(), time.process_time()
+    hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    info = {
+        "open_ms": round((time.perf_counter() - t0) * 1000, 1),
+        "open_cpu_ms": round((time.process_time() - p0) * 1000, 1),
+        "snapshot_index_bytes": sum(len(json.dumps(e)) for e in entries if e) if keep_indexes else 0,
+    }
+    return hub, info
+
+
+RESTARTED = """
+import asyncio, json, sys, time
+from ag2net import EV_TEXT, Envelope, Hub
+from ag2net.debug import dry_run
+from ag2net.store import SqliteStore
+
+async def main():
+    hub = await Hub.open(SqliteStore(sys.argv[1]), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    try:
+        probe = Envelope(sys.argv[2], sys.argv[3], None, EV_TEXT, {"text": "what if?"})
+        t0, p0 = time.perf_counter(), time.process_time()
+        await dry_run(hub, probe)
+        first, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - p0) * 1000
+        t0 = time.perf_counter()
+        await dry_run(hub, probe)
+        print(json.dumps({"cold_ms": round(first, 2), "cold_cpu_ms": round(cpu, 2),
+                          "second_ms": round((time.perf_counter() - t0) * 1000, 2)}))
+    finally:
+        await hub.close()
+
+asyncio.run(main())
+"""
+
+
+async def restarted_process(path: Path, cid: str, sender: str, common: dict[str, Any]) -> None:
+    """The first dry run of a hub opened on the bench's file by another Python process."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", RESTARTED, str(path), cid, sender, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    fields = json.loads(out)
+    emit(
+        bench="dry_run_cold_process",
+        **fields,
+        budget_ms=10,
+        cold_within_budget=fields["cold_ms"] <= 10,
+        dont_write_bytecode=bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+        load_1min=round(os.getloadavg()[0], 2),
         **common,
     )
 
@@ -352,7 +425,17 @@ async def main() -> None:
                 await hub.close()
                 hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
                 await cold_first_page(hub, cid, n, common)
-                await dry_runs(hub, cid, ana, "dry_run_cold_hub", common)
+                # a restart, then its first dry run (the WAL load included), with and without the
+                # index summaries the closing hub kept
+                await hub.close()
+                hub, info = await restart(path, keep_indexes=True)
+                await dry_runs(hub, cid, ana, "dry_run_cold_hub", common, **info)
+                await hub.close()
+                hub, info = await restart(path, keep_indexes=False)
+                await dry_runs(hub, cid, ana, "dry_run_cold_hub_scan", common, **info)
+                await hub.close()  # (its snapshot keeps the summaries again)
+                await restarted_process(path, cid, ana, common)
+                hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
         finally:
             await hub.close()
 
