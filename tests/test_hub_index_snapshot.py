@@ -15,25 +15,40 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_server import pg_server_fixture
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
 from ag2net.hub.probe import channel_log, projection_delta
 from ag2net.hub.records import SNAPSHOT_KEY
-from ag2net.store import SqliteStore
+from ag2net.store import open_store
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import WalLog
 
-N = 3000  # the cache's window is 1,000: two thirds of the channel live in the store only
+N = 3000  # a load reads the newest 256 (the cache's window is 1,000): most live in the store only
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    yield from pg_server_fixture()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def target(request, tmp_path) -> Path | str:
+    """Where the hubs keep their data (both stores hold the hydrate snapshot as a meta value)."""
+    if request.param == "sqlite":
+        return tmp_path / "s.db"
+    return await request.getfixturevalue("pg_server").fresh_url()
 
 
 def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
     return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
 
 
-async def open_hub(path: Path) -> Hub:
-    return await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+async def open_hub(path: Path | str) -> Hub:
+    """A hub on the SQLite file ``path`` or the PostgreSQL database at that URL."""
+    return await Hub.open(open_store(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
 
 
 class Channel:
@@ -53,7 +68,7 @@ class Channel:
         self.turn += 1
 
 
-async def stored_channel(path: Path) -> Channel:
+async def stored_channel(path: Path | str) -> Channel:
     hub = await open_hub(path)
     hc = HubClient.local(hub)
     try:
@@ -137,8 +152,8 @@ async def plain(hub: Hub, env: Envelope) -> dict[str, Any]:
     return out
 
 
-async def snapshot_of(path: Path) -> dict[str, Any]:
-    store = SqliteStore(path)
+async def snapshot_of(path: Path | str) -> dict[str, Any]:
+    store = open_store(path)
     await store.open()
     try:
         text_ = await store.get_meta(SNAPSHOT_KEY)
@@ -148,8 +163,8 @@ async def snapshot_of(path: Path) -> dict[str, Any]:
         await store.close()
 
 
-async def put_snapshot(path: Path, snapshot: dict[str, Any]) -> None:
-    store = SqliteStore(path)
+async def put_snapshot(path: Path | str, snapshot: dict[str, Any]) -> None:
+    store = open_store(path)
     await store.open()
     try:
         await store.set_meta(SNAPSHOT_KEY, json.dumps(snapshot))
@@ -157,8 +172,8 @@ async def put_snapshot(path: Path, snapshot: dict[str, Any]) -> None:
         await store.close()
 
 
-async def test_a_reopened_hub_first_dry_run_reads_one_block_and_answers_as_a_scan(tmp_path):
-    path = tmp_path / "s.db"
+async def test_a_reopened_hub_first_dry_run_reads_one_block_and_answers_as_a_scan(target):
+    path = target
     ch = await stored_channel(path)
     entry = (await snapshot_of(path))["channels"][ch.cid]["indexes"]
     assert entry["length"] == ch.length > N
@@ -190,11 +205,15 @@ async def test_envelopes_appended_after_the_snapshot_are_still_counted(tmp_path)
     hub = await open_hub(path)
     hc = HubClient.local(hub)
     try:
+        await channel_log(hub, ch.cid)  # loaded: the indexes kept are installed, then 40 appended
         for k in range(40):
             await ch.say(hc, f"late {k}", audience=[ch.ids[3]] if k % 2 else None)
     finally:
         await hc.close()
         await hub.close()
+    # its close brought them up to date (the 40 are in memory) and kept them
+    entry = (await snapshot_of(path))["channels"][ch.cid]["indexes"]
+    assert entry["length"] == ch.length + 40 and sorted(entry["summaries"]) == sorted(ch.ids)
     await put_snapshot(path, old)  # as if that hub had crashed: the entry is 40 envelopes behind
     hub = await open_hub(path)
     try:

@@ -242,15 +242,16 @@ def renderer_fingerprint(render: Render) -> str:
 def channel_indexes(log: WalLog, render: Render) -> dict[str, Any] | None:
     """What a hub keeps of a channel's log at a clean shutdown so the next one can restore its indexes
     for ``render`` (``restore_channel_indexes``): their summaries at the log's length, with that length,
-    the last envelope's id and the renderer's fingerprint. Indexes behind by envelopes still in memory
-    are brought up to date first (no store read); those further behind are left out. None when there is
+    the last envelope's id and the renderer's fingerprint. Indexes behind by at most ``SLICE`` envelopes
+    still in memory are brought up to date first (no store read; a close stays quick); those further
+    behind are left out. None when there is
     nothing worth keeping (no index, or a log shorter than ``MIN_LENGTH``)."""
     n = len(log)
     if n < MIN_LENGTH:
         return None
     for pid, idx_render in list(log._indexes):
         idx = log.indexed(pid, idx_render)
-        if idx is None or idx_render != render or idx.scanned == n or idx.scanned < log.base:
+        if idx is None or idx_render != render or idx.scanned == n or idx.scanned < max(log.base, n - SLICE):
             continue
         try:
             log.visible_index(pid, render, n)
