@@ -63,6 +63,7 @@ class StatusBar(Horizontal):
         super().__init__(id=id)
         self._rates: deque[float] = deque([0.0] * window, maxlen=window)
         self._count_stale = False
+        self._rate_due = False
 
     def compose(self) -> ComposeResult:
         yield QuietLabel("", id="status-connection")
@@ -80,8 +81,19 @@ class StatusBar(Horizontal):
         self.set_class(event.size.width < self.NARROW, "-narrow")
 
     def push_rate(self, per_second: float) -> None:
-        """Record one second's envelope count for the sparkline."""
+        """Record one second's envelope count for the sparkline (shown after the next frame)."""
         self._rates.append(per_second)
+        if not self._rate_due:
+            self._rate_due = True
+            # not in the frame that shows a batch in the tail: one frame repaints the bounding box of
+            # its dirty regions, which from the tail to this bar is most of the screen
+            self.call_after_refresh(self._show_rate)
+
+    def _show_rate(self) -> None:
+        self._rate_due = False
+        if not self.is_mounted:
+            return
+        per_second = self._rates[-1]
         self.query_one("#status-rate-spark", Sparkline).data = list(self._rates)
         if self._count_stale:  # the paused count is shown with the rate
             self._refresh_all()
