@@ -143,6 +143,7 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         """Channels whose figures changed since the table last showed them."""
         self._figures_shown = -FIGURES_INTERVAL
         self._figures_due = False
+        self._figures_asked = 0.0
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
@@ -222,10 +223,14 @@ Every channel the hub knows, with its state, participants, WAL size and last act
             row.count += delta
             row.last_activity = max(row.last_activity, last)
             self._stale.add(channel_id)
-        if not self._stale or not self.is_mounted or self._figures_due:
+        if not self._stale or not self.is_mounted:
             return
+        now = monotonic()
+        if self._figures_due and now - self._figures_asked < 3 * FIGURES_INTERVAL:
+            return  # asked for, and not lost (a screen torn down before it refreshed drops the callback)
         self._figures_due = True
-        wait = self._figures_shown + FIGURES_INTERVAL - monotonic()
+        self._figures_asked = now
+        wait = self._figures_shown + FIGURES_INTERVAL - now
         if wait > 0:
             self.set_timer(wait, self._figures_after_frame, name="channel figures")
         else:

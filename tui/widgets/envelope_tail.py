@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from textual.timer import Timer
 
-THUMB_INTERVAL = 1.0
+THUMB_INTERVAL = 2.0
 """While paused under a stream of envelopes, the scrollbar's thumb moves at most this often (seconds)."""
 
 
