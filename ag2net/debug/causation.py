@@ -18,6 +18,7 @@ and ``children``), so a chain of any length is walked without recursion.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import weakref
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ag2net.views.wal import WalLog
 
 CONSULTING = "consulting"
+_SLICE = 1024  # envelopes indexed between two yields to the event loop (a few ms of CPU, two cold blocks)
 
 
 @dataclass(slots=True)
@@ -103,18 +105,29 @@ class _ChannelIndex:
         self.children: dict[str, list[str]] = {}
         self.scanned = 0
 
-    def refresh(self) -> None:
-        n = len(self.log)
-        if n <= self.scanned:
-            return
+    async def refresh(self) -> None:
+        """Index the envelopes appended since the last refresh, ``_SLICE`` at a time with a yield to the
+        event loop between slices (a long channel's first index would otherwise freeze the loop for
+        seconds). ``scanned`` only ever counts what was indexed, so a refresh cancelled at a yield (or
+        stopped by a failing cold read) leaves a valid index the next refresh continues."""
         by_id, children = self.by_id, self.children
-        seq = self.scanned
-        for env in self.log.iter_range(self.scanned, n):
-            seq += 1
-            by_id[env.envelope_id] = (seq, env)
-            if env.causation_id:
-                children.setdefault(env.causation_id, []).append(env.envelope_id)
-        self.scanned = n
+        while True:
+            n = len(self.log)
+            start = pos = self.scanned  # read afresh each slice: another refresh may have advanced it
+            if n <= pos:
+                return
+            try:
+                for env in self.log.iter_range(pos, min(n, pos + _SLICE)):
+                    by_id[env.envelope_id] = (pos + 1, env)
+                    if env.causation_id:
+                        children.setdefault(env.causation_id, []).append(env.envelope_id)
+                    pos += 1
+            finally:
+                self.scanned = pos
+            if pos == start:
+                return  # the log gave nothing back (it never shrinks): nothing more to index now
+            if pos < n:
+                await asyncio.sleep(0)
 
 
 #: Channel indexes kept per hub between calls (they only ever extend: the WAL is append-only).
@@ -142,7 +155,7 @@ class _Map:
         if idx is None or len(log) < idx.scanned:
             idx = self.index[channel_id] = _ChannelIndex(log)
         idx.log = log  # the WAL only grows: what was indexed from an older log object stays right
-        idx.refresh()
+        await idx.refresh()
         return idx
 
     async def find(self, envelope_id: str, hint: str | None = None) -> tuple[str, int, Envelope] | None:

@@ -22,6 +22,7 @@ This module is part of the hub (the op handler needs it); ``ag2net.debug`` build
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 from array import array
@@ -37,6 +38,8 @@ from ag2net.hub.dispatch import Mailbox
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
 from ag2net.views.warm import per_envelope, warm_indexes, windowed
+
+_LOG_BLOCK = 2048  # a closed channel's envelopes read and decoded between two yields to the event loop
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -163,11 +166,19 @@ class _WithEnvelope(WalLog):
 
 async def channel_log(hub: Hub, channel_id: str) -> WalLog:
     """The channel's whole WAL as a ``WalLog``: the hub's cached log of a live channel (its visibility
-    indexes shared with the agents' views), else a log read from the store (a closed channel)."""
+    indexes shared with the agents' views), else a log read from the store (a closed channel), in blocks
+    of ``_LOG_BLOCK`` envelopes with a yield to the event loop between two (decoding a long channel's
+    envelopes in one go would freeze the loop for seconds)."""
     wal = await hub._wal_for_read(channel_id)
     if wal is not None:
         return wal
-    return WalLog(await hub.read_wal(channel_id))
+    log = WalLog()
+    while True:
+        block = await hub.read_wal(channel_id, since=len(log), until=len(log) + _LOG_BLOCK)
+        log.extend(block)
+        if len(block) < _LOG_BLOCK:
+            return log
+        await asyncio.sleep(0)
 
 
 def with_envelope(log: WalLog, env: Envelope) -> WalSlice:
