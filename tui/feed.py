@@ -324,7 +324,11 @@ class LiveFeed:
         self.load_peers()
         await self.refresh_health()
         self._post(Ready(self))
-        if self.load_history:
+        if self.load_history:  # after the first page is painted: its batches would delay that frame
+            self.app.call_after_refresh(self._start_history, rows)
+
+    def _start_history(self, rows: list[ChannelRow]) -> None:
+        if self.live:
             self._run(self._load_history(rows), "history", exclusive=True)
 
     def _note_loaded(self, items: list[TailItem]) -> None:
