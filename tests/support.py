@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
+
+from ag2net.envelope import Envelope
 
 
 async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
@@ -14,3 +17,40 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.005)
+
+
+class CountingCold:
+    """A log's cold reader (``WalLog._cold``), counting the envelopes it reads back from the store."""
+
+    def __init__(self, cold: Any) -> None:
+        self.cold = cold
+        self.read = 0
+
+    def __call__(self, start: int, stop: int) -> list[Envelope]:
+        self.read += stop - start
+        return self.cold(start, stop)
+
+
+class Ticker:
+    """Counts how often it got the event loop back (``asyncio.sleep(0)`` in a loop): a task that never
+    yields leaves ``ticks`` where it was."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            self.ticks += 1
+
+    async def __aenter__(self) -> Ticker:
+        self.task = asyncio.create_task(self._run())
+        await asyncio.sleep(0)  # the ticker is running
+        self.ticks = 0
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)

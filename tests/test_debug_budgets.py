@@ -9,6 +9,7 @@ import importlib
 from typing import Any
 
 import pytest
+from support import CountingCold
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import states_at, visibility
@@ -167,18 +168,6 @@ async def test_a_transcript_page_renders_the_page_not_the_channel():
 
 
 # ----------------------------------------------------------------------------- the scrubber
-
-
-class CountingCold:
-    """The log's cold reader, counting the envelopes it reads back."""
-
-    def __init__(self, cold: Any) -> None:
-        self.cold = cold
-        self.read = 0
-
-    def __call__(self, start: int, stop: int) -> list[Envelope]:
-        self.read += stop - start
-        return self.cold(start, stop)
 
 
 async def test_steps_read_nothing_back_and_match_a_fresh_fold(tmp_path):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+from support import Ticker
+
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import causation_tree
 from ag2net.debug.causation import _INDEXES
@@ -38,30 +40,6 @@ async def _fill(path) -> tuple[str, list[str]]:
         return cid, chain
     finally:
         await hub.close()
-
-
-class Ticker:
-    """Counts how often it got the event loop back (``asyncio.sleep(0)`` in a loop)."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-        self.task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(0)
-            self.ticks += 1
-
-    async def __aenter__(self) -> Ticker:
-        self.task = asyncio.create_task(self._run())
-        await asyncio.sleep(0)  # the ticker is running
-        self.ticks = 0
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
 
 
 def _index_is_valid(hub: Hub, cid: str) -> int:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support import CountingCold, Ticker
+
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
@@ -90,18 +92,6 @@ async def stored_channel(path: Path) -> tuple[str, list[str], str]:
         await hub.close()
 
 
-class CountingCold:
-    """The log's cold reader, counting the envelopes it reads back from the store."""
-
-    def __init__(self, cold: Any) -> None:
-        self.cold = cold
-        self.read = 0
-
-    def __call__(self, start: int, stop: int) -> list[Envelope]:
-        self.read += stop - start
-        return self.cold(start, stop)
-
-
 async def plain(hub: Hub, env: Envelope) -> dict[str, Any]:
     """Each participant's projection delta from a plain list of the whole WAL (no log, no index)."""
     md = hub.lookup_channel(env.channel_id)
@@ -176,26 +166,13 @@ async def test_the_event_loop_keeps_ticking_during_a_cold_dry_run(tmp_path):
     hub = await open_hub(path)
     try:
         log = await channel_log(hub, cid)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
-        try:
-            start = ticks
+        async with Ticker() as ticker:
+            start = ticker.ticks
             cold = await dry_run(hub, text(cid, nxt, "what if?"))
-            during = ticks - start
-            start = ticks
+            during = ticker.ticks - start
+            start = ticker.ticks
             warm = await dry_run(hub, text(cid, nxt, "what if?"))
-            during_warm = ticks - start
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            during_warm = ticker.ticks - start
         assert during >= len(log) // SLICE, during  # at least one yield per slice of the indexes
         assert during_warm <= 1, during_warm  # warm: nothing left to build, nothing to yield for
         assert cold == warm

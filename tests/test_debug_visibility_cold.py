@@ -6,11 +6,11 @@ whole WAL, through the log's index)."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from typing import Any
 
 import pytest
+from support import CountingCold, Ticker
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
@@ -52,18 +52,6 @@ async def full_matrix(monkeypatch: pytest.MonkeyPatch, hub: Hub, cid: str, **kw:
         m.setattr(visibility_module, "_PER_ENVELOPE", ())
         m.setattr(visibility_module, "_WINDOWED", ())
         return (await visibility(hub, cid, **kw)).to_dict()
-
-
-class CountingCold:
-    """The log's cold reader, counting the envelopes it reads back from the store."""
-
-    def __init__(self, cold: Any) -> None:
-        self.cold = cold
-        self.read = 0
-
-    def __call__(self, start: int, stop: int) -> list[Envelope]:
-        self.read += stop - start
-        return self.cold(start, stop)
 
 
 class CountingRender:
@@ -235,23 +223,9 @@ async def test_a_page_that_needs_the_index_builds_it_in_slices_between_yields(mo
         log = await channel_log(hub, cid)
         n = len(log)
         forget_indexes(log)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
-        try:
-            start = ticks
+        async with Ticker() as ticker:
             matrix = await visibility(hub, cid, first_seq=n - 49, last_seq=n)
-            during = ticks - start
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            during = ticker.ticks
         assert during >= n // 50, during  # at least one yield per slice of the index
         adapter = hub.adapter_for_metadata(hub.lookup_channel(cid))
         index = log.indexed(eve, adapter.render_envelope)

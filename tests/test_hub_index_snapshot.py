@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from pg_server import pg_server_fixture
+from support import CountingCold
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
@@ -111,18 +112,6 @@ async def stored_channel(path: Path | str) -> Channel:
     finally:
         await hc.close()
         await hub.close()
-
-
-class CountingCold:
-    """The log's cold reader, counting the envelopes it reads back from the store."""
-
-    def __init__(self, cold: Any) -> None:
-        self.cold = cold
-        self.read = 0
-
-    def __call__(self, start: int, stop: int) -> list[Envelope]:
-        self.read += stop - start
-        return self.cold(start, stop)
 
 
 async def counted_log(hub: Hub, cid: str) -> tuple[WalLog, CountingCold]:
