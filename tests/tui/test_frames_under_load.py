@@ -133,33 +133,3 @@ async def test_a_paused_tail_under_a_stream_repaints_only_what_changed(monkeypat
     finally:
         await hc.close()
         await hub.close()
-
-
-async def test_a_quiet_label_keeps_its_width_for_a_figure_with_fewer_digits(monkeypatch) -> None:
-    from textual.app import App
-
-    class One(App[None]):
-        def compose(self):
-            yield QuietLabel("", id="rate")
-
-    app = One()
-    async with app.run_test() as pilot:
-        label = app.query_one(QuietLabel)
-        calls: list[bool] = []
-        refresh = Widget.refresh
-
-        def spy(self: Widget, *regions, **kwargs):
-            if self is label:
-                calls.append(bool(kwargs.get("layout")))
-            return refresh(self, *regions, **kwargs)
-
-        monkeypatch.setattr(Widget, "refresh", spy)
-        label.show("980 env/s", keep_width=True, min_width=11, align="right")  # room reserved: one layout
-        assert calls == [True]
-        label.show("1,000 env/s", keep_width=True, align="right")  # fits the room: a repaint only
-        label.show("7 env/s", keep_width=True, align="right")
-        assert calls == [True, False, False]
-        await pilot.pause()
-        assert str(label.render()) == "    7 env/s" and label.text == "7 env/s"
-        label.show("12 new")  # without keep_width it takes its own width again
-        assert calls[-1] is True and str(label.render()) == "12 new"

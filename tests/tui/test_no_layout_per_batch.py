@@ -4,6 +4,11 @@ that was most of the key-to-frame latency)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widget import Widget
 from tui_network import close, small_network, until
 
@@ -61,12 +66,13 @@ async def test_a_stream_of_envelopes_causes_no_layout_pass(monkeypatch) -> None:
         await close(network)
 
 
-async def test_a_quiet_label_lays_out_only_when_its_width_changes(monkeypatch) -> None:
-    from textual.app import App
+@contextlib.asynccontextmanager
+async def spied_label(text: str, monkeypatch) -> AsyncIterator[tuple[QuietLabel, list[bool], Pilot[None]]]:
+    """A ``QuietLabel`` alone in an app, and the list of its refreshes (True: one that asked for a layout)."""
 
     class One(App[None]):
         def compose(self):
-            yield QuietLabel("12 env/s", id="rate")
+            yield QuietLabel(text, id="rate")
 
     app = One()
     async with app.run_test() as pilot:
@@ -80,6 +86,11 @@ async def test_a_quiet_label_lays_out_only_when_its_width_changes(monkeypatch) -
             return refresh(self, *regions, **kwargs)
 
         monkeypatch.setattr(Widget, "refresh", spy)
+        yield label, calls, pilot
+
+
+async def test_a_quiet_label_lays_out_only_when_its_width_changes(monkeypatch) -> None:
+    async with spied_label("12 env/s", monkeypatch) as (label, calls, pilot):
         label.show("12 env/s")  # unchanged: nothing
         assert calls == []
         label.show("13 env/s")  # same width: a repaint only
@@ -88,3 +99,16 @@ async def test_a_quiet_label_lays_out_only_when_its_width_changes(monkeypatch) -
         assert calls == [False, True]
         await pilot.pause()
         assert str(label.render()) == "130 env/s" and label.text == "130 env/s"
+
+
+async def test_a_quiet_label_keeps_its_width_for_a_figure_with_fewer_digits(monkeypatch) -> None:
+    async with spied_label("", monkeypatch) as (label, calls, pilot):
+        label.show("980 env/s", keep_width=True, min_width=11, align="right")  # room reserved: one layout
+        assert calls == [True]
+        label.show("1,000 env/s", keep_width=True, align="right")  # fits the room: a repaint only
+        label.show("7 env/s", keep_width=True, align="right")
+        assert calls == [True, False, False]
+        await pilot.pause()
+        assert str(label.render()) == "    7 env/s" and label.text == "7 env/s"
+        label.show("12 new")  # without keep_width it takes its own width again
+        assert calls[-1] is True and str(label.render()) == "12 new"
