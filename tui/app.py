@@ -924,7 +924,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             self._set_active_pane(pane)
         # at once, not after the queued messages (``widget.focus()`` waits its turn): keys typed right
         # after ``i`` ("ihello" pasted, or typed fast) go to the field, not to the pane left behind
-        self.screen.set_focus(widget)
+        widget.screen.set_focus(widget)
 
     def action_jump(self) -> None:
         shown = self.shown_panes()
