@@ -508,12 +508,18 @@ names speakers by id) are shown as they are, with a legend naming them.
             data = await self.loader(channel_id, participant_id, spec, turn_id=turn_id)
             await self._resolve_window(participant_id)
         except (NetworkError, TimeoutError) as exc:
-            if self.is_mounted and channel_id == self.channel_id:
+            if not self._taken_down and channel_id == self.channel_id:
                 self._show_error(str(exc) or "the hub did not answer in time")
             return
-        if not self.is_mounted or channel_id != self.channel_id or participant_id != self.participant_id:
+        if self._taken_down or channel_id != self.channel_id or participant_id != self.participant_id:
             return
         self.show(data)
+
+    @property
+    def _taken_down(self) -> bool:
+        """Unmounted, or being removed (the app closing): Textual prunes the children first, so a load that
+        ends then finds ``is_mounted`` still true but ``#pv-status`` gone."""
+        return not self.is_mounted or self._pruning or self._closing or self._closed
 
     def _show_error(self, message: str) -> None:
         error = self.query_one("#pv-error", Static)
