@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from ag2net.cli_replay import replay_cmd
 from ag2net.cli_support import (
+    Stopped,
     UsageProblem,
     check_name,
     check_paths,
@@ -30,6 +31,7 @@ from ag2net.cli_support import (
     load_network,
     open_hub,
     run_network,
+    run_until_stopped,
 )
 
 MOUNTED: dict[str, str] = {"tui": "tui.cli:app", "web": "tui.web:app"}
@@ -240,10 +242,10 @@ def serve(
                 await (hub.close() if leadership is None else leadership.close(hub))
             return 0
 
-        code = asyncio.run(main())
+        code = run_until_stopped(main())  # SIGTERM closes the hub as Ctrl-C does
     except UsageProblem as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
+    except (Stopped, KeyboardInterrupt):
         raise typer.Exit(0) from None
     if code:
         raise typer.Exit(code)

@@ -7,14 +7,19 @@ module; it imports neither of them, so the command line has no import circle. He
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import getpass
 import importlib
 import inspect
 import os
 import re
+import signal
 import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
@@ -31,6 +36,91 @@ def fail(message: str) -> NoReturn:
     """Print ``Error: <message>`` on stderr, on one line, and end the command with exit code 2."""
     typer.echo(f"Error: {_LINE_BREAKS.sub(' ', message.strip())}", err=True)
     raise typer.Exit(2)
+
+
+T = TypeVar("T")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_GRACE = 10.0
+"""Seconds a command has, after SIGINT or SIGTERM, to close its hub before it exits without finishing."""
+
+
+class Stopped(Exception):
+    """SIGINT or SIGTERM stopped the command and its clean-up ran (the hub closed): exit as for Ctrl-C."""
+
+
+_stoppers: list[Callable[[], Any]] = []
+
+
+@contextlib.contextmanager
+def stopping_with(stop: Callable[[], Any]) -> Iterator[None]:
+    """While inside, a stop signal calls ``stop`` (a Textual app's ``exit``) instead of cancelling the
+    command's coroutine: the app then ends as when its user quits, and the code after it closes the hub."""
+    _stoppers.append(stop)
+    try:
+        yield
+    finally:
+        _stoppers.remove(stop)
+
+
+def run_until_stopped(main: Coroutine[Any, Any, T], *, grace: float = STOP_GRACE) -> T:
+    """``asyncio.run(main)``, where SIGTERM stops the command exactly as SIGINT does.
+
+    The first of either signal cancels ``main`` (or calls the innermost ``stopping_with`` callback), so its
+    ``finally`` blocks close the hub (the clean-shutdown snapshot, the cursors, the checkpoint), and then
+    ``Stopped`` is raised. Stopping is bounded: if it is not done ``grace`` seconds later, one sentence goes
+    to stderr and the process exits with code 1 (what was acknowledged is committed already). A second
+    signal stops at once, as a second Ctrl-C does (``KeyboardInterrupt``)."""
+    signalled: list[int] = []
+    timer: list[threading.Timer] = []
+
+    def overdue() -> None:
+        sys.stderr.write(
+            f"Error: stopping took longer than {grace:g} s, so the command exits without finishing its clean-up; "
+            "every acknowledged write is already committed\n"
+        )
+        sys.stderr.flush()
+        os._exit(1)
+
+    async def guarded() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            if signalled:
+                raise KeyboardInterrupt
+            signalled.append(signum)
+            watchdog = threading.Timer(grace, overdue)
+            watchdog.daemon = True
+            watchdog.start()
+            timer.append(watchdog)
+            if _stoppers:
+                _stoppers[-1]()
+            else:
+                task.cancel()
+
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+        try:
+            result = await main
+        except asyncio.CancelledError:
+            if not signalled:
+                raise
+            task.uncancel()
+            raise Stopped from None
+        finally:
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+        if signalled:
+            raise Stopped
+        return result
+
+    try:
+        return asyncio.run(guarded())
+    finally:
+        for watchdog in timer:
+            watchdog.cancel()
 
 
 def default_db_path() -> Path:
@@ -156,6 +246,8 @@ def check_name(name: str) -> str:
 
 
 __all__ = [
+    "STOP_GRACE",
+    "Stopped",
     "UsageProblem",
     "check_name",
     "check_paths",
@@ -166,4 +258,6 @@ __all__ = [
     "network_name",
     "open_hub",
     "run_network",
+    "run_until_stopped",
+    "stopping_with",
 ]

@@ -9,7 +9,6 @@ Textual itself is loaded only when the workbench starts (``tui.launch`` imports 
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Annotated
 import typer
 
 from ag2net.cli_support import (
+    Stopped,
     UsageProblem,
     check_name,
     check_paths,
@@ -26,6 +26,8 @@ from ag2net.cli_support import (
     load_network,
     open_hub,
     run_network,
+    run_until_stopped,
+    stopping_with,
 )
 from ag2net.errors import NetworkError
 from ag2net.identity import check_agent_name
@@ -115,7 +117,7 @@ def tui(
         else:
             path = check_paths(db, memory, default=Path(settings.database).expanduser())
         func = load_network(network) if network else None
-        asyncio.run(
+        run_until_stopped(  # SIGTERM (or SIGINT) ends the app as quitting does, then the hub closes
             launch(
                 settings=settings,
                 db_path=path,
@@ -129,11 +131,14 @@ def tui(
                 run_network=run_network,
                 # a postgresql:// URL: the database's leadership lock, or a refusal when a hub holds it
                 lead=functools.partial(take_leadership, cache_mb=cache_mb),
+                stop_with=stopping_with,
             )
         )
     except (UsageProblem, LaunchError, NetworkError) as exc:
         # NetworkError: the hub cannot be reached or refused the workbench; LaunchError: --as names an agent.
         fail(str(exc))
+    except Stopped:
+        raise typer.Exit(0) from None
 
 
 __all__ = ["app", "tui"]

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,7 @@ async def launch(
     open_hub: Callable[[Path | str | None], Awaitable[Any]],
     run_network: Callable[[Any, Any], Awaitable[Any]],
     lead: Callable[[str], Awaitable[tuple[Any, Any]]] = take_leadership,
+    stop_with: Callable[[Callable[[], Any]], AbstractContextManager[Any]] | None = None,
 ) -> None:
     """Run the workbench until the user quits; everything opened here is closed on the way out.
 
@@ -202,6 +204,8 @@ async def launch(
     after the clean-up; ``tui.cli`` reports it as one sentence. This module never imports the command line.
 
     ``db_path`` a ``postgresql://`` URL: the hub is ``lead(url)``'s (``take_leadership``), not ``open_hub``'s.
+    ``stop_with(app.exit)`` is entered while the app runs: the command line's ``stopping_with``, so SIGTERM
+    (or SIGINT) ends the app as quitting does and the hub is closed below.
     """
     from tui.app import WorkbenchApp
 
@@ -262,7 +266,8 @@ async def launch(
             )
             background.add(watcher)
             watcher.add_done_callback(background.discard)
-        await app.run_async()
+        with contextlib.nullcontext() if stop_with is None else stop_with(app.exit):
+            await app.run_async()
     finally:
         await stop_background()
         await hub_client.close()
