@@ -4,20 +4,28 @@
 ``process_request`` to ``serve``). Every op's access rule is declared in the catalogue
 (``ag2net.protocol.ops``): ``open``, ``directory``, ``agent``, ``channel`` and ``operator`` are read from
 there; an op whose rule is ``policy`` has its own method here, named like the op (a test checks each one
-has). ``narrow`` cuts a listing down to what a non-operator connection may see. Subclass it to tighten or
-loosen a rule; in-process callers never pass through it.
+has). ``narrow`` cuts a listing down to what a non-operator connection may see, and every read of envelopes
+(``ENVELOPE_READS``) down to the envelopes one of its identities could see (``visible_to``: SPEC decision 25;
+ag2 1.2.1 gives co-participants everything). Subclass it to tighten or loosen a rule; in-process callers never
+pass through it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope
+from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope, visible_to
 from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
 from ag2net.hub.checkpoints import authorize_checkpoint
 from ag2net.identity import check_resume_size, check_skill_size
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TASK_ID_RE
+
+#: The ops whose answer holds envelopes of a channel, narrowed for a participant to what it could see
+#: (a test checks that every op of the catalogue whose result decodes an envelope is listed here).
+ENVELOPE_READS = frozenset(
+    {"read_wal", "read_wal_seq", "read_wal_until", "find_envelope_by_causation", "dry_run"}
+)
 
 #: The payload keys a remote ``fire_task_event`` (kind ``mirror_failed``) may carry.
 MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
@@ -321,10 +329,34 @@ class WirePolicy:
 
     # ------------------------------------------------------------------ after the op
 
+    def sees(self, conn: Connection, env: Envelope) -> bool:
+        """Whether one of the connection's identities could see ``env`` (its sender or audience)."""
+        return any(visible_to(env, agent_id) for agent_id in conn.bound)
+
+    def narrow_envelopes(self, conn: Connection, op: str, result: Any) -> Any:
+        """An envelope read cut down to what the connection's identities could see. A WAL page keeps the
+        WAL's own positions and seqs: ``since``/``until`` and seqs still count every envelope of the channel,
+        so a participant's page may be shorter than the range it asked for."""
+        if op in ("read_wal", "read_wal_until"):
+            return [env for env in result if self.sees(conn, env)]
+        if op == "read_wal_seq":
+            return [(seq, env) for seq, env in result if self.sees(conn, env)]
+        if op == "find_envelope_by_causation":
+            return result if result is None or self.sees(conn, result) else None
+        if op == "dry_run" and isinstance(result, dict):
+            # each participant's projection before and after is read from what that participant sees:
+            # a participant is shown only its own identities' projections
+            projections = result.get("projections") or {}
+            result["projections"] = {pid: p for pid, p in projections.items() if pid in conn.bound}
+        return result
+
     def narrow(self, conn: Connection, op: str, params: dict[str, Any], result: Any) -> Any:
-        """Cut a listing down to what a non-operator connection may see."""
+        """Cut a listing down to what a non-operator connection may see, and a read of envelopes down to
+        those its identities could see."""
         if conn.operator:
             return result
+        if op in ENVELOPE_READS:
+            return self.narrow_envelopes(conn, op, result)
         if op == "list_channels" and "_filter_limit" in params:
             out = [md for md in result if any(p in conn.bound for p in md.participant_ids())]
             limit = params["_filter_limit"]
@@ -338,4 +370,4 @@ class WirePolicy:
         return result
 
 
-__all__ = ["MIRROR_FAILED_KEYS", "Connection", "WirePolicy", "check_sizes", "check_task_id"]
+__all__ = ["ENVELOPE_READS", "MIRROR_FAILED_KEYS", "Connection", "WirePolicy", "check_sizes", "check_task_id"]
