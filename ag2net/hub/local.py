@@ -161,6 +161,14 @@ class LocalLinkClient:
             )
         return self.hub
 
+    def attach(self) -> None:
+        """Attach the endpoint to the hub (``LocalLink.client()`` does: the connection is live at once, as
+        in ag2, so ``hub.bind_endpoint(client.endpoint_id, ...)`` finds it). Idempotent."""
+        if self._attached or self._closed or self.hub is None:
+            return
+        self.hub.attach_endpoint(self._endpoint)
+        self._attached = True
+
     async def open(self, on_notify: NotifyHandler | None = None) -> None:
         """Attach to the hub. With ``on_notify`` (what ``HubClient`` passes) deliveries call it directly;
         without (ag2's ``open()``) the connection speaks frames through ``send_frame``/``frames()``."""
@@ -169,7 +177,7 @@ class LocalLinkClient:
         endpoint = self._endpoint
         if on_notify is not None:
             if endpoint._on_notify is None:
-                if self._attached:
+                if self._serving is not None:
                     raise RuntimeError(
                         "this LocalLinkClient was opened to speak frames; give the HubClient its own "
                         "connection (LocalLink(hub).client())"
@@ -182,9 +190,7 @@ class LocalLinkClient:
                 )
         if self.hub is None:
             return  # a bare queue pair (ag2's constructor): the other side is whoever holds the endpoint
-        if not self._attached:
-            self.hub.attach_endpoint(endpoint)
-            self._attached = True
+        self.attach()
         if endpoint._on_notify is None and self._serving is None:
             # The hub's own task when it has a spawner: closing the hub ends the frame loop (and so
             # the connection: frames() ends), as ag2's Hub.close cancels its endpoint tasks.
@@ -192,11 +198,11 @@ class LocalLinkClient:
             self._serving = spawn(_serve_frames(self.hub, endpoint))
 
     async def send_frame(self, frame: Frame) -> None:
-        """To the hub (opening the connection first if needed: ag2's is live from ``client()`` on);
-        dropped silently once the connection is closed (as in ag2)."""
+        """To the hub (its frame loop starts with the first frame; the endpoint is attached from
+        ``client()`` on); dropped silently once the connection is closed (as in ag2)."""
         if self._closed or self._endpoint.closed:
             return
-        if not self._attached and self.hub is not None:
+        if self._serving is None and self.hub is not None:
             await self.open()
         self.client_to_hub.put_nowait(frame)
 
@@ -210,12 +216,20 @@ class LocalLinkClient:
         return _drain(self.hub_to_client)
 
     async def request(self, op: str, params: dict[str, Any]) -> Any:
-        return await self._need_hub().handle_op(self.endpoint, op, params)
+        """Run an op as this connection: the hub sees its endpoint (its bound identities), never "no
+        endpoint" (the hub itself), so a connection made by hand keeps the rules of one a client opened."""
+        hub = self._need_hub()
+        if self._closed:
+            raise RuntimeError("this LocalLinkClient is closed; take a new one with LocalLink(hub).client()")
+        self.attach()
+        return await hub.handle_op(self._endpoint, op, params)
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
     ) -> None:
-        self._need_hub().handle_receipt(self.endpoint, envelope_id, status, recipient_id, channel_id, reason)
+        hub = self._need_hub()
+        self.attach()
+        hub.handle_receipt(self._endpoint, envelope_id, status, recipient_id, channel_id, reason)
 
     def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
         return self._need_hub().observe(since)
@@ -353,10 +367,14 @@ class LocalLink:
         return self._hub
 
     def client(self) -> LocalLinkClient:
-        """A new connection to the hub: two queues, a ``LocalLinkEndpoint`` and its ``LocalLinkClient``
-        (attached to the hub when it is opened)."""
+        """A new connection to the hub: two queues, a ``LocalLinkEndpoint`` and its ``LocalLinkClient``,
+        attached to the hub at once (``hub.bind_endpoint(client.endpoint_id, agent_id)`` works right away);
+        its frame loop starts with the first frame it sends or ``open()``."""
         endpoint = LocalLinkEndpoint(self._hub.ids.new_id(), asyncio.Queue(), asyncio.Queue())
-        return LocalLinkClient(endpoint.endpoint_id, hub=self._hub, endpoint=endpoint)
+        client = LocalLinkClient(endpoint.endpoint_id, hub=self._hub, endpoint=endpoint)
+        if not getattr(self._hub, "_closed", False):
+            client.attach()  # live at once, as ag2's ``client()`` attaches its endpoint
+        return client
 
 
 __all__ = ["LocalEndpoint", "LocalLink", "LocalLinkClient", "LocalLinkEndpoint"]

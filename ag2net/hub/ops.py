@@ -286,9 +286,27 @@ async def _close_channel(hub: Hub, endpoint: Any, p: dict[str, Any]) -> ChannelM
     return await hub.close_channel(_str(p, "channel_id"), reason=p.get("reason") or "")
 
 
+def check_poster(hub: Hub, endpoint: Any, env: Envelope) -> None:
+    """A post carries only an identity its own connection holds (SPEC decision 26), in-process as over the
+    wire, operators and the embedded workbench included; the hub's binding table is the authority. The hub
+    posting itself (no endpoint: invites, lifecycle envelopes, a sandbox replay) is not a connection. An
+    unregistered sender is left to admission (``sender not registered``, as in ag2)."""
+    if endpoint is None or env.sender_id not in hub.agents:
+        return
+    if hub.inboxes.bindings.get(env.sender_id) is endpoint:
+        return
+    name = hub.name_for(env.sender_id)
+    raise AccessDeniedError(
+        f"this connection does not hold '{name}' ({env.sender_id}): a post may carry only an identity its own "
+        f"connection holds; post through the client that registered or attached '{name}'"
+    )
+
+
 @op("post_envelope")
 async def _post_envelope(hub: Hub, endpoint: Any, p: dict[str, Any]) -> str:
-    return await hub.post_envelope(envelope_param(p.get("envelope")))
+    env = envelope_param(p.get("envelope"))
+    check_poster(hub, endpoint, env)
+    return await hub.post_envelope(env)
 
 
 @op("read_wal")
