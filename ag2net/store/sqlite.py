@@ -374,11 +374,19 @@ class SqliteStore:
             self._accepting = True
 
     def _connect_writer(self) -> sqlite3.Connection:
+        if self.path.is_file() and self.path.stat().st_size == 0:
+            # SQLite would take it for an empty database; it is more likely a store a failed copy or a full
+            # disk truncated (or a file touch made) than one to fill: never adopt it silently.
+            raise StoreError(
+                f"the store database '{self.path}' is an empty file (0 bytes), not an ag2net store; delete it "
+                "to start a new store there, or choose another path"
+            )
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
         except sqlite3.Error as exc:
             raise self._open_error(exc) from exc
         try:
+            self._inspect(conn)  # before anything is written: another application's file stays as it was
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(
@@ -399,6 +407,34 @@ class SqliteStore:
             raise
         return conn
 
+    def _inspect(self, conn: sqlite3.Connection) -> None:
+        """Refuse, by reading only, a database this code must not change: another application's (tables
+        but no ag2net schema) or one of a newer ag2net. ``_upgrade`` checks again inside its transaction."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if version > schema_version():
+            raise self._newer_error(version)
+        if (version == 0 and tables) or (version > 0 and not {"agents", "channels", "wal"} <= tables):
+            raise self._foreign_error(tables)
+
+    def _newer_error(self, version: int) -> StoreError:
+        return StoreError(
+            f"the store database '{self.path}' has schema version {version}, newer than the version "
+            f"{schema_version()} this ag2net understands; upgrade ag2net or open another file"
+        )
+
+    def _foreign_error(self, tables: Collection[str]) -> StoreError:
+        shown = ", ".join(sorted(tables)[:5]) or "none"
+        return StoreError(
+            f"'{self.path}' is a SQLite database of another application (tables: {shown}); choose another "
+            "path for the ag2net store"
+        )
+
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         target = schema_version()
         while True:
@@ -406,10 +442,7 @@ class SqliteStore:
             try:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > target:
-                    raise StoreError(
-                        f"the store database '{self.path}' has schema version {version}, newer than the "
-                        f"version {target} this ag2net understands; upgrade ag2net or open another file"
-                    )
+                    raise self._newer_error(version)
                 if version == target:
                     conn.execute("COMMIT")
                     return
@@ -421,10 +454,7 @@ class SqliteStore:
                         )
                     ]
                     if tables:
-                        raise StoreError(
-                            f"'{self.path}' is a SQLite database of another application (tables: "
-                            f"{', '.join(sorted(tables)[:5])}); choose another path for the ag2net store"
-                        )
+                        raise self._foreign_error(tables)
                 UPGRADES[version](conn)
                 conn.execute(f"PRAGMA user_version = {version + 1}")
                 conn.execute("COMMIT")
