@@ -164,3 +164,87 @@ def test_tui_connect_takes_several_urls_and_names_a_bad_one():
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "several separated by commas" in lines[0]
+
+
+PROXY = """
+import asyncio, sys
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except OSError:
+        pass
+    finally:
+        writer.close()
+
+async def main(listen, target):
+    async def handle(reader, writer):
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(handle, "127.0.0.1", listen)
+    print("forwarding", flush=True)
+    async with server:
+        await server.serve_forever()
+
+asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+"""
+
+
+async def test_a_hub_that_stops_answering_is_left_for_the_one_that_admits(hub):
+    """The active's process freezes (SIGSTOP of a real process in front of it: its kernel keeps the TCP
+    connection and accepts new ones, nothing answers). The client's ping deadline counts the connection
+    as lost and it moves to the hub that admits then, although the frozen one never closes anything."""
+    import signal
+    import time
+
+    port_hub, port_a, port_b = free_port(), free_port(), free_port()
+    url_a, url_b = f"ws://127.0.0.1:{port_a}", f"ws://127.0.0.1:{port_b}"
+    proxy = subprocess.Popen(
+        [sys.executable, "-c", PROXY, str(port_a), str(port_hub)], stdout=subprocess.PIPE, text=True
+    )
+    listener = StandbyListener("standby")
+    await listener.start("127.0.0.1", port_b)
+    local = HubClient.local(hub)
+    bo = await local.register_human(Passport(name="bo", kind="human"))
+    hc = connect([url_a, url_b], ping_deadline=1.0, reconnect_initial_delay=0.02)
+    got: list = []
+    try:
+        assert proxy.stdout is not None and "forwarding" in await asyncio.to_thread(proxy.stdout.readline)
+        async with serve_ws(hub, "127.0.0.1", port_hub):
+            ana = await hc.register_human(Passport(name="ana", kind="human"))
+            ana.on_envelope(lambda env: _append(got, env))
+            assert hc.connection_state()["url"] == url_a
+            channel = await bo.open(type="conversation", target="ana")
+            await bo.send(channel.channel_id, "one")
+            await _until(lambda: _texts(got) == ["one"])
+            proxy.send_signal(signal.SIGSTOP)
+            frozen_at = time.monotonic()
+            await listener.stop()
+            async with serve_ws(hub, "127.0.0.1", port_b):
+                await bo.send(channel.channel_id, "two")
+                await _until(lambda: "two" in _texts(got), timeout=15)
+                moved = time.monotonic() - frozen_at
+                print(
+                    f"\nthe client moved off the frozen hub {moved:.2f} s after it froze (ping deadline 1 s)"
+                )
+                assert hc.connection_state()["url"] == url_b
+                await ana.send(channel.channel_id, "three")
+                assert "three" in [e.event_data.get("text") for e in await local.read_wal(channel.channel_id)]
+                assert moved < 6.0  # the deadline and one reconnect (websockets' own keepalive: ~50 s)
+    finally:
+        await hc.close()
+        proxy.send_signal(signal.SIGCONT)
+        proxy.kill()
+        proxy.wait(10)
+
+
+def test_a_bad_ping_deadline_is_one_sentence():
+    from ag2net.transport.ws import WsLinkClient
+
+    for bad in (0, -1, "3", True):
+        with pytest.raises(ValueError, match=r"^ping_deadline must be a number of seconds more than 0") as e:
+            WsLinkClient("ws://127.0.0.1:1", ping_deadline=bad)
+        assert "\n" not in str(e.value)

@@ -17,7 +17,19 @@ postgresql://…``): the link connects to the first that admits, skipping one th
 says it is a standby (its handshake carries ``X-Ag2net-Role: standby``; its answers are ``StandbyError``),
 and after a drop it reconnects to whichever admits then, re-attaching and replaying as above. When every
 hub answers standby (a takeover in progress) it keeps asking, up to ``open_timeout`` seconds on the first
-connect. One URL behaves as before, except that a standby is refused with ``StandbyError``.
+connect. One URL behaves as before, except that a standby is refused with ``StandbyError``. With several
+URLs every attempt asks all of them at once, each again on its own backoff, so a hub that does not answer
+(a frozen process whose kernel still accepts connections) holds up only its own attempt.
+
+Ping deadline: a hub that sends nothing for ``ping_deadline`` seconds (default 3) counts as lost. When
+nothing has come from it for a third of that the link sends a WebSocket ping; if neither the pong nor any
+other frame arrives before the deadline, the link drops the connection at once (no closing handshake with
+a hub that does not answer) and reconnects as after any drop, to whichever of its URLs admits. Time this
+process itself did not run (its own event loop stalled) is not held against the hub. ``None`` leaves only
+websockets' keepalive (``ping_interval`` + ``ping_timeout``, then its closing timeout: about 50 s).
+
+The link's background task ends with it: cancelled (``asyncio.run()`` ending while the client is still
+open, Ctrl-C) it closes the connection and the link, and later ops fail with ``ConnectionLostError``.
 """
 
 from __future__ import annotations
@@ -71,6 +83,15 @@ _DISPLACED = re.compile(
 
 class ConnectionLostError(NetworkError, ConnectionError):
     """The hub could not be reached, or the connection dropped before an answer arrived."""
+
+
+async def _finish(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait for it to end. Its own outcome is dropped (it was handled where it
+    happened); a cancellation of the caller itself propagates, unlike ``suppress(CancelledError)``."""
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()
 
 
 def split_urls(url: str | Sequence[str]) -> list[str]:
@@ -140,6 +161,7 @@ class WsLinkClient:
         ssl_context: Any = None,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
+        ping_deadline: float | None = 3.0,
         open_timeout: float | None = 10.0,
         rpc_timeout: float | None = None,
         reconnect: bool = True,
@@ -150,6 +172,14 @@ class WsLinkClient:
         compression: str | None = None,
         secrets: SecretFile | None = None,
     ) -> None:
+        if ping_deadline is not None and not (
+            isinstance(ping_deadline, int | float)
+            and not isinstance(ping_deadline, bool)
+            and ping_deadline > 0
+        ):
+            raise ValueError(
+                f"ping_deadline must be a number of seconds more than 0 (or None to turn it off), got {ping_deadline!r}"
+            )
         self._settings: dict[str, Any] = {
             "token": token,
             "operator_token": operator_token,
@@ -157,6 +187,7 @@ class WsLinkClient:
             "ssl_context": ssl_context,
             "ping_interval": ping_interval,
             "ping_timeout": ping_timeout,
+            "ping_deadline": ping_deadline,
             "open_timeout": open_timeout,
             "rpc_timeout": rpc_timeout,
             "reconnect": reconnect,
@@ -182,6 +213,7 @@ class WsLinkClient:
         self.ssl_context = ssl_context
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
+        self.ping_deadline = None if ping_deadline is None else float(ping_deadline)
         self.open_timeout = open_timeout
         self.rpc_timeout = rpc_timeout
         self.reconnect = reconnect
@@ -195,6 +227,8 @@ class WsLinkClient:
         self._on_notify: NotifyHandler | None = None
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._keeper: asyncio.Task[None] | None = None
+        self._heard = 0.0  # loop time the hub was last heard from on the current connection
         self._supervisor: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._closed = False
@@ -338,9 +372,7 @@ class WsLinkClient:
         self._closed = True
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
-            supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await supervisor
+            await _finish(supervisor)
         await self._drop_connection()
         if self._raw is not None:
             self._raw.put_nowait(None)
@@ -351,9 +383,8 @@ class WsLinkClient:
         workers = [t for t in (*self._workers.values(), *self._background) if t is not current]
         for task in workers:
             task.cancel()
-        for task in workers:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if workers:
+            await asyncio.wait(workers)
         self._ready.set()  # wake waiters so they see the link is closed
 
     async def send_frame(self, frame: Any) -> None:
@@ -390,46 +421,104 @@ class WsLinkClient:
     async def _connect_first(self) -> None:
         """The first connect: with several URLs of which none admits but some answer standby (a takeover
         in progress), ask again until ``open_timeout`` has passed."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.open_timeout or 10.0)
-        while True:
-            try:
-                await self._connect()
-                return
-            except StandbyError:
-                if len(self.urls) == 1 or loop.time() >= deadline:
-                    raise
-            await asyncio.sleep(0.2)
-
-    async def _connect(self) -> None:
-        """Connect to the current URL or, failing that, to each other one in turn."""
         if len(self.urls) == 1:
             await self._connect_to(self.url)
             return
-        start = self.urls.index(self.url) if self.url in self.urls else 0
-        failures: list[str] = []
-        standby = 0
-        for url in self.urls[start:] + self.urls[:start]:
-            try:
-                await self._connect_to(url)
-            except StandbyError:
-                standby += 1
-                failures.append(f"{url} is a standby")
-                continue
-            except ConnectionLostError as exc:
-                failures.append(str(exc).removeprefix("cannot connect to "))
-                continue
-            self.url = url
+        await self._race(asyncio.get_running_loop().time() + (self.open_timeout or 10.0))
+
+    async def _connect(self) -> None:
+        """Connect to the URL or, with several, to whichever admits first (asking until one does)."""
+        if len(self.urls) == 1:
+            await self._connect_to(self.url)
             return
+        await self._race(None)
+
+    async def _race(self, until: float | None) -> None:
+        """Connect to whichever URL admits first. Every URL is asked at once, and again on its own backoff
+        when it refuses or answers standby, so a hub that never answers (a frozen process: its kernel
+        accepts the connection, the handshake never ends) holds up only its own attempt.
+
+        ``until`` (a loop time; the first connect) gives up when every URL refused the connection (none
+        answered standby) or at that time, with one sentence saying what each answered. ``None`` (a
+        reconnect) asks until one admits."""
+        loop = asyncio.get_running_loop()
+        attempts: dict[asyncio.Task[ClientConnection], str] = {}
+        answers: dict[str, Exception] = {}
+        due = dict.fromkeys(self.urls, loop.time())
+        delay = dict.fromkeys(self.urls, self.reconnect_initial_delay)
+        try:
+            while True:
+                now = loop.time()
+                for url in self.urls:
+                    if url not in attempts.values() and due[url] <= now:
+                        attempts[loop.create_task(self._open_ws(url))] = url
+                if until is not None and (
+                    now >= until
+                    or (
+                        not attempts
+                        and all(isinstance(answers.get(u), ConnectionLostError) for u in self.urls)
+                    )
+                ):
+                    raise self._none_admits(answers)
+                waits = [due[u] - now for u in self.urls if u not in attempts.values()]
+                if until is not None:
+                    waits.append(until - now)
+                timeout = max(0.0, min(waits)) if waits else None
+                if not attempts:
+                    await asyncio.sleep(timeout or 0.0)  # every URL waits for its next turn
+                    continue
+                done, _ = await asyncio.wait(attempts, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                won: tuple[str, ClientConnection] | None = None
+                for task in sorted(done, key=lambda t: self.urls.index(attempts[t])):
+                    url = attempts.pop(task)
+                    exc = task.exception()
+                    if exc is None:
+                        if won is None:
+                            won = (url, task.result())
+                        else:
+                            await self._discard(task.result())  # only one hub of a database admits
+                        continue
+                    if not isinstance(exc, StandbyError | ConnectionLostError):
+                        raise exc
+                    answers[url] = exc
+                    due[url] = loop.time() + delay[url] * (0.5 + random.random())
+                    delay[url] = min(delay[url] * 2, MULTI_URL_MAX_DELAY)
+                if won is not None:
+                    self._adopt(*won)
+                    return
+        finally:
+            for task in attempts:
+                task.cancel()
+            if attempts:
+                await asyncio.wait(attempts)
+                for task in attempts:
+                    if not task.cancelled() and task.exception() is None:
+                        await self._discard(task.result())
+
+    def _none_admits(self, answers: dict[str, Exception]) -> NetworkError:
+        failures: list[str] = []
+        for url in self.urls:
+            answer = answers.get(url)
+            if answer is None:
+                failures.append(f"{url} did not answer")
+            elif isinstance(answer, StandbyError):
+                failures.append(f"{url} is a standby")
+            else:
+                failures.append(str(answer).removeprefix("cannot connect to "))
         detail = "; ".join(failures)
-        if standby:
-            raise StandbyError(
+        if any(isinstance(a, StandbyError) for a in answers.values()):
+            return StandbyError(
                 f"no hub of {', '.join(self.urls)} admits now ({detail}); a standby takes over within seconds "
                 "of the active hub stopping"
             )
-        raise ConnectionLostError(f"cannot connect to any of {', '.join(self.urls)} ({detail})")
+        return ConnectionLostError(f"cannot connect to any of {', '.join(self.urls)} ({detail})")
 
     async def _connect_to(self, url: str) -> None:
+        self._adopt(url, await self._open_ws(url))
+
+    async def _open_ws(self, url: str) -> ClientConnection:
+        """An open WebSocket connection to the hub at ``url``; StandbyError when it is a standby,
+        ConnectionLostError when it cannot be had."""
         try:
             ws = await connect(
                 url,
@@ -453,26 +542,81 @@ class WsLinkClient:
             raise ConnectionLostError(f"cannot connect to {url}: {exc}") from None
         response = ws.response
         if response is not None and response.headers.get(ROLE_HEADER) == STANDBY_ROLE:
-            with contextlib.suppress(Exception):
-                await ws.close()
+            await self._discard(ws)
             raise StandbyError(
                 f"the hub at {url} is a standby: another hub on its database admits; connect to that one "
                 "(give both URLs: ws://a,ws://b)"
             )
+        return ws
+
+    async def _discard(self, ws: ClientConnection) -> None:
+        """Close ``ws``: with the closing handshake when the hub answers it within the ping deadline (10 s
+        without one), else at once."""
+        try:
+            await asyncio.wait_for(ws.close(), self.ping_deadline or 10.0)
+        except BaseException as exc:
+            ws.transport.abort()
+            if not isinstance(exc, Exception):
+                raise
+
+    def _adopt(self, url: str, ws: ClientConnection) -> None:
+        """Make ``ws`` (to ``url``) the link's connection: read it, and watch that the hub answers."""
+        loop = asyncio.get_running_loop()
+        self.url = url
         self._ws = ws
-        self._reader = asyncio.get_running_loop().create_task(self._read(ws))
+        self._heard = loop.time()
+        self._reader = loop.create_task(self._read(ws))
+        if self.ping_deadline is not None:
+            self._keeper = loop.create_task(self._keep_alive(ws, self.ping_deadline))
+
+    async def _keep_alive(self, ws: ClientConnection, deadline: float) -> None:
+        """Drop ``ws`` when the hub sends nothing (no frame, no pong) for ``deadline`` seconds."""
+        loop = asyncio.get_running_loop()
+        tick = min(deadline / 6, 0.5)
+        heard = woke = loop.time()
+        pong: Any = None
+
+        def answered(future: asyncio.Future[Any]) -> None:
+            nonlocal heard
+            if not future.cancelled() and future.exception() is None:
+                heard = max(heard, loop.time())
+
+        while True:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            if now - woke > tick + max(tick, 0.25):
+                # This process did not run for a while (its own loop stalled): what the hub sent meanwhile
+                # is still to be read, so the hub gets a fresh deadline.
+                heard = now
+            woke = now
+            heard = max(heard, self._heard)
+            silent = now - heard
+            if silent >= deadline:
+                log.warning(
+                    "the hub at %s sent nothing for %.1f s (a ping unanswered): the connection counts as lost",
+                    self.url,
+                    silent,
+                )
+                ws.transport.abort()  # no closing handshake: a hub that does not answer would not answer it
+                return
+            if silent >= deadline / 3 and (pong is None or pong.done()):
+                try:
+                    pong = await ws.ping()
+                except ConnectionClosed:
+                    return
+                pong.add_done_callback(answered)
 
     async def _drop_connection(self) -> None:
         self._ready.clear()
         ws, self._ws = self._ws, None
         reader, self._reader = self._reader, None
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None and keeper is not asyncio.current_task():
+            await _finish(keeper)
         if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.close()
+            await self._discard(ws)
         if reader is not None and reader is not asyncio.current_task():
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+            await _finish(reader)
 
     async def _handshake(self, *, rebind: bool) -> None:
         if self.token is not None:
@@ -525,25 +669,37 @@ class WsLinkClient:
         self.endpoint_id = welcome.endpoint_id
 
     async def _supervise(self) -> None:
-        while not self._closed:
-            reader = self._reader
-            if reader is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.shield(reader)
-            await self._drop_connection()
-            self._fail_pending(
-                ConnectionLostError(f"connection to {self.url} lost; the op may or may not have run")
-            )
-            if self._closed or self._failure is not None:
-                break
-            if not self.reconnect:
-                self._failure = ConnectionLostError(f"connection to {self.url} closed")
-                break
-            await self._reconnect()
-        self._ready.set()
-        for sub in self._subs.values():
-            if self._failure is not None:
-                sub.queue.put_nowait(self._failed())
+        try:
+            while not self._closed:
+                reader = self._reader
+                if reader is not None:
+                    await asyncio.wait({reader})  # its end; a cancellation of this task is not swallowed
+                await self._drop_connection()
+                self._fail_pending(
+                    ConnectionLostError(f"connection to {self.url} lost; the op may or may not have run")
+                )
+                if self._closed or self._failure is not None:
+                    break
+                if not self.reconnect:
+                    self._failure = ConnectionLostError(f"connection to {self.url} closed")
+                    break
+                await self._reconnect()
+        except asyncio.CancelledError:
+            if not self._closed:
+                # Cancelled from outside: asyncio.run() ending while the client is open, or Ctrl-C. The link
+                # ends here (reconnecting would keep the event loop from ever finishing).
+                self._failure = ConnectionLostError(
+                    f"the link to {self.url} ended: its task was cancelled (the event loop is stopping); "
+                    "connect again with a new client"
+                )
+                self._fail_pending(self._failed())
+                await self._drop_connection()
+            raise
+        finally:
+            self._ready.set()
+            for sub in self._subs.values():
+                if self._failure is not None:
+                    sub.queue.put_nowait(self._failed())
 
     async def _reconnect(self) -> None:
         delay = self.reconnect_initial_delay
@@ -599,8 +755,7 @@ class WsLinkClient:
         """Let the reader finish reading a close frame, so an auth refusal is known before we report."""
         reader = self._reader
         if reader is not None and reader is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError, Exception, TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader), 1.0)
+            await asyncio.wait({reader}, timeout=1.0)
 
     def _fail_pending(self, exc: Exception) -> None:
         # One fresh exception per waiter: an instance raised in many tasks would share one traceback.
@@ -686,8 +841,10 @@ class WsLinkClient:
     # ------------------------------------------------------------------ reading
 
     async def _read(self, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
         try:
             async for message in ws:
+                self._heard = loop.time()
                 try:
                     data = json.loads(message)
                 except (ValueError, TypeError, RecursionError):
