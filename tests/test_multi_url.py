@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect as ws_connect
@@ -60,7 +61,7 @@ def test_urls_are_one_a_list_or_comma_separated():
 async def test_the_standby_answers_every_op_and_hello_with_the_standby_code(standby):
     listener, url = standby
     async with ws_connect(url) as ws:
-        assert ws.response.headers["X-Ag2net-Role"] == "standby"
+        assert ws.response is not None and ws.response.headers["X-Ag2net-Role"] == "standby"
         for op in ("register", "post_envelope", "health"):
             await ws.send(json.dumps({"kind": "request", "request_id": op, "op": op, "params": {}}))
             answer = json.loads(await asyncio.wait_for(ws.recv(), 5))
@@ -114,7 +115,7 @@ async def test_after_a_drop_the_client_moves_to_the_hub_that_admits_then_and_rep
     local = HubClient.local(hub)
     bo = await local.register_human(Passport(name="bo", kind="human"))
     hc = connect([url_a, url_b], reconnect_initial_delay=0.02, reconnect_max_delay=0.2)
-    got: list[str] = []
+    got: list = []
     try:
         async with serve_ws(hub, "127.0.0.1", port_a):
             ana = await hc.register_human(Passport(name="ana", kind="human"))
@@ -244,6 +245,7 @@ async def test_a_hub_that_stops_answering_is_left_for_the_one_that_admits(hub):
 def test_a_bad_ping_deadline_is_one_sentence():
     from ag2net.transport.ws import WsLinkClient
 
+    bad: Any
     for bad in (0, -1, "3", True):
         with pytest.raises(ValueError, match=r"^ping_deadline must be a number of seconds more than 0") as e:
             WsLinkClient("ws://127.0.0.1:1", ping_deadline=bad)
