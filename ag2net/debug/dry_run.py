@@ -3,7 +3,8 @@
 ``await dry_run(hub_or_client, envelope)`` runs the hub's ``dry_run`` op (``ag2net.hub.probe.dry_run``):
 the admission a real post runs (``ag2net.hub.core.admit``, then the encoding check before the append), so a
 refusal is the very message the post would raise; the recipients the hub's dispatch would queue it for
-(dispatch order, priority, whether each is connected and how many deliveries it has not acknowledged);
+(``ag2net.hub.delivery.addressees``, the function the dispatch itself asks: none for an invite's ack or
+reject; dispatch order, priority, whether each is connected and how many deliveries it has not acknowledged);
 each participant's projection before and after (what its model would get on its next turn, as removed and
 added events); and the adapter state after the fold (who is expected next, whether the channel would close).
 Nothing is written, stamped or delivered. Over a socket a participant may dry-run only as an identity its

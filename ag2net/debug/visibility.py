@@ -3,13 +3,14 @@ participant's model get of it.
 
 ``await visibility(hub, channel_id, first_seq=1, last_seq=None, preview_view=None)`` answers, per cell:
 
-- ``delivered``: whether the hub's dispatch addressed the envelope to the participant. The hub's own
-  ``Delivery._dispatch`` decides (``ag2net.hub.probe.addressed``), run against the channel's participants
-  as they were when the envelope was created (``joined_at``), as if everyone were connected; a registered
-  arbiter is asked as a post asks it. ``reason`` says why not: ``sender`` (its own envelope, not listed in
-  the audience), ``audience`` (not listed), ``not_yet_participant`` (joined after it), ``left`` (no longer a
-  participant, or no longer registered), ``inbound_from`` (the recipient's rule refuses the sender) or
-  ``arbiter``.
+- ``delivered``: whether the hub's dispatch addressed the envelope to the participant. The function the
+  hub's ``Delivery._dispatch`` asks decides (``ag2net.hub.delivery.addressees``, through
+  ``ag2net.hub.probe.addressed``), run against the channel's participants as they were when the envelope
+  was created (``joined_at``), as if everyone were connected; a registered arbiter is asked as a post asks
+  it. ``reason`` says why not: ``handshake`` (an invite's ack or reject: the hub consumes it, nobody receives
+  it), ``sender`` (its own envelope, not listed in the audience), ``audience`` (not listed),
+  ``not_yet_participant`` (joined after it), ``left`` (no longer a participant, or no longer registered),
+  ``inbound_from`` (the recipient's rule refuses the sender) or ``arbiter``.
 - ``projected``: what the participant's model gets of it on its next turn, under the view in force (and,
   given ``preview_view``, under that one): ``shown`` (as ``role`` ``user``/``assistant``, with ``text`` as the
   model reads it), ``elided`` (the view left it out, e.g. a window's summary counts it), ``hidden`` (not
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
+from ag2net.hub.delivery import HANDSHAKE_ANSWERS
 from ag2net.hub.probe import addressed, arbiter_denials, channel_log
 from ag2net.views.registry import resolve_view, view_from_spec, view_spec
 from ag2net.views.wal import WalLog
@@ -184,6 +186,8 @@ def _why_not(
     hub: Hub, md: ChannelMetadata, then: ChannelMetadata, env: Envelope, pid: str, denied: Any
 ) -> str:
     """Why the dispatch did not address ``env`` to ``pid`` (it decided; this names the cause)."""
+    if env.event_type in HANDSHAKE_ANSWERS:
+        return "handshake"
     audience = env.audience
     if audience is not None and pid not in audience:
         return "sender" if pid == env.sender_id else "audience"

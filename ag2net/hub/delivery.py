@@ -1,16 +1,24 @@
-"""Delivery: endpoints and bindings, per-recipient mailboxes, receipts, cursors and replay."""
+"""Delivery: endpoints and bindings, per-recipient mailboxes, receipts, cursors and replay.
+
+``addressees(agents, name_for, md, env, denied)`` is the one answer to "who receives this envelope": the
+hub's dispatch queues an envelope for exactly those of them that are connected, a replay resends only to
+them, and the dry run, the visibility matrix and the probe report them (``ag2net.hub.probe.addressed``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import (
     ChannelMetadata,
 )
 from ag2net.envelope import (
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_INVITE_REJECT,
     Envelope,
     is_protocol_event,
 )
@@ -29,6 +37,51 @@ else:
 log = logging.getLogger(__name__)
 
 _ANYONE = ["*"]  # the default inbound_from: every sender
+
+#: Answers to an invite: the hub consumes them (its handshake opens or closes the channel), nobody receives
+#: them (reference §3.6 step 11).
+HANDSHAKE_ANSWERS = frozenset({EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT})
+
+
+def addressees(
+    agents: Mapping[str, AgentRecord],
+    name_for: Callable[[str], str],
+    md: ChannelMetadata,
+    env: Envelope,
+    denied: set[str] | None = None,
+) -> list[str]:
+    """Who receives ``env`` on channel ``md``, in dispatch order, whether connected or not.
+
+    Nobody for an invite's ack or reject (the hub's handshake consumes it); else the audience when there is
+    one (the sender too when it lists itself), or every participant but the sender; minus identities no
+    longer registered, and minus those whose rule's ``inbound_from`` refuses the sender, or, while a
+    registered arbiter decides, those it ``denied`` instead.
+    """
+    if env.event_type in HANDSHAKE_ANSWERS:
+        return []
+    sender_id = env.sender_id
+    audience = env.audience
+    candidates = (
+        audience if audience is not None else [p.agent_id for p in md.participants if p.agent_id != sender_id]
+    )
+    out: list[str] = []
+    sender_name: str | None = None
+    for rid in candidates:
+        rec = agents.get(rid)
+        if rec is None:
+            continue
+        if denied is not None:
+            if rid in denied:
+                continue
+        elif rid != sender_id:
+            inbound = rec.rule.access.inbound_from
+            if inbound != _ANYONE:
+                if sender_name is None:
+                    sender_name = name_for(sender_id)
+                if not rules.matches_any(sender_name, inbound):
+                    continue
+        out.append(rid)
+    return out
 
 
 class Delivery(HubShape):
@@ -102,17 +155,15 @@ class Delivery(HubShape):
         name = rec.passport.name if rec is not None else None
         self._observe_agent(agent_id, "bound" if online else "unbound", name=name, **extra)
 
+    def addressees(self, md: ChannelMetadata, env: Envelope) -> list[str]:
+        """Who receives ``env`` (``addressees``, with a registered arbiter's refusals while they are set)."""
+        return addressees(self.agents, self.name_for, md, env, self._dispatch_denied)
+
     def _dispatch(self, md: ChannelMetadata, env: Envelope) -> None:
-        """Queue ``env`` for its recipients. While a registered arbiter's refusals are set
-        (``_dispatch_denied``, see ``ArbiterSeat``) they replace the default ``inbound_from`` rule."""
-        sender_id = env.sender_id
-        denied = self._dispatch_denied
-        audience = env.audience
-        recipients = (
-            audience
-            if audience is not None
-            else [p.agent_id for p in md.participants if p.agent_id != sender_id]
-        )
+        """Queue ``env`` for its recipients (``addressees``) that are connected. While a registered
+        arbiter's refusals are set (``_dispatch_denied``, see ``ArbiterSeat``) they replace the default
+        ``inbound_from`` rule."""
+        recipients = self.addressees(md, env)
         if not recipients:
             return
         counted = not is_protocol_event(env.event_type)
@@ -121,21 +172,7 @@ class Delivery(HubShape):
         bindings = self._bindings
         mailboxes = self._mailboxes
         unacked = self._unacked
-        sender_name = None
         for rid in recipients:
-            rec = agents.get(rid)
-            if rec is None:
-                continue
-            if denied is not None:
-                if rid in denied:
-                    continue
-            elif rid != sender_id:
-                inbound = rec.rule.access.inbound_from
-                if inbound != _ANYONE:
-                    if sender_name is None:
-                        sender_name = self.name_for(sender_id)
-                    if not rules.matches_any(sender_name, inbound):
-                        continue
             endpoint = bindings.get(rid)
             if endpoint is None:
                 continue
@@ -144,6 +181,7 @@ class Delivery(HubShape):
                 if pending is None:
                     pending = unacked[rid] = set()
                 pending.add(envelope_id)
+                rec = agents[rid]
                 if rec.rule.limits.inbox.max_pending > 0:
                     self._check_pressure(rid, rec, len(pending))
             mailbox = mailboxes.get(rid)
@@ -225,8 +263,8 @@ class Delivery(HubShape):
             for env in await self.read_wal(md.channel_id):
                 if env.envelope_id <= high or env.sender_id == agent_id:
                     continue
-                if env.audience is not None and agent_id not in env.audience:
-                    continue
+                if agent_id not in self.addressees(md, env):
+                    continue  # only what the dispatch would have delivered (not an ack, not another's audience)
                 try:
                     await endpoint.notify(agent_id, env)
                 except Exception as exc:
@@ -236,4 +274,4 @@ class Delivery(HubShape):
         return sent
 
 
-__all__ = ["Delivery"]
+__all__ = ["HANDSHAKE_ANSWERS", "Delivery", "addressees"]

@@ -1,8 +1,8 @@
 """Probes: what the hub would do with an envelope, decided by the hub's own code, writing nothing.
 
-- ``addressed(hub, md, env)``: the recipients the hub's dispatch (``Delivery._dispatch``, the very method a
-  post runs) queues ``env`` for, in its order, as if every recipient were connected. The method runs
-  against a recording stand-in for the hub's delivery tables, so no mailbox, receipt or cursor changes.
+- ``addressed(hub, md, env)``: the recipients the hub's dispatch queues ``env`` for, in its order, as if
+  every recipient were connected: ``ag2net.hub.delivery.addressees``, the one function ``Delivery._dispatch``
+  (the very code a post runs) asks; it reads the hub's tables and changes nothing.
 - ``with_envelope(log, env)``: a ``WalLog`` reading as ``log`` followed by ``env``, without touching
   ``log``; a windowed view projects it in O(window) (its visibility indexes start from copies of the
   log's own).
@@ -32,9 +32,8 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import PRIORITY_RANK, Envelope, encode_envelope
 from ag2net.errors import NetworkError
 from ag2net.events import BaseEvent
-from ag2net.hub.core import DeliveryBook, Refused, admit
-from ag2net.hub.delivery import Delivery
-from ag2net.hub.dispatch import Mailbox
+from ag2net.hub.core import Refused, admit
+from ag2net.hub.delivery import addressees
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
 from ag2net.views.warm import per_envelope, warm_indexes, windowed
@@ -43,77 +42,16 @@ _LOG_BLOCK = 2048  # a closed channel's envelopes read and decoded between two y
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
-    from ag2net.hub.records import AgentRecord
 
 # ---------------------------------------------------------------------------------------- dispatch
 
 
-async def _never(env: Envelope, recipient_id: str, exc: BaseException) -> None:  # pragma: no cover
-    return None
-
-
-class _Seen(Mailbox):
-    """A mailbox that only notes who ``put`` was called for."""
-
-    def __init__(self, recipient_id: str, seen: list[str]) -> None:
-        super().__init__(recipient_id, None, _never)
-        self.seen = seen
-
-    def put(self, envelope: Envelope) -> None:
-        self.seen.append(self.recipient_id)
-
-
-class _Mailboxes(dict[str, Mailbox]):
-    def __init__(self, seen: list[str]) -> None:
-        super().__init__()
-        self.seen = seen
-
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return _Seen(key, self.seen)
-
-
-_CONNECTED = object()
-
-
-class _Everyone(dict[str, Any]):
-    """Bindings in which every agent is connected (a probe asks who is addressed, not who is online)."""
-
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return _CONNECTED
-
-
-class _DispatchProbe(Delivery):
-    """The hub's ``Delivery`` mixin over stand-in tables: ``_dispatch`` records instead of queueing."""
-
-    def __init__(self, hub: Hub, denied: set[str] | None) -> None:
-        self.seen: list[str] = []
-        self.agents = hub.agents
-        self._dispatch_denied = denied
-        self._bindings = _Everyone()
-        self._mailboxes = _Mailboxes(self.seen)
-        self._unacked = {}
-        # the same stand-ins under the components' names, should dispatch read them there; ``core`` is
-        # left out on purpose: reaching the real tables through it must fail, not queue
-        self.inboxes = DeliveryBook()
-        self.inboxes.bindings = self._bindings
-        self.inboxes.mailboxes = self._mailboxes
-        self.inboxes.unacked = self._unacked
-        self.identities = hub.identities
-        self._hub = hub
-
-    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
-        return self._hub.name_for(agent_id, default=default)
-
-    def _check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:
-        return None
-
-
 def addressed(hub: Hub, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None) -> list[str]:
     """The recipients the hub's dispatch queues ``env`` for on channel ``md``, in dispatch order, as if each
-    were connected. ``denied``: a registered arbiter's refusals (``await hub._dispatch_denials(md, env)``)."""
-    probe = _DispatchProbe(hub, denied)
-    probe._dispatch(md, env)
-    return probe.seen
+    were connected: ``ag2net.hub.delivery.addressees``, the very function ``Delivery._dispatch`` runs (so an
+    invite's ack or reject has none, as the hub delivers it to no one). ``denied``: a registered arbiter's
+    refusals (``await hub._dispatch_denials(md, env)``)."""
+    return addressees(hub.agents, hub.name_for, md, env, denied)
 
 
 async def arbiter_denials(hub: Hub, md: ChannelMetadata, env: Envelope) -> set[str] | None:
