@@ -101,13 +101,13 @@ async def test_a_hand_built_channel_matches_the_whole_wal_projection(monkeypatch
         order = list((await hc.adapter_state(cid)).participant_order)
         i = order.index(ana)  # the creator speaks first, then round robin
         p0, p1, p2, p3 = order[i:] + order[:i]
-        await hc.post_envelope(text(cid, p0, "to everyone"))
-        await hc.post_envelope(text(cid, p1, "to p0 and me", audience=[p1, p0]))
-        await hc.post_envelope(text(cid, p2, "to p3 only", audience=[p3]))
-        await hc.post_envelope(text(cid, p3, ""))  # renders to "" (kept by the views)
-        await hc.post_envelope(text(cid, p0, "to p1 only", audience=[p1]))
-        await hc.post_envelope(Envelope(cid, p1, None, "x.custom", {"k": 1}))
-        await hc.post_envelope(text(cid, p1, "last"))
+        await hub.post_envelope(text(cid, p0, "to everyone"))
+        await hub.post_envelope(text(cid, p1, "to p0 and me", audience=[p1, p0]))
+        await hub.post_envelope(text(cid, p2, "to p3 only", audience=[p3]))
+        await hub.post_envelope(text(cid, p3, ""))  # renders to "" (kept by the views)
+        await hub.post_envelope(text(cid, p0, "to p1 only", audience=[p1]))
+        await hub.post_envelope(Envelope(cid, p1, None, "x.custom", {"k": 1}))
+        await hub.post_envelope(text(cid, p1, "last"))
         wal = await hub.read_wal(cid)
         # hand-built: p3 joined at the fourth text
         [seat] = [p for p in hub.lookup_channel(cid).participants if p.agent_id == p3]
@@ -142,7 +142,7 @@ async def test_a_transcript_page_renders_the_page_not_the_channel():
         for agent_id in (ana, bob):  # nobody connected: 2,000 posts fill no inbox
             hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
         for i in range(2000):
-            await hc.post_envelope(text(cid, bob if i % 2 else ana, f"message {i}"))
+            await hub.post_envelope(text(cid, bob if i % 2 else ana, f"message {i}"))
         adapter = hub.adapter_for_metadata(hub.lookup_channel(cid))
         await channel_log(hub, cid)
         calls = 0
@@ -187,7 +187,7 @@ async def test_steps_read_nothing_back_and_match_a_fresh_fold(tmp_path):
         for agent_id in (ana, bob):  # nobody connected: 3,000 posts fill no inbox
             hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
         for i in range(3000):
-            await hc.post_envelope(text(cid, ana if i % 2 else bob, f"message {i} " + "x" * 300))
+            await hub.post_envelope(text(cid, ana if i % 2 else bob, f"message {i} " + "x" * 300))
         scrubber = await states_at(hub, cid)
         log = scrubber.log
         assert log.base > 1000, "the early envelopes must be out of memory for this test"

@@ -75,14 +75,14 @@ async def stored_channel(path: Path) -> tuple[str, list[str], str]:
 
         async def say(body: str, audience: list[str] | None = None) -> None:
             nonlocal turn
-            await hc.post_envelope(text(cid, speakers[turn % 4], body, audience))
+            await hub.post_envelope(text(cid, speakers[turn % 4], body, audience))
             turn += 1
 
         for k in range(30):
             await say(f"to all {k}")
         await say("to eve", audience=[eve])
         await say("")  # renders to "" (kept by the views)
-        await hc.post_envelope(Envelope(cid, speakers[turn % 4], None, "x.custom", {"k": 1}))
+        await hub.post_envelope(Envelope(cid, speakers[turn % 4], None, "x.custom", {"k": 1}))
         for k in range(N_LATE):
             others = [p for p in speakers if p != speakers[turn % 4]]
             await say(f"not for eve {k} " + "x" * 200, audience=others if k % 3 else [others[k % 2]])
@@ -242,7 +242,7 @@ async def test_index_summaries_kept_from_the_last_hub_spare_the_scan(tmp_path):
         assert got == want
         assert got.projections == await plain(hub, text(cid, nxt, "what if?"))
         hc = HubClient.local(hub)
-        await hc.post_envelope(text(cid, nxt, "one more"))
+        await hub.post_envelope(text(cid, nxt, "one more"))
         await hc.close()
         log._indexes.clear()
         assert restore_indexes(log, render, json.loads(blob)) == []  # taken at another length

@@ -81,7 +81,7 @@ async def test_a_cold_first_page_reads_the_window_not_the_stored_channel(tmp_pat
         cid = md.channel_id
         unbind(hub, ana, bob)
         for i in range(3000):
-            await hc.post_envelope(text(cid, ana if i % 2 else bob, f"message {i} " + "x" * 300))
+            await hub.post_envelope(text(cid, ana if i % 2 else bob, f"message {i} " + "x" * 300))
     finally:
         await hc.close()
         await hub.close()
@@ -143,7 +143,7 @@ async def sparse_channel(hc: HubClient, hub: Hub) -> tuple[str, list[str]]:
     async def say(body: str, audience: list[str] | None = None) -> str:
         nonlocal turn
         sender = speakers[turn % 4]
-        await hc.post_envelope(text(cid, sender, body, audience))
+        await hub.post_envelope(text(cid, sender, body, audience))
         turn += 1
         return sender
 
@@ -151,7 +151,7 @@ async def sparse_channel(hc: HubClient, hub: Hub) -> tuple[str, list[str]]:
         await say(f"to all {k}")
     await say("to eve", audience=[eve])
     await say("")  # renders to "" (kept by the views)
-    await hc.post_envelope(Envelope(cid, speakers[turn % 4], None, "x.custom", {"k": 1}))
+    await hub.post_envelope(Envelope(cid, speakers[turn % 4], None, "x.custom", {"k": 1}))
     for k in range(600):
         others = [p for p in speakers if p != speakers[turn % 4]]
         await say(f"not for eve {k}", audience=others if k % 3 else [others[k % 2]])

@@ -65,7 +65,7 @@ class Channel:
         return self.speakers[self.turn % 3]
 
     async def say(self, hc: HubClient, body: str, audience: list[str] | None = None) -> None:
-        await hc.post_envelope(text(self.cid, self.nxt, body, audience))
+        await hc.hub.post_envelope(text(self.cid, self.nxt, body, audience))
         self.turn += 1
 
 
