@@ -248,6 +248,27 @@ def divergence_summary(diff: Any) -> str:
     return f"first divergence at seq {diff.first_divergence + 1}: {diff.why}"
 
 
+def answered_summary(diff: Any, name_for: Any) -> str:
+    """Who answered the replayed turns: the recording, a live model, or nobody (the replay model refused)."""
+    if not diff.turns:
+        return "turns: none after the fork point"
+    groups: dict[str, list[str]] = {}
+    for row in diff.turns:
+        by = row.get("answered_by") or ""
+        if not by:
+            continue
+        groups.setdefault(by, []).append(f"{name_for(row['agent_id'])} {row['turn']}")
+    parts = []
+    for by, turns in groups.items():
+        if by == "the recording":
+            parts.append(f"{len(turns)} answered from the recording")
+        elif by.startswith("no answer"):
+            parts.append(f"{len(turns)} with no recorded reply ({', '.join(turns[:4])})")
+        else:
+            parts.append(f"{len(turns)} answered by {by.removeprefix('the ')} ({', '.join(turns[:4])})")
+    return "turns: " + ("; ".join(parts) if parts else "none taken in the replay")
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
@@ -256,7 +277,7 @@ def comparison_text(
     label: str, at_seq: int, result: Any, diff: Any, name_for: Any, overrides: dict[str, str], width: int
 ) -> list[str]:
     lines = [
-        f"{label} forked at seq {at_seq} of {len(result.original)}; replay stopped: {result.stopped}; "
+        f"{label} forked at seq {at_seq} of {len(result.original)}: {diff.verdict}; "
         f"{len(result.replayed)} envelopes (original {len(result.original)})"
     ]
     for agent, what in overrides.items():
@@ -268,7 +289,8 @@ def comparison_text(
         left = _clip(envelope_summary(row["original"], name_for), column)
         right = "=" if row["same"] else _clip(envelope_summary(row["replayed"], name_for), column)
         lines.append(f"{mark} {row['seq']:>5}  {left:<{column}}  {right}")
-    lines.append(divergence_summary(diff))
+    lines.append(diff.verdict)
+    lines.append(answered_summary(diff, name_for))
     lines.append("first divergent turn: " + turn_summary(diff.first_turn, name_for, diff.turn_why))
     differing = [
         f"{name_for(t['agent_id'])} {t['turn']} ({_turn_change(t)})" for t in diff.turns if _turn_change(t)
@@ -303,6 +325,7 @@ def comparison_json(
         "original_count": len(result.original),
         "replayed_count": len(result.replayed),
         "stopped": result.stopped,
+        "verdict": diff.verdict,
         "identical": diff.identical,
         "first_divergence_seq": None if diff.first_divergence is None else diff.first_divergence + 1,
         "why": diff.why,
@@ -327,14 +350,41 @@ def comparison_json(
 # ----------------------------------------------------------------------------------------- running
 
 
+NETWORK_TOOLS = frozenset({"delegate", "peers", "channels", "tasks", "context", "say"})
+"""The tools every replayed agent has in this process (the network plugin's and ``say``)."""
+
+
+def recorded_tools(source: SnapshotSource, agent_id: str) -> list[str]:
+    """The tool names the agent's turns in the channel were offered, in order."""
+    names: dict[str, None] = {}
+    for turn in source.turns:
+        if turn.get("agent_id") == agent_id:
+            for schema in turn.get("tools") or []:
+                names.setdefault(str((schema.get("function") or {}).get("name") or ""), None)
+    return [n for n in names if n]
+
+
+def parse_tool_policy(text: str, *, where: str) -> Any:
+    """``recorded``, ``live`` or ``static:JSON`` → a ``ToolPolicy``; ``UsageProblem`` naming ``where``."""
+    from ag2net.debug.replay import ToolPolicy
+
+    try:
+        return ToolPolicy.parse(text)
+    except ValueError as exc:
+        raise UsageProblem(f"{where}: {exc}") from None
+
+
 def build_overrides(
     source: SnapshotSource,
     label: str,
     views: list[str],
     systems: list[str],
     models: list[str],
+    tools: list[str] | None = None,
+    available: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """``--view``/``--system``/``--model`` → ``{agent_id: Override}`` and a readable line per agent."""
+    """``--view``/``--system``/``--model``/``--tool`` → ``{agent_id: Override}`` and a readable line per
+    agent. ``available``: agent name → the tools ``--network`` loaded for it (for ``live``)."""
     from ag2net.debug.replay import Override
 
     people = list(source.metadata.participant_ids())
@@ -377,11 +427,55 @@ def build_overrides(
         if model is not None:
             overrides.setdefault(agent_id, Override()).model = model
         shown.setdefault(agent_id, []).append(f"model {spec}")
+    for text in tools or []:
+        target, eq, spec = text.partition("=")
+        agent, dot, tool = target.strip().rpartition(".")
+        if not eq or not dot or not agent or not tool or not spec.strip():
+            raise UsageProblem(f"--tool {text!r} must look like AGENT.TOOL=recorded|live|static:JSON")
+        agent_id = agent_of("--tool", agent)
+        offered = recorded_tools(source, agent_id)
+        if tool != "*" and tool not in offered:
+            raise UsageProblem(
+                f"--tool {text!r}: {agent} was never offered a tool {tool!r} in {label} "
+                f"(its tools: {', '.join(offered) or 'none'}); name one of them, or * for all"
+            )
+        policy = parse_tool_policy(spec, where=f"--tool {text!r}")
+        have = set(NETWORK_TOOLS) | set((available or {}).get(source.name_for(agent_id), []))
+        lacking = [t for t in (offered if tool == "*" else [tool]) if t not in have]
+        if policy.kind == "live" and lacking:
+            raise UsageProblem(
+                f"--tool {text!r}: this process does not have {agent}'s tool {lacking[0]!r}; load the network "
+                "that has it with --network module:function, or give it recorded or static:JSON"
+            )
+        overrides.setdefault(agent_id, Override()).tools[tool] = policy
+        shown.setdefault(agent_id, []).append(f"tool {tool} {policy}")
     return overrides, {source.name_for(a): "; ".join(w) for a, w in shown.items()}
 
 
+async def load_network_tools(spec: str) -> dict[str, list[Any]]:
+    """Run the ``--network`` function on a scratch in-memory hub and take each agent's tools from it."""
+    from ag2net.cli_support import load_network, run_network
+    from ag2net.debug.replay import network_tools
+    from ag2net.hub.hub import Hub
+
+    func = load_network(spec)
+    scratch = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    try:
+        await run_network(func, scratch)
+        return network_tools(scratch)
+    finally:
+        await scratch.close()
+
+
 async def run_replay(
-    source: Any, channel_id: str, at_seq: int, overrides: dict[str, Any], *, turns: int, timeout: float
+    source: Any,
+    channel_id: str,
+    at_seq: int,
+    overrides: dict[str, Any],
+    *,
+    turns: int,
+    timeout: float,
+    functions: dict[str, list[Any]] | None = None,
 ) -> tuple[Any, Any]:
     """Fork ``source`` at ``at_seq``, replay with ``overrides``, compare; the sandbox is closed after."""
     from ag2net.debug import compare, fork, replay
@@ -391,6 +485,7 @@ async def run_replay(
             source,
             box,
             overrides=overrides,
+            functions=functions,
             turn_budget=turns,
             step_timeout=min(10.0, timeout),
             timeout=timeout,
@@ -430,6 +525,21 @@ def replay_cmd(
             help="AGENT=replay|scripted[:TEXT]|openai:NAME: the model AGENT answers with (default replay)."
         ),
     ] = None,
+    tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="AGENT.TOOL=recorded|live|static:JSON: how AGENT's calls of TOOL (or * for all) are answered "
+            "(default recorded: the original call's result)."
+        ),
+    ] = None,
+    network: Annotated[
+        str | None,
+        typer.Option(
+            "--network",
+            help="module:function that registers the network on a hub: its agents' own tools become "
+            "available to --tool AGENT.TOOL=live.",
+        ),
+    ] = None,
     turns: Annotated[int, typer.Option("--turns", help="Stop the replay after this many model turns.")] = 200,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Stop the replay after this many seconds.")
@@ -448,9 +558,21 @@ def replay_cmd(
         total = len(source.envelopes)
         if not 0 <= at <= total:
             raise UsageProblem(f"--at {at} is out of range for {label}: give a seq between 0 and {total}")
-        overrides, shown = build_overrides(source, label, view or [], system or [], model or [])
+        functions = asyncio.run(load_network_tools(network)) if network else None
+        available = {name: [t.name for t in tools] for name, tools in (functions or {}).items()}
+        overrides, shown = build_overrides(
+            source, label, view or [], system or [], model or [], tool or [], available
+        )
         result, diff = asyncio.run(
-            run_replay(source, source.metadata.channel_id, at, overrides, turns=turns, timeout=timeout)
+            run_replay(
+                source,
+                source.metadata.channel_id,
+                at,
+                overrides,
+                turns=turns,
+                timeout=timeout,
+                functions=functions,
+            )
         )
     except UsageProblem as exc:
         fail(str(exc))
@@ -476,17 +598,22 @@ def _width() -> int:
 
 
 __all__ = [
+    "NETWORK_TOOLS",
     "SnapshotSource",
+    "answered_summary",
     "build_overrides",
     "comparison_json",
     "comparison_text",
     "divergence_summary",
     "envelope_summary",
+    "load_network_tools",
     "openai_available",
     "parse_model",
     "parse_params",
+    "parse_tool_policy",
     "parse_view",
     "read_snapshot",
+    "recorded_tools",
     "replay_cmd",
     "run_replay",
     "turn_summary",

@@ -76,29 +76,37 @@ def test_no_override_replays_the_conversation_exactly_and_leaves_the_file_alone(
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(
-        f"conversation·{cid[-4:]} forked at seq 1 of 20; replay stopped: original replayed"
+        f"conversation·{cid[-4:]} forked at seq 1 of 20: completed: 20 of 20 envelopes reproduced"
     )
     rows = [ln for ln in lines if ln[:1] in (" ", "≠") and ln[2:7].strip().isdigit()]
     assert len(rows) == 20 and not any(ln.startswith("≠") for ln in rows)
     assert "critic  msg.text  On “where do we start?”" in rows[4]
-    assert lines[-2] == "no divergence: the replay made the original transcript envelope for envelope"
+    assert lines[-3] == "completed: 20 of 20 envelopes reproduced"
+    assert lines[-2] == "turns: 15 answered from the recording"
     assert lines[-1].startswith("first divergent turn: every turn saw the same history")
     assert fingerprint(db) == before
 
 
 def test_json_with_a_view_override_names_the_critics_first_changed_turn(demo_db):
+    # a shorter view changes the critic's third request: the replay model has no reply for it and says so
     db, cid = demo_db
     done = run_cli(
         "--db", str(db), cid[-4:], "--at", "1", "--view", "critic=windowed_summary:recent_n=2", "--json"
     )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    assert (record["channel_id"], record["at_seq"], record["identical"]) == (cid, 1, True)
-    assert record["first_divergence_seq"] is None and len(record["rows"]) == 20
+    assert (record["channel_id"], record["at_seq"], record["identical"]) == (cid, 1, False)
+    assert record["first_divergence_seq"] == 9 and len(record["rows"]) == 20
+    assert record["verdict"] == (
+        "stopped at seq 9: critic's model is `replay` and has no recorded reply for a changed request; "
+        "give critic `scripted` or `openai` to go on"
+    )
     assert record["overrides"] == {"critic": 'view {"name": "windowed_summary", "recent_n": 2}'}
     first = record["first_turn"]
-    assert (first["agent"], first["turn"], record["turn_why"]) == ("critic", 3, "different history")
+    assert (first["agent"], first["turn"], record["turn_why"]) == ("critic", 3, "different history, reply")
     assert first["history_delta"]["added"][0]["type"] == "compaction_summary"
+    answered = [t["answered_by"] for t in record["turns"] if t["agent"] == "critic"][:3]
+    assert answered == ["the recording", "the recording", first["answered_by"]]
 
 
 def test_another_model_diverges_at_the_critics_reply_and_the_table_marks_it(demo_db, tmp_path):
@@ -124,7 +132,9 @@ def test_another_model_diverges_at_the_critics_reply_and_the_table_marks_it(demo
     )
     row5 = next(ln for ln in lines if ln[2:7].strip() == "5")
     assert row5.startswith("≠") and row5.endswith("critic  msg.text  I disagree.")
-    assert "first divergence at seq 5: different reply" in lines
+    because = "critic's reply differs from the original's (answered by the model scripted)"
+    assert f"stopped early at seq 5 because {because}" in lines
+    assert "turns: 1 answered by model scripted (critic 1); 1 with no recorded reply (coder 1)" in lines
     assert lines[-1].startswith("turns that differ (15 of 15): critic 1 (reply), ")
     assert "critic 2 (missing in the replay)" in lines[-1] and lines[-1].endswith(" … 7 more")
     record = json.loads(

@@ -67,23 +67,31 @@ async def test_another_model_for_the_critic_diverges_at_its_first_reply(demo_hub
     assert diff.turn_why == "different reply"
 
 
-async def test_a_narrower_view_changes_the_history_not_the_transcript(demo_hub):
+async def test_a_narrower_view_gets_no_recorded_reply_and_the_replay_says_so(demo_hub):
+    # The replay model answers only a request equal to a recorded one: with a window of two the critic's
+    # third turn asks something else, so the replay stops there in words instead of claiming "no divergence".
     hub, cid, demo = demo_hub
     critic = demo["critic"].agent_id
     view = {"name": "windowed_summary", "recent_n": 2}
     async with await fork(hub, cid, 1) as box:
-        result = await replay(hub, box, overrides={critic: Override(view=view)}, timeout=30)
+        result = await replay(hub, box, overrides={critic: Override(view=view)}, timeout=30, step_timeout=2)
         diff = compare(result)
         assert box.hub.lookup_channel(cid).knobs["view_policies"] == {critic: view}
-    assert diff.identical  # the replay model answers the same inputs the same way
+    assert not diff.identical and diff.first_divergence == 8  # seq 9: the critic's third reply
+    assert diff.verdict == (
+        "stopped at seq 9: critic's model is `replay` and has no recorded reply for a changed request; "
+        "give critic `scripted` or `openai` to go on"
+    )
+    model = result.models[critic]
+    assert isinstance(model, ReplayModel) and model.diverged is not None and "history" in model.diverged
     first = diff.first_turn
-    assert first is not None and first["agent_id"] == critic and diff.turn_why == "different history"
-    assert (
-        first["turn"] == 3 and first["inputs_same"]
-    )  # two earlier messages fit a window of two and first["reply_same"]
-    removed = first["history_delta"]["removed"]
-    assert removed and all(e["type"] == "model_request" or e["type"] == "model_message" for e in removed)
+    assert first is not None and first["agent_id"] == critic and first["turn"] == 3
+    assert first["inputs_same"] and not first["history_same"] and not first["reply_same"]
+    assert first["answered_by"].startswith("no answer")
     assert first["history_delta"]["added"][0]["type"] == "compaction_summary"
+    # the two turns before fit a window of two: answered from the recording
+    critics = [t["answered_by"] for t in diff.turns if t["agent_id"] == critic]
+    assert critics[:3] == ["the recording"] * 2 + [first["answered_by"]]
 
 
 async def test_an_override_for_a_stranger_is_refused(demo_hub):

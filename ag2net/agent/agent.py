@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ag2net.agent.hooks import TURN_CONTEXT_DEP, TurnContext, TurnHooks, run_tool_middleware
-from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse
+from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse, model_params
 from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
 from ag2net.agent.tool import TASK_DEP, Tool, as_tool
 from ag2net.events import (
@@ -221,6 +221,7 @@ class Agent:
         offered = self.tools_for_turn(tools)
         by_name = {t.name: t for t in offered}
         schemas = [t.schema() for t in offered]
+        params = model_params(model)
 
         prior = list(history)
         parts = to_parts(inputs)
@@ -257,6 +258,7 @@ class Agent:
                         tools=schemas,
                         prior=_prior_count(history_now, events),
                         round=round_no,
+                        params=params,
                     )
                     calls.append(call)
                     return await model.complete(call)

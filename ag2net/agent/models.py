@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import inspect
 import json
 import uuid
@@ -37,6 +38,8 @@ class ModelCall:
     results. ``inputs`` repeats the current input's parts for convenience (turn records, scripted
     callables); it is *not* sent separately. ``prior`` is how many events of ``history`` came from
     before the turn. ``round`` counts tool rounds already done in this turn (0 on the first call).
+    ``params`` are the answering model's own parameters (``model_params``: its model name, temperature …),
+    part of the request a recorded reply is matched against (``digest``).
     """
 
     system: str
@@ -45,6 +48,7 @@ class ModelCall:
     tools: list[dict[str, Any]] = field(default_factory=list)
     prior: int = 0
     round: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tool_names(self) -> list[str]:
@@ -65,7 +69,46 @@ class ModelCall:
             tools=copy.deepcopy(self.tools),
             prior=self.prior,
             round=self.round,
+            params=copy.deepcopy(self.params),
         )
+
+    def digest(self) -> str:
+        """The whole request as a model receives it, hashed: system prompt, every message, tools offered,
+        model parameters (``request_digest``). Two calls with equal digests ask the same thing, byte for byte."""
+        return request_digest(self.system, [e.to_dict() for e in self.history], self.tools, self.params)
+
+
+def request_digest(
+    system: str, history: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+) -> str:
+    """sha256 of the canonical JSON of a model request (messages in their ``to_dict`` form)."""
+    text = json.dumps(
+        {"system": system, "history": history, "tools": tools, "params": params},
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_PARAM_ATTRIBUTES = ("model", "temperature", "top_p", "max_tokens", "seed")
+
+
+def model_params(model: Any) -> dict[str, Any]:
+    """A model's request parameters: its ``params`` (a dict, or a method returning one) when it has them,
+    else those of ``model``, ``temperature``, ``top_p``, ``max_tokens``, ``seed`` it sets (None left out)."""
+    own = getattr(model, "params", None)
+    if callable(own):
+        own = own()
+    if isinstance(own, dict):
+        return dict(own)
+    found: dict[str, Any] = {}
+    for key in _PARAM_ATTRIBUTES:
+        value = getattr(model, key, None)
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            found[key] = value
+    return found
 
 
 def _copy_part(part: Input) -> Input:
@@ -205,5 +248,7 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedModel",
     "Turn",
+    "model_params",
+    "request_digest",
     "tool_call",
 ]

@@ -16,7 +16,7 @@ from ag2net.adapters.base import ensure_parts
 from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, HUB_DEP
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.client.channel import Channel
-from ag2net.client.turns import TurnRecord
+from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds
 from ag2net.envelope import (
     EV_CHANNEL_INVITE,
     EV_CHANNEL_INVITE_ACK,
@@ -38,7 +38,7 @@ from ag2net.events import (
 )
 from ag2net.ids import utc_now
 from ag2net.views.base import ViewPolicy
-from ag2net.views.registry import resolve_view, view_spec
+from ag2net.views.registry import resolve_view
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             started_at=started_at,
             history=list(projection),
             inputs=list(inputs),
-            view=view_spec(view),
+            view=recorded_view_spec(view, md, me),
             timings={"projection_ms": t_project * 1000, "tool_schema_ms": t_tools * 1000},
         )
         t0 = timer()
@@ -250,6 +250,8 @@ def _fill_from_calls(record: TurnRecord, calls: list[Any], events: list[BaseEven
         record.tools = list(first.tools)
         record.history = list(first.history[: first.prior])
         record.inputs = list(first.inputs)
+        record.model_params = dict(first.params)
+    record.rounds = turn_rounds(calls, events)
     record.token_method = counter.method
     record.tokens.update(
         {

@@ -38,6 +38,12 @@ class TurnRecord(Record):
     reply_envelope_id: str | None = None
     model_calls: int = 0
     error: str | None = None
+    #: One entry per model call of the turn, in order (``turn_rounds``): ``request`` is the call's digest
+    #: (``ModelCall.digest``: system prompt, messages, tools, model parameters), ``tool_calls`` the ids of the
+    #: tool calls the model answered with, ``content`` the text it sent with them (the last call's is the reply).
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: The answering model's parameters (``ag2net.agent.models.model_params``).
+    model_params: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
@@ -62,7 +68,71 @@ class TurnRecord(Record):
             reply_envelope_id=data.get("reply_envelope_id"),
             model_calls=int(data.get("model_calls", 0)),
             error=data.get("error"),
+            rounds=[dict(r) for r in data.get("rounds") or []],
+            model_params=dict(data.get("model_params") or {}),
         )
+
+
+def turn_rounds(calls: list[Any], events: list[BaseEvent]) -> list[dict[str, Any]]:
+    """``TurnRecord.rounds`` from a turn's model calls and its events (``AgentReply.calls``/``events``).
+
+    A round's response is read off the events: the text sent alongside tool calls (a ``ModelMessage``
+    before them), the tool calls, then their results; the final reply closes the last round."""
+    from ag2net.events import ModelMessage, ToolCallEvent, ToolResultEvent
+
+    answers: list[dict[str, Any]] = []
+    current: dict[str, Any] = {"tool_calls": [], "content": None}
+    after_results = False
+    for event in events:
+        if isinstance(event, ModelMessage | ToolCallEvent) and after_results:
+            answers.append(current)
+            current, after_results = {"tool_calls": [], "content": None}, False
+        if isinstance(event, ModelMessage):
+            current["content"] = event.content
+        elif isinstance(event, ToolCallEvent):
+            current["tool_calls"].append(event.id)
+        elif isinstance(event, ToolResultEvent):
+            after_results = True
+    if current["tool_calls"] or current["content"] is not None:
+        answers.append(current)
+    rounds = []
+    for n, call in enumerate(calls):
+        answer = answers[n] if n < len(answers) else {"tool_calls": [], "content": None}
+        rounds.append({"request": call.digest(), **answer})
+    return rounds
+
+
+def recorded_view_spec(view: Any, metadata: Any = None, participant_id: str = "") -> dict[str, Any]:
+    """The spec a turn record keeps for the view in force: ``view_spec`` when the view states its own
+    parameters (``params()``); else the channel's knob spec it was built from (a custom view's
+    ``{"name": "from_one_only", "sender_id": …}``); else the constructor parameters it keeps as attributes."""
+    import inspect
+
+    from ag2net.views.base import view_params
+    from ag2net.views.registry import VIEW_POLICIES_KNOB, VIEW_POLICY_KNOB, view_spec
+
+    spec = view_spec(view)
+    if view_params(view):
+        return spec
+    knobs = getattr(metadata, "knobs", None) or {}
+    per = knobs.get(VIEW_POLICIES_KNOB)
+    for candidate in (
+        (per or {}).get(participant_id) if isinstance(per, dict) else None,
+        knobs.get(VIEW_POLICY_KNOB),
+    ):
+        if isinstance(candidate, dict) and candidate.get("name") == spec["name"]:
+            return {**spec, **{k: v for k, v in candidate.items() if k != "name"}}
+    try:
+        signature = inspect.signature(type(view))
+    except (TypeError, ValueError):
+        return spec
+    for pname, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or not hasattr(view, pname):
+            continue
+        value = getattr(view, pname)
+        if isinstance(value, str | int | float | bool | type(None) | list | dict):
+            spec[pname] = value
+    return spec
 
 
 @dataclass(slots=True)
@@ -158,4 +228,4 @@ async def preview_turn(
     )
 
 
-__all__ = ["TurnPreview", "TurnRecord", "preview_turn", "project_for"]
+__all__ = ["TurnPreview", "TurnRecord", "preview_turn", "project_for", "recorded_view_spec", "turn_rounds"]

@@ -19,6 +19,7 @@ from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
+    EV_CHANNEL_INVITE,
     EV_CHANNEL_INVITE_ACK,
     EV_CHANNEL_INVITE_REJECT,
     EV_CHANNEL_OPENED,
@@ -117,8 +118,12 @@ async def fork(source: Any, channel_id: str, at_seq: int, **hub_options: Any) ->
                 "owners": [],
             }
         )
-    await store.put_channel(_as_of(md, prefix).to_dict())
-    for env in prefix:
+    # The last envelope is admitted again by the sandbox itself (below), so that what the hub did right
+    # after it (open the channel on the last ack, close it on a reply that ends it) happens there too.
+    readmit = prefix[-1] if prefix and prefix[-1].event_type not in _HUB_MADE else None
+    written = prefix[:-1] if readmit is not None else prefix
+    await store.put_channel(_as_of(md, written).to_dict())
+    for env in written:
         await store.append(channel_id, env.envelope_id, env.to_json())
     options: dict[str, Any] = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, **hub_options}
     hub = await Hub.open(store, **options)
@@ -130,7 +135,39 @@ async def fork(source: Any, channel_id: str, at_seq: int, **hub_options: Any) ->
             hub._evaluators.setdefault(name, evaluator)
         if extra:
             await hub.hydrate()  # fold the channel with its own adapter
+    if readmit is not None:
+        await _readmit(hub, store, readmit)
     return Sandbox(hub=hub, channel_id=channel_id, at_seq=at_seq, source_length=length)
+
+
+_HUB_MADE = frozenset({EV_CHANNEL_INVITE, EV_CHANNEL_OPENED, EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
+"""Envelopes the hub's lifecycle makes itself (no admission of their own decides anything after them)."""
+
+
+async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
+    """Admit ``env`` into the sandbox through the hub's own post path, keeping its id and time.
+
+    The hub's reaction (the ``opened`` after the last ack, the ``closed`` after a reply that ends the
+    channel) is then the sandbox's own, made by the same code in the same order. Nobody is attached yet,
+    so nothing is delivered (the hub skips recipients without a connection)."""
+    copy = env.copy()
+    stamp = hub._stamp
+
+    def keep_own(target: Envelope) -> None:
+        if target is copy:
+            target.envelope_id, target.created_at = env.envelope_id, env.created_at
+        else:
+            stamp(target)
+
+    hub._stamp = keep_own  # type: ignore[method-assign]
+    try:
+        await hub.post_envelope(copy)
+    except Exception:
+        # refused now (a limit of the sandbox's making): the prefix holds it as the source does
+        await store.append(env.channel_id, env.envelope_id, env.to_json())
+        await hub.hydrate()
+    finally:
+        del hub._stamp
 
 
 __all__ = ["Sandbox", "fork"]

@@ -1,35 +1,59 @@
 """Replay and compare: drive a forked channel's agents again and line the result up with the original.
 
 ``result = await replay(source, sandbox, overrides=...)`` attaches an ``AgentClient`` to the sandbox for
-every agent that took turns in the original channel (the same default handler, turn records and plugin
-tools as the real network), with the system prompt its turn records show, and a ``ReplayModel`` unless an
-override gives another model. Then it walks the original envelopes after the fork point in order:
+every agent that took turns in the original channel (the default handler, turn records and plugin tools
+of the real network), with the system prompt its turn records show, its own tools rebuilt from the
+schemas its turns were offered, and a ``ReplayModel`` unless an override gives another model.
 
-- those the network itself would make again (the hub's ``opened``/``closed``, an attached agent's invite
-  ack or turn output: its reply, or what a tool posted during the turn) are awaited from the sandbox;
-- the rest (posted by a script or a person: the first question, a human's answer) are posted again into
-  the sandbox, as their sender, once everything before them is there;
-- an envelope the attached agents answered in the original although it lies before the fork point (an
-  invite, the last question) is delivered to them again through their endpoint, as the hub delivers.
+Each agent starts at its first turn after the fork seq, with its turn count and history as they were
+then: turns whose output lies in the prefix are done; a turn that started before the fork point and
+answered after it (the ack of an invite, the answer to the last question) is run again, on the same
+envelope, delivered again through the agent's endpoint as the hub delivers.
 
-It stops at the first divergence (the sandbox made something else at that position, or nothing within
-``step_timeout``), then lets the sandbox run on until the channel closes, ``turn_budget`` turns have been
-taken or ``timeout`` passes. ``compare(original, replayed)`` aligns the two transcripts envelope by
-envelope and the turns by their position, and names what changed first.
+Then it walks the original envelopes after the fork point in order:
 
-A ``ReplayModel`` answers each turn with the original turn's tool calls and reply while the turn's input
-matches the original's; on the first input that does not match it refuses (the turn fails, as a model
-error would) and says so in ``diverged``.
+- those the network makes by itself (the hub's ``opened``/``closed``, an attached agent's invite ack, a
+  replayed turn's reply or what its tools posted) are awaited from the sandbox;
+- the rest (posted by a script, a person or the hub's ``create_channel``: the invites, the first
+  question, a human's answer) are posted again, as their sender, once everything before them is there.
+
+While the replay is faithful, each agent handles an envelope only once the sandbox holds what the
+original held when that agent started on it (so acks and turns land in the original order, whatever the
+scheduler does). It stops at the first divergence (the sandbox made something else at that position, or
+nothing within ``step_timeout``), then lets the sandbox run on until the channel closes, ``turn_budget``
+turns have been taken or ``timeout`` passes.
+
+Tools. A tool call is answered by its tool policy, per agent and tool (``Override.tools``, key ``"*"``
+for all of an agent's tools): ``recorded`` (the default) answers with the result the original call
+got, and does again what that call did to the channel (an envelope it posted, a close), so the next
+model request is the recorded one; a workflow's ``Handoff``/``Finish`` is rebuilt from the round's
+routing. ``live`` calls the real function: the network plugin's tools always exist in the sandbox, an
+agent's own tools only when ``replay(functions=...)`` provides them. ``static:JSON`` answers with that
+value. A call no recording answers runs live when the tool exists, else fails and the verdict says so.
+
+A ``ReplayModel`` answers a turn only when the whole model request (system prompt, messages, tools
+offered, model parameters: ``ModelCall.digest``) equals a recorded one, with that turn's tool calls and
+reply. A changed request gets no answer: the turn fails and the verdict says, in words, which agent needs
+a real model (``scripted`` or ``openai``) to go on.
+
+``compare(result)`` aligns the two transcripts envelope by envelope and the turns per agent, and gives the
+verdict: "completed: 20 of 20 envelopes reproduced" or "stopped early at seq N because …".
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ag2net.adapters.transitions import Finish, Handoff
 from ag2net.agent import Agent, ModelCall, ModelResponse
+from ag2net.agent.agent import result_text
+from ag2net.agent.models import request_digest
+from ag2net.agent.tool import Tool, as_tool
 from ag2net.client import HubClient
+from ag2net.client.handler import default_handler
 from ag2net.debug.fork import Sandbox
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
@@ -37,9 +61,10 @@ from ag2net.envelope import (
     EV_CHANNEL_INVITE_ACK,
     EV_CHANNEL_INVITE_REJECT,
     EV_CHANNEL_OPENED,
+    EV_PACKET,
     Envelope,
 )
-from ag2net.events import TextInput, ToolCallEvent, event_from_dict, part_text
+from ag2net.events import ModelRequest, ToolCallEvent, ToolResultEvent, event_from_dict, part_from_dict
 from ag2net.hub.hub import Hub
 from ag2net.hub.probe import projection_delta
 from ag2net.ids import add_seconds
@@ -47,55 +72,333 @@ from ag2net.views.registry import VIEW_POLICIES_KNOB, view_from_spec, view_spec
 
 _HUB_MADE = frozenset({EV_CHANNEL_OPENED, EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
 _HANDLER_MADE = frozenset({EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT})
+_CLOSES = frozenset({EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
+
+TOOL_POLICIES = "recorded, live or static:JSON"
 
 
 class ReplayDiverged(RuntimeError):
-    """A replayed turn's input differs from the original's (the ReplayModel stops answering)."""
+    """A replayed turn's model request differs from every recorded one (the ReplayModel has no answer)."""
 
 
-def _inputs_text(parts: list[Any]) -> str:
-    return "\n".join(part_text(p) for p in parts)
+# ----------------------------------------------------------------------------------------- tool policy
 
 
-class ReplayModel:
-    """Answers with an agent's original turns, in order, while each turn's input matches."""
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """How a tool call is answered in the replay: ``recorded``, ``live`` or ``static`` (with ``value``)."""
 
-    def __init__(self, turns: list[dict[str, Any]], name: str = "replay") -> None:
-        self.name = name
-        self.turns = turns
-        self.next_turn = 0
-        self.diverged: str | None = None
-        self._current: dict[str, Any] | None = None
+    kind: str = "recorded"
+    value: Any = None
 
-    async def complete(self, request: ModelCall) -> ModelResponse:
-        if request.round == 0:
-            if self.diverged is not None or self.next_turn >= len(self.turns):
-                self.diverged = self.diverged or "the original has no more turns for this agent"
-                raise ReplayDiverged(self.diverged)
-            turn = self.turns[self.next_turn]
-            want = _inputs_text([TextInput(p.get("content", "")) for p in turn.get("inputs", [])])
-            got = _inputs_text(request.inputs)
-            if got != want:
-                self.diverged = f"turn {self.next_turn + 1}: input {got!r} where the original had {want!r}"
-                raise ReplayDiverged(self.diverged)
-            self.next_turn += 1
-            self._current = turn
-            calls = turn.get("tool_calls") or []
-            if calls:
-                return ModelResponse(
-                    tool_calls=[ToolCallEvent(c["name"], c.get("arguments") or "{}") for c in calls]
-                )
-        turn = self._current or {}
-        return ModelResponse(content=turn.get("reply") or "")
+    @classmethod
+    def parse(cls, text: str | ToolPolicy) -> ToolPolicy:
+        """``recorded``, ``live`` or ``static:JSON``; ``ValueError`` (one sentence) otherwise."""
+        if isinstance(text, ToolPolicy):
+            return text
+        if not isinstance(text, str):
+            raise ValueError(f"a tool policy is one of {TOOL_POLICIES}; got {text!r}")
+        word, colon, rest = text.strip().partition(":")
+        if word in ("recorded", "live") and not colon:
+            return cls(word)
+        if word == "static" and colon:
+            try:
+                return cls("static", json.loads(rest))
+            except ValueError as exc:
+                raise ValueError(f'static:{rest} is not JSON ({exc}); write e.g. static:"done"') from None
+        raise ValueError(f"tool policy {text!r} is not one of {TOOL_POLICIES}")
+
+    def __str__(self) -> str:
+        if self.kind == "static":
+            return "static:" + json.dumps(self.value, ensure_ascii=False)
+        return self.kind
 
 
 @dataclass(slots=True)
 class Override:
-    """What to change for one agent in the replay (None keeps the original)."""
+    """What to change for one agent in the replay (None keeps the original).
+
+    ``tools``: tool name (or ``"*"``) → tool policy (``ToolPolicy`` or its text); unnamed tools are
+    ``recorded``."""
 
     view: Any = None
     system_prompt: str | None = None
     model: Any = None
+    tools: dict[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------- the original
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One recorded turn, placed in the original transcript."""
+
+    record: dict[str, Any]
+    agent_id: str
+    number: int  # 1-based, among this agent's turns in the channel
+    start_pos: int  # how many envelopes the WAL held when the turn started
+    outputs: list[int]  # positions (0-based) of its reply and of what its tools did to the channel
+    reply_pos: int | None
+    effects: dict[str, list[int]]  # tool call id → positions of what that call did
+    replayed: bool = False
+
+    @property
+    def turn_id(self) -> str:
+        return str(self.record.get("turn_id") or "")
+
+
+def _place_turns(original: list[Envelope], records: list[dict[str, Any]]) -> list[_Turn]:
+    index = {e.envelope_id: i for i, e in enumerate(original)}
+    counts: dict[str, int] = {}
+    placed: list[_Turn] = []
+    for rec in records:
+        agent_id = rec["agent_id"]
+        counts[agent_id] = counts.get(agent_id, 0) + 1
+        start = str(rec.get("started_at") or "")
+        end = add_seconds(start, float(rec.get("duration_ms") or 0.0) / 1000) if start else ""
+        start_pos = sum(1 for e in original if start and e.created_at and e.created_at <= start)
+        trigger = index.get(str(rec.get("trigger_envelope_id") or ""))
+        if trigger is not None:
+            start_pos = max(start_pos, trigger + 1)
+        reply_pos = index.get(str(rec.get("reply_envelope_id") or ""))
+        made: list[int] = []
+        if start:
+            for i, env in enumerate(original):
+                if i == reply_pos or not env.created_at or not start <= env.created_at <= end:
+                    continue
+                mine = env.sender_id == agent_id and env.event_type not in _HANDLER_MADE
+                closed_by_a_tool = env.event_type in _CLOSES and (reply_pos is None or i < reply_pos)
+                if mine or closed_by_a_tool:
+                    made.append(i)
+        calls = list(rec.get("tool_calls") or [])
+        effects: dict[str, list[int]] = {}
+        for i in made:
+            env_id = original[i].envelope_id
+            owner = next(
+                (c for c in calls if env_id in str(c.get("result") or "")), calls[0] if calls else None
+            )
+            if owner is not None:
+                effects.setdefault(str(owner.get("id")), []).append(i)
+        outputs: list[int] = sorted(made if reply_pos is None else [reply_pos, *made])
+        placed.append(_Turn(rec, agent_id, counts[agent_id], start_pos, outputs, reply_pos, effects))
+    return placed
+
+
+# ----------------------------------------------------------------------------------------- the model
+
+
+def _round0_digest(rec: dict[str, Any]) -> str:
+    rounds = rec.get("rounds") or []
+    if rounds and rounds[0].get("request"):
+        return str(rounds[0]["request"])
+    history = list(rec.get("history") or [])
+    inputs = [part_from_dict(p) for p in rec.get("inputs") or []]
+    if inputs:
+        history.append(ModelRequest(inputs).to_dict())
+    return request_digest(
+        str(rec.get("system_prompt") or ""),
+        history,
+        list(rec.get("tools") or []),
+        rec.get("model_params") or {},
+    )
+
+
+def _what_changed(rec: dict[str, Any], request: ModelCall) -> str:
+    """Which parts of ``request`` differ from the recorded turn ``rec``'s first request, in words."""
+    parts = []
+    if request.system != (rec.get("system_prompt") or ""):
+        parts.append("system prompt")
+    history = [e.to_dict() for e in request.history[: request.prior]]
+    if history != list(rec.get("history") or []):
+        parts.append(f"history ({len(rec.get('history') or [])} → {len(history)} messages)")
+    if [p.to_dict() for p in request.inputs] != list(rec.get("inputs") or []):
+        parts.append("input")
+    if request.tools != list(rec.get("tools") or []):
+        parts.append("tools")
+    if request.params != (rec.get("model_params") or {}):
+        parts.append("model parameters")
+    return ", ".join(parts) or "request"
+
+
+class ReplayModel:
+    """Answers with an agent's recorded turns, only for a model request equal to a recorded one.
+
+    ``turns`` are the agent's recorded turns in the channel, in order; ``start`` the index of the first
+    one after the fork (the turns before it are done). ``params`` are the recorded model's parameters
+    (part of the request). ``answered`` lists, per turn this model took, the recorded turn it answered
+    with; ``diverged`` says why it stopped answering (None while it answers)."""
+
+    def __init__(
+        self,
+        turns: list[dict[str, Any]],
+        name: str = "replay",
+        *,
+        start: int = 0,
+        agent_name: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.turns = turns
+        self.next_turn = start
+        self.agent_name = agent_name
+        self.params = dict(
+            params if params is not None else (turns[0].get("model_params") or {}) if turns else {}
+        )
+        self.diverged: str | None = None
+        self.answered: list[dict[str, Any]] = []
+        self.current: dict[str, Any] | None = None
+        self._digests = [_round0_digest(t) for t in turns]
+
+    def _refuse(self, why: str, request: ModelCall) -> ReplayDiverged:
+        self.diverged = self.diverged or why
+        self.current = None
+        refusal = ReplayDiverged(self.diverged)
+        refusal.calls = [request.snapshot()]  # type: ignore[attr-defined]  # the turn record shows what was asked
+        return refusal
+
+    async def complete(self, request: ModelCall) -> ModelResponse:
+        if request.round == 0:
+            digest = request.digest()
+            order = [*range(self.next_turn, len(self.turns)), *range(0, self.next_turn)]
+            found = next((i for i in order if self._digests[i] == digest), None)
+            if found is None:
+                expected = self.turns[self.next_turn] if self.next_turn < len(self.turns) else None
+                if expected is None:
+                    raise self._refuse("the original has no more turns for this agent", request)
+                changed = _what_changed(expected, request)
+                raise self._refuse(
+                    f"turn {self.next_turn + 1}: the model request differs from the recorded one ({changed})",
+                    request,
+                )
+            self.next_turn = found + 1
+            self.current = self.turns[found]
+            self.answered.append({"turn": found + 1, "turn_id": self.current.get("turn_id")})
+        turn = self.current
+        if turn is None:
+            raise self._refuse("a tool round came without a first request this model answered", request)
+        rounds = list(turn.get("rounds") or [])
+        if request.round > 0 and request.round < len(rounds):
+            want = rounds[request.round].get("request")
+            if want and request.digest() != want:
+                raise self._refuse(
+                    f"turn {self.next_turn}, round {request.round + 1}: a tool result differs from the recorded one",
+                    request,
+                )
+        calls = {str(c.get("id")): c for c in turn.get("tool_calls") or []}
+        if rounds:
+            answer = rounds[request.round] if request.round < len(rounds) else {}
+            ids = list(answer.get("tool_calls") or [])
+            content = answer.get("content")
+            if not ids and request.round == len(rounds) - 1:
+                content = turn.get("reply")
+        else:  # records from before rounds were kept: all tool calls in the first round
+            ids = list(calls) if request.round == 0 else []
+            content = None if ids else turn.get("reply")
+        tool_calls = [
+            ToolCallEvent(calls[i]["name"], calls[i].get("arguments") or "{}", i) for i in ids if i in calls
+        ]
+        return ModelResponse(content=content or None, tool_calls=tool_calls)
+
+
+# ----------------------------------------------------------------------------------------- tools
+
+
+def _stub(schema: dict[str, Any]) -> Tool:
+    """A tool offered with exactly the recorded schema; its function exists only in the original process."""
+    function = schema.get("function") or {}
+    name = str(function.get("name") or "")
+
+    def absent(**_kwargs: Any) -> Any:
+        raise RuntimeError(f"tool {name!r} is not in this process")
+
+    return Tool(name, str(function.get("description") or ""), dict(function.get("parameters") or {}), absent)
+
+
+def _with_function(stub: Tool, real: Tool) -> Tool:
+    """The recorded schema (so the request stays the recorded one) with the real function behind it."""
+    return Tool(stub.name, stub.description, stub.parameters, real.fn, dict(real.injected), real.middleware)
+
+
+def network_tools(hub: Any) -> dict[str, list[Tool]]:
+    """The tools of every agent an in-process hub has a live client for (agent name → its tools): what a
+    ``live`` tool policy calls when ``replay`` runs in the process of the network that made the channel."""
+    found: dict[str, list[Tool]] = {}
+    for agent_id, endpoint in list(getattr(hub, "_bindings", {}).items()):
+        owner = getattr(getattr(endpoint, "_on_notify", None), "__self__", None)
+        client = (getattr(owner, "_clients", None) or {}).get(agent_id)
+        tools = getattr(getattr(client, "agent", None), "tools", None)
+        if isinstance(tools, list):
+            found[hub.name_for(agent_id)] = [t for t in tools if isinstance(t, Tool)]
+    return found
+
+
+@dataclass(eq=False)
+class _ToolPolicies:
+    """Agent middleware: answers each tool call by the agent's tool policy (see the module docstring)."""
+
+    driver: _Driver
+    agent_id: str
+    policies: dict[str, ToolPolicy]
+    real: set[str]  # tools whose function this process has
+    used: set[tuple[str, str]] = field(default_factory=set)  # (turn id, call id) answered from the recording
+
+    def policy(self, name: str) -> ToolPolicy:
+        return self.policies.get(name) or self.policies.get("*") or ToolPolicy()
+
+    async def on_tool_execution(self, call_next: Any, event: Any, context: Any) -> Any:
+        if not isinstance(event, ToolCallEvent):
+            return await call_next(event, context)
+        policy = self.policy(event.name)
+        if policy.kind == "static":
+            return ToolResultEvent(event.id, event.name, result_text(policy.value), False, policy.value)
+        if policy.kind == "live":
+            if event.name not in self.real:
+                return self._missing(event, "live")
+            return await call_next(event, context)
+        found = self._recorded(event)
+        if found is None:
+            if event.name in self.real:
+                return await call_next(event, context)
+            return self._missing(event, "recorded")
+        turn, call, exact = found
+        if exact:
+            await self.driver.reenact(self.agent_id, turn, str(call.get("id")))
+        result = str(call.get("result") if call.get("result") is not None else "")
+        return ToolResultEvent(
+            event.id, event.name, result, bool(call.get("is_error")), self.driver.value_of(turn, call, result)
+        )
+
+    def _missing(self, event: ToolCallEvent, kind: str) -> ToolResultEvent:
+        name = self.driver.name_for(self.agent_id)
+        why = "no recorded result answers this call" if kind == "recorded" else "its policy is live"
+        self.driver.missing.setdefault(
+            self.agent_id,
+            f"{name}'s tool {event.name!r} is not in this process and {why}; load the network that has it "
+            f"(--network module:function, or replay(functions=...)) or give it static:JSON",
+        )
+        return ToolResultEvent(
+            event.id, event.name, f"Error: tool {event.name!r} is not in this process", True, None
+        )
+
+    def _recorded(self, event: ToolCallEvent) -> tuple[_Turn, dict[str, Any], bool] | None:
+        model = self.driver.models.get(self.agent_id)
+        current = getattr(model, "current", None) if isinstance(model, ReplayModel) else None
+        turns = [t for t in self.driver.turns if t.agent_id == self.agent_id]
+        if current is not None:
+            turn = next((t for t in turns if t.record is current), None)
+            call = next((c for c in current.get("tool_calls") or [] if c.get("id") == event.id), None)
+            if turn is not None and call is not None and (turn.turn_id, event.id) not in self.used:
+                self.used.add((turn.turn_id, event.id))
+                return turn, call, True
+        for turn in turns:  # another model asked the same thing: the same answer, nothing done again
+            for call in turn.record.get("tool_calls") or []:
+                if call.get("name") == event.name and (call.get("arguments") or "{}") == event.arguments:
+                    return turn, call, False
+        return None
+
+
+# ----------------------------------------------------------------------------------------- the driver
 
 
 @dataclass(slots=True)
@@ -109,6 +412,11 @@ class ReplayResult:
     models: dict[str, Any] = field(default_factory=dict)
     original_turns: list[dict[str, Any]] = field(default_factory=list)
     replayed_turns: list[dict[str, Any]] = field(default_factory=list)
+    #: agent id → how many of its turns lie before the fork (its replayed turns are numbered after them)
+    turns_before: dict[str, int] = field(default_factory=dict)
+    #: agent id → the sentence saying which tool (or view) this process lacks and how to get it
+    missing: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
 
 
 async def _turns(source: Any, channel_id: str) -> list[dict[str, Any]]:
@@ -126,19 +434,87 @@ def _same(a: Envelope, b: Envelope) -> bool:
     )
 
 
-def _made_in_turn(env: Envelope, turns: list[dict[str, Any]]) -> bool:
-    """Whether ``env`` is a turn's output: its reply, or posted by its sender while the turn ran (a tool)."""
-    for turn in turns:
-        if turn.get("agent_id") != env.sender_id:
-            continue
-        if turn.get("reply_envelope_id") == env.envelope_id:
+class _Driver:
+    """The state one replay shares between its walk, its agents' handlers and their tool policies."""
+
+    def __init__(self, hub: Hub, cid: str, original: list[Envelope], turns: list[_Turn], start: int) -> None:
+        self.hub = hub
+        self.cid = cid
+        self.original = original
+        self.turns = turns
+        self.start = start
+        self.faithful = True  # while True, agents wait for their original moment
+        self.ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in original[:start]}
+        self.models: dict[str, Any] = {}
+        self.clients: dict[str, Any] = {}
+        self.missing: dict[str, str] = {}
+        self.done_effects: set[int] = set()
+        # (agent, original envelope id) → how many envelopes the WAL held when the agent started on it
+        self.release: dict[tuple[str, str], int] = {}
+        for i, env in enumerate(original):
+            if env.event_type in _HANDLER_MADE and env.causation_id:
+                self.release.setdefault((env.sender_id, env.causation_id), i)
+        for turn in turns:
+            trigger = str(turn.record.get("trigger_envelope_id") or "")
+            if turn.replayed and trigger:
+                key = (turn.agent_id, trigger)
+                self.release[key] = min(self.release.get(key, turn.start_pos), turn.start_pos)
+
+    def name_for(self, agent_id: str) -> str:
+        return self.hub.name_for(agent_id)
+
+    async def handle(self, client: Any, envelope: Envelope) -> None:
+        """The agent's handler: while faithful, wait until the sandbox is where the original was."""
+        if self.faithful:
+            wal = await self.hub.read_wal(self.cid)
+            pos = next((i for i, e in enumerate(wal) if e.envelope_id == envelope.envelope_id), None)
+            if pos is not None and pos < len(self.original) and _same(self.original[pos], envelope):
+                wanted = self.release.get((client.agent_id, self.original[pos].envelope_id))
+                while wanted is not None and self.faithful and self.hub.wal_count(self.cid) < wanted:
+                    await asyncio.sleep(0.002)
+        await default_handler(envelope, client)
+
+    async def reenact(self, agent_id: str, turn: _Turn, call_id: str) -> None:
+        """Do again what a recorded tool call did to the channel (what is in the prefix is done)."""
+        client = self.clients[agent_id]
+        for pos in turn.effects.get(call_id, []):
+            if pos < self.start or pos in self.done_effects:
+                continue
+            self.done_effects.add(pos)
+            env = self.original[pos]
+            if env.event_type in _CLOSES:
+                await client.hub_client.close_channel(self.cid, reason=str(env.event_data.get("reason", "")))
+                continue
+            copy = env.copy()
+            copy.envelope_id, copy.created_at = "", ""
+            copy.causation_id = self.ids.get(env.causation_id or "", env.causation_id)
+            await client.send_envelope(copy)
+
+    def value_of(self, turn: _Turn, call: dict[str, Any], result: str) -> Any:
+        """A recorded result as the tool's value: a workflow's Handoff/Finish from the round's routing,
+        else the JSON it reads as, else the text."""
+        if turn.reply_pos is not None:
+            reply = self.original[turn.reply_pos]
+            routing = reply.event_data.get("routing") if reply.event_type == EV_PACKET else None
+            if isinstance(routing, dict) and routing.get("tool") == call.get("name"):
+                if routing.get("kind") == "finish":
+                    return Finish(
+                        summary=str(routing.get("summary") or ""), reason=str(routing.get("reason") or "")
+                    )
+                if routing.get("kind") == "handoff" and routing.get("target"):
+                    return Handoff(target=str(routing["target"]), reason=str(routing.get("reason") or ""))
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+
+    def made_here(self, pos: int) -> bool:
+        env = self.original[pos]
+        if env.event_type in _HUB_MADE:
             return True
-        start = turn.get("started_at") or ""
-        if start and env.created_at and start <= env.created_at:
-            end = add_seconds(start, float(turn.get("duration_ms") or 0.0) / 1000)
-            if env.created_at <= end:
-                return True
-    return False
+        if env.event_type in _HANDLER_MADE:
+            return env.sender_id in self.clients
+        return any(t.replayed and t.agent_id in self.clients and pos in t.outputs for t in self.turns)
 
 
 async def replay(
@@ -146,112 +522,186 @@ async def replay(
     sandbox: Sandbox,
     *,
     overrides: dict[str, Override] | None = None,
+    functions: dict[str, list[Any]] | None = None,
     turn_budget: int = 1000,
     step_timeout: float = 10.0,
     timeout: float = 60.0,
 ) -> ReplayResult:
-    """Drive the sandbox's channel on from its fork point (see the module docstring)."""
+    """Drive the sandbox's channel on from its fork point (see the module docstring).
+
+    ``functions``: agent name or id → tools (``Tool`` or functions) this process has for that agent, for
+    the ``live`` policy of its own tools."""
     hub: Hub = sandbox.hub
     cid = sandbox.channel_id
     if hasattr(source, "call"):
         original: list[Envelope] = list(await source.call("read_wal", channel_id=cid, since=0, until=None))
     else:
         original = await source.read_wal(cid)
-    turns = sorted(
+    records = sorted(
         await _turns(source, cid), key=lambda t: (t.get("started_at") or "", t.get("turn_id") or "")
     )
-    overrides = dict(overrides or {})
+    start = sandbox.at_seq
+    placed = _place_turns(original, records)
+    for turn in placed:
+        turn.replayed = any(p >= start for p in turn.outputs) if turn.outputs else turn.start_pos >= start
     md = hub.lookup_channel(cid)
-    agents = [a for a in dict.fromkeys(t["agent_id"] for t in turns) if a in hub.agents]
-    keyed = {}
-    for key, override in overrides.items():
+
+    def agent_of(key: str, what: str) -> str:
         agent_id = key if key in hub.agents else hub.find_agent_id(key)
         if agent_id is None:
-            raise ValueError(f"override names {key!r}, which is not an agent of the sandbox")
+            raise ValueError(f"{what} names {key!r}, which is not an agent of the sandbox")
+        return agent_id
+
+    keyed: dict[str, Override] = {}
+    for key, override in (overrides or {}).items():
+        agent_id = agent_of(key, "override")
         keyed[agent_id] = override
         if override.view is not None:
             policies = dict(md.knobs.get(VIEW_POLICIES_KNOB) or {})
             policies[agent_id] = view_spec(view_from_spec(override.view))
             md.knobs[VIEW_POLICIES_KNOB] = policies
+    if functions is None and isinstance(source, Hub):
+        functions = network_tools(source)
+    real_tools = {
+        agent_id: [as_tool(f) for f in fs]
+        for k, fs in (functions or {}).items()
+        if (agent_id := k if k in hub.agents else hub.find_agent_id(k)) is not None
+    }
+    agents = [a for a in dict.fromkeys(t.agent_id for t in placed) if a in hub.agents]
+    driver = _Driver(hub, cid, original, placed, start)
     client = HubClient.local(hub)
-    turns_before = len(await hub.list_turns(channel_id=cid, limit=100_000))
+    adapter = hub.adapter_for_metadata(md)
+    from ag2net.client.turns import _ProbeClient
+
+    wanted_at = sorted({t.start_pos for t in placed})
+    states_at: dict[int, Any] = {}
     try:
-        models: dict[str, Any] = {}
-        clients = {}
+        state = adapter.initial_state(md)
+        for pos in range(len(original) + 1):
+            if pos in wanted_at:
+                states_at[pos] = state
+            if pos < len(original):
+                state = adapter.fold(original[pos], state)
+    except Exception:
+        states_at = {}
+
+    def adapter_tools(agent_id: str) -> set[str]:
+        """The adapter's per-turn tools of the agent's recorded turns (as the adapter offered them then)."""
+        probe = _ProbeClient(client, f"replay:{agent_id}")
+        names = {"say"}
+        for turn in placed:
+            if turn.agent_id == agent_id and turn.start_pos in states_at:
+                try:
+                    names |= {
+                        t.name for t in adapter.tools_for(probe, md, states_at[turn.start_pos], agent_id)
+                    }
+                except Exception:
+                    continue
+        return names
+
+    turns_before: dict[str, int] = {}
+    try:
         for agent_id in agents:
-            mine = [t for t in turns if t["agent_id"] == agent_id]
+            mine = [t for t in placed if t.agent_id == agent_id]
+            done = next((i for i, t in enumerate(mine) if t.replayed), len(mine))
+            turns_before[agent_id] = done
             override = keyed.get(agent_id, Override())
+            name = hub.name_for(agent_id)
+            recorded = [t.record for t in mine]
             model = (
                 override.model
                 if override.model is not None
-                else ReplayModel(mine, name=f"replay-{hub.name_for(agent_id)}")
+                else ReplayModel(recorded, name=f"replay-{name}", start=done, agent_name=name)
             )
-            models[agent_id] = model
+            driver.models[agent_id] = model
+            basis = recorded[min(done, len(recorded) - 1)]
             system = (
-                override.system_prompt
-                if override.system_prompt is not None
-                else (mine[0].get("system_prompt") or "")
+                override.system_prompt if override.system_prompt is not None else _own_prompt(basis, name)
             )
-            name = hub.name_for(agent_id)
-            clients[agent_id] = await client.attach(Agent(name, model, system_prompt=system), name)
-        start = sandbox.at_seq
-        todo = original[start:]
-        # envelopes before the fork point that the attached agents answered after it: deliver them again
-        answered = {e.causation_id: e for e in todo if e.causation_id and e.sender_id in clients}
-        for env in original[:start]:
-            reply = answered.get(env.envelope_id)
-            if reply is not None:
-                endpoint = hub._bindings.get(reply.sender_id)
-                if endpoint is not None:
-                    await endpoint.notify(reply.sender_id, env)
+            agent = Agent(name, model, system_prompt=system)
+            agent_client = await client.attach(agent, name, attach_default_handler=False)
+            plugin_names = {t.name for t in agent.tools}
+            adapter_names = adapter_tools(agent_id)
+            own: list[Tool] = []
+            seen: set[str] = set()
+            for rec in recorded:
+                for schema in rec.get("tools") or []:
+                    tname = str((schema.get("function") or {}).get("name") or "")
+                    if (
+                        tname
+                        and tname not in plugin_names
+                        and tname not in adapter_names
+                        and tname not in seen
+                    ):
+                        seen.add(tname)
+                        own.append(_stub(schema))
+            given = {t.name: t for t in real_tools.get(agent_id, []) if t.name in seen}
+            own = [_with_function(t, given[t.name]) if t.name in given else t for t in own]
+            agent.tools = [*own, *[t for t in agent.tools if t.name not in seen]]
+            policies = {k: ToolPolicy.parse(v) for k, v in override.tools.items()}
+            real = plugin_names | adapter_names | set(given)
+            agent.hooks.middleware.append(_ToolPolicies(driver, agent_id, policies, real))
+            agent_client.on_envelope(lambda env, c=agent_client: driver.handle(c, env))
+            driver.clients[agent_id] = agent_client
+        # what the attached agents answered after the fork although it lies before it: deliver it again
+        index = {e.envelope_id: i for i, e in enumerate(original)}
+        again: list[tuple[int, int, str, str]] = []
+        for i, env in enumerate(original[start:], start):
+            if env.event_type in _HANDLER_MADE and env.sender_id in driver.clients:
+                trigger = index.get(env.causation_id or "")
+                if trigger is not None and trigger < start:
+                    again.append((i, trigger, env.sender_id, original[trigger].envelope_id))
+        for turn in placed:
+            trigger = index.get(str(turn.record.get("trigger_envelope_id") or ""))
+            if turn.replayed and turn.agent_id in driver.clients and trigger is not None and trigger < start:
+                again.append((turn.start_pos, trigger, turn.agent_id, original[trigger].envelope_id))
+        for _when, trigger, agent_id, _env_id in sorted(again):
+            endpoint = hub._bindings.get(agent_id)
+            if endpoint is not None:
+                await endpoint.notify(agent_id, original[trigger])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         stopped = "original replayed"
         first: int | None = None
-        ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in original[:start]}
-        for offset, env in enumerate(todo):
-            position = start + offset  # 0-based index of env in the original
-            made_here = (
-                env.event_type in _HUB_MADE
-                or (env.event_type in _HANDLER_MADE and env.sender_id in clients)
-                or (env.sender_id in clients and _made_in_turn(env, turns))
-            )
-            if not made_here:
-                await _settle(hub, cid, position, loop.time() + step_timeout)
-                if hub.wal_count(cid) != position:
-                    first, stopped = position, "the replay made something the original did not"
+        for pos in range(start, len(original)):
+            env = original[pos]
+            if not driver.made_here(pos):
+                await _settle(hub, cid, pos, loop.time() + step_timeout)
+                if hub.wal_count(cid) != pos:
+                    first, stopped = pos, "the replay made something the original did not"
                     break
                 copy = env.copy()
                 copy.envelope_id, copy.created_at = "", ""
-                copy.causation_id = ids.get(env.causation_id or "", env.causation_id)
+                copy.causation_id = driver.ids.get(env.causation_id or "", env.causation_id)
                 await hub.post_envelope(copy)
             else:
-                await _settle(hub, cid, position + 1, min(deadline, loop.time() + step_timeout), exact=False)
+                await _settle(hub, cid, pos + 1, min(deadline, loop.time() + step_timeout), exact=False)
             wal = await hub.read_wal(cid)
-            if len(wal) <= position or not _same(wal[position], env):
-                first = position
+            if len(wal) <= pos or not _same(wal[pos], env):
+                first = pos
                 stopped = "diverged"
                 break
-            ids[env.envelope_id] = wal[position].envelope_id
+            driver.ids[env.envelope_id] = wal[pos].envelope_id
             if loop.time() > deadline:
                 stopped = "timeout"
                 break
+        driver.faithful = False
         if first is not None:  # let the sandbox run on by itself
             while loop.time() < deadline and not hub.lookup_channel(cid).is_terminal():
-                recorded = await hub.list_turns(channel_id=cid, limit=turns_before + turn_budget + 1)
-                taken = len(recorded) - turns_before
+                taken = len(await hub.list_turns(channel_id=cid, limit=turn_budget + 1))
                 if taken >= turn_budget:
                     stopped = "turn budget"
                     break
                 before = hub.wal_count(cid)
                 await asyncio.sleep(0.01)
                 quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub._mailboxes.values())
-                if quiet and all(not c._workers for c in clients.values()):
+                if quiet and all(not c._workers for c in driver.clients.values()):
                     break
         if stopped not in ("turn budget", "timeout"):  # else the agents stop now, mid-conversation
-            for c in clients.values():
+            for c in driver.clients.values():
                 await c.idle()
     finally:
+        driver.faithful = False
         # cancelled or failed too: the attached agents stop (a model call in flight ends with them)
         await client.close()
     replayed_turns = sorted(
@@ -265,14 +715,23 @@ async def replay(
         fork_at=start,
         stopped=stopped,
         first_divergence=first,
-        models=models,
-        original_turns=[t for t in turns if (t.get("started_at") or "") >= _fork_time(original, start)],
+        models=driver.models,
+        original_turns=[t.record for t in placed if t.replayed],
         replayed_turns=replayed_turns,
+        turns_before=turns_before,
+        missing=dict(driver.missing),
+        names={a: hub.name_for(a) for a in {*agents, *(e.sender_id for e in original)}},
     )
 
 
-def _fork_time(original: list[Envelope], start: int) -> str:
-    return original[start - 1].created_at if start else ""
+def _own_prompt(record: dict[str, Any], name: str) -> str:
+    """The agent's own system prompt, as its turn record shows it (the plugin's identity line put back
+    by the plugin itself)."""
+    prompt = str(record.get("system_prompt") or "")
+    head, sep, rest = prompt.partition("\n\n")
+    if sep and head.startswith(f"You are {name} (agent_id: "):
+        return rest
+    return "" if prompt.startswith(f"You are {name} (agent_id: ") else prompt
 
 
 async def _settle(hub: Hub, cid: str, count: int, deadline: float, *, exact: bool = True) -> None:
@@ -281,19 +740,24 @@ async def _settle(hub: Hub, cid: str, count: int, deadline: float, *, exact: boo
     while loop.time() < deadline:
         n = hub.wal_count(cid)
         if n >= count and not any(len(m) for m in hub._mailboxes.values()):
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.002)
             if hub.wal_count(cid) == n:
                 return
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0.002)
+
+
+# ----------------------------------------------------------------------------------------- compare
 
 
 @dataclass(slots=True)
 class Comparison:
     """Two transcripts lined up envelope by envelope; the turns lined up per agent, in order.
 
-    ``turns``: per agent and turn number, whether the projected history, the input, the tools offered and
-    the reply are the same, with the history's delta (``removed``/``added`` events); ``first_turn``: the
-    earliest turn (by the original's start time) that differs, and ``turn_why`` what differs in it."""
+    ``turns``: per agent and turn number (counted from the agent's first turn in the channel), whether
+    the projected history, the input, the tools offered and the reply are the same, with the history's
+    delta (``removed``/``added`` events) and ``answered_by`` ("the recording" or the model's name);
+    ``first_turn``: the earliest turn (by the original's start time) that differs, and ``turn_why`` what
+    differs in it. ``verdict``: the outcome in words."""
 
     rows: list[dict[str, Any]]
     first_divergence: int | None
@@ -302,25 +766,41 @@ class Comparison:
     turns: list[dict[str, Any]] = field(default_factory=list)
     first_turn: dict[str, Any] | None = None
     turn_why: str = ""
+    verdict: str = ""
 
 
 def _tool_names(turn: dict[str, Any]) -> list[str]:
     return [t.get("function", {}).get("name", "") for t in turn.get("tools") or []]
 
 
-def _compare_turns(original: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _answered_by(result: ReplayResult, agent_id: str, record: dict[str, Any] | None) -> str:
+    model = result.models.get(agent_id)
+    if record is None:
+        return ""
+    if isinstance(model, ReplayModel):
+        if record.get("error"):
+            return "no answer: the replay model has no recorded reply for this request"
+        return "the recording"
+    name = getattr(model, "name", None) or type(model).__name__
+    return f"the model {name}"
+
+
+def _compare_turns(result: ReplayResult) -> list[dict[str, Any]]:
+    original, replayed = result.original_turns, result.replayed_turns
     out = []
     agents = list(dict.fromkeys(t["agent_id"] for t in [*original, *replayed]))
     for agent_id in agents:
         mine = [t for t in original if t["agent_id"] == agent_id]
         theirs = [t for t in replayed if t["agent_id"] == agent_id]
+        offset = result.turns_before.get(agent_id, 0)
         for n in range(max(len(mine), len(theirs))):
             a = mine[n] if n < len(mine) else None
             b = theirs[n] if n < len(theirs) else None
             row: dict[str, Any] = {
                 "agent_id": agent_id,
-                "turn": n + 1,
+                "turn": offset + n + 1,
                 "started_at": (a or b or {}).get("started_at"),
+                "answered_by": _answered_by(result, agent_id, b),
             }
             if a is None or b is None:
                 row.update(missing="replayed" if b is None else "original")
@@ -353,8 +833,37 @@ def _row(env: Envelope | None) -> dict[str, Any] | None:
     }
 
 
+def _refusal(result: ReplayResult, seq: int) -> str | None:
+    """The replay model's refusal in one sentence, for the agent whose envelope was due at ``seq``."""
+    due = result.original[seq - 1].sender_id if 0 < seq <= len(result.original) else None
+    if due in result.models and not isinstance(result.models[due], ReplayModel):
+        return None  # the envelope due there came from another model: that is the divergence
+    order = [due, *result.models] if due else list(result.models)
+    for agent_id in order:
+        model = result.models.get(agent_id or "")
+        if isinstance(model, ReplayModel) and model.diverged is not None:
+            name = result.names.get(agent_id or "", agent_id)
+            return (
+                f"{name}'s model is `replay` and has no recorded reply for a changed request; "
+                f"give {name} `scripted` or `openai` to go on"
+            )
+    return None
+
+
+def _differs(result: ReplayResult, was: Envelope, now: Envelope) -> str:
+    """Why the envelope at a position differs, in words: whose, and who answered in the replay."""
+    name = result.names.get(was.sender_id, was.sender_id)
+    if was.sender_id != now.sender_id:
+        other = result.names.get(now.sender_id, now.sender_id)
+        return f"{other} posted where {name} did in the original"
+    model = result.models.get(was.sender_id)
+    by = "" if model is None or isinstance(model, ReplayModel) else f" (answered by the model {model.name})"
+    what = "reply" if was.event_type == now.event_type else "envelope"
+    return f"{name}'s {what} differs from the original's{by}"
+
+
 def compare(result: ReplayResult) -> Comparison:
-    """Align ``result.original`` and ``result.replayed`` and name the first difference."""
+    """Align ``result.original`` and ``result.replayed``, name the first difference, give the verdict."""
     a, b = result.original, result.replayed
     rows = []
     first: int | None = None
@@ -374,19 +883,39 @@ def compare(result: ReplayResult) -> Comparison:
         else:
             model = result.models.get(a[first].sender_id)
             refused = getattr(model, "diverged", None)
-            why = f"different input: {refused}" if refused else "different reply"
-    turns = _compare_turns(result.original_turns, result.replayed_turns)
+            why = f"no recorded reply: {refused}" if refused else "different reply"
+    turns = _compare_turns(result)
     first_turn = None
     turn_why = ""
     for row in turns:
         if "missing" in row:
             first_turn, turn_why = row, f"the turn is missing in the {row['missing']} run"
+            missing = result.missing.get(row["agent_id"])
+            if missing:
+                turn_why = missing
             break
         changed = [k for k in ("history", "inputs", "tools", "reply") if not row[f"{k}_same"]]
         if changed:
             first_turn = row
             turn_why = "different " + ", ".join(changed)
             break
+    n = len(a)
+    if first is None:
+        verdict = f"completed: {n} of {n} envelopes reproduced"
+    else:
+        seq = first + 1
+        refusal = _refusal(result, seq)
+        because = next(iter(result.missing.values()), None) or (
+            f"the replay made nothing where the original has seq {seq}"
+            if first >= len(b)
+            else f"the replay went on past the original's {n} envelopes"
+            if first >= n
+            else _differs(result, a[first], b[first])
+        )
+        if refusal is not None and not result.missing:
+            verdict = f"stopped at seq {seq}: {refusal}"
+        else:
+            verdict = f"stopped early at seq {seq} because {because}"
     return Comparison(
         rows=rows,
         first_divergence=first,
@@ -395,7 +924,19 @@ def compare(result: ReplayResult) -> Comparison:
         turns=turns,
         first_turn=first_turn,
         turn_why=turn_why,
+        verdict=verdict,
     )
 
 
-__all__ = ["Comparison", "Override", "ReplayDiverged", "ReplayModel", "ReplayResult", "compare", "replay"]
+__all__ = [
+    "TOOL_POLICIES",
+    "Comparison",
+    "Override",
+    "ReplayDiverged",
+    "ReplayModel",
+    "ReplayResult",
+    "ToolPolicy",
+    "compare",
+    "network_tools",
+    "replay",
+]
