@@ -160,6 +160,13 @@ def serve(
             "buffer); older ones are read back from the database."
         ),
     ] = 128.0,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="PostgreSQL: seconds within which the active hub must renew its leadership; the database "
+            "ends the lock of a frozen one after that, and a standby takes over."
+        ),
+    ] = 2.0,
 ) -> None:
     """Serve a hub over WebSocket so agents in other processes (and the workbench) can attach."""
     if not 0 <= port <= 65535:
@@ -198,6 +205,7 @@ def serve(
                     echo=typer.echo,
                     token=token,
                     allow_unauthenticated=allow_unauthenticated,
+                    lease=lease,
                 )
                 try:
                     hub = await leadership.take(cache_mb=cache_mb)

@@ -1,10 +1,13 @@
 """Active/standby hubs on one PostgreSQL database, as real processes: two ``ag2net serve --db postgresql://…``
 on different ports, exactly one admitting; kill -9 of the active and the standby takes over; a paused
 ex-active never writes after the standby took over; clients given both URLs keep posting through three
-kills, every acknowledged post is in the WAL exactly once and every delivery arrives.
+kills, every acknowledged post is in the WAL exactly once and every delivery arrives; a frozen active
+(SIGSTOP: its connections stay up) is replaced within its lease and the clients, by their ping deadline,
+follow to the new one, while the ex-active, resumed, writes nothing and exits 3.
 
 A throwaway PostgreSQL server (tests/pg_server.py); skipped with the reason only when it cannot be had.
-The takeover figures are printed (``pytest -s``) and bounded by ``TAKEOVER_LIMIT``.
+The takeover figures are printed (``pytest -s``) and bounded by ``TAKEOVER_LIMIT`` (and, for the frozen
+active, ``FROZEN_ADMIT_LIMIT`` and ``FROZEN_ACK_LIMIT``).
 """
 
 from __future__ import annotations
@@ -152,7 +155,7 @@ async def check_standby_answers(active: HubProcess, standby: HubProcess) -> None
     with pytest.raises(StandbyError, match="is a standby"):
         await HubClient.connect(standby.url, identity_secrets=False).open()
     async with websockets.connect(standby.url) as ws:
-        assert ws.response.headers["X-Ag2net-Role"] == "standby"
+        assert ws.response is not None and ws.response.headers["X-Ag2net-Role"] == "standby"
         await ws.send(json.dumps({"kind": "request", "request_id": "r1", "op": "health", "params": {}}))
         answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert answer["request_id"] == "r1" and answer["ok"] is False and answer["error_code"] == "standby"
@@ -361,3 +364,145 @@ async def test_one_hub_admits_and_five_clients_keep_posting_through_three_kills_
         f"{sum(repeats)} deliveries reached a client twice (the link drops repeats by envelope id)"
     )
     assert max(takeovers) < TAKEOVER_LIMIT
+
+
+async def stopped(pid: int) -> None:
+    """Until the process ``pid`` is stopped (state T): a signal takes effect a moment after it is sent."""
+    for _ in range(1000):
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rpartition(")")[2].split()[0] in ("T", "t"):
+                return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop")
+
+
+FROZEN_ADMIT_LIMIT = 5.0  # SIGSTOP of the active -> the standby admits (issue 21: lease 2 s, poll 0.25 s)
+FROZEN_ACK_LIMIT = 7.0  # SIGSTOP of the active -> every client's first acknowledged post (ping deadline 3 s)
+
+
+async def test_a_frozen_active_is_replaced_within_its_lease_and_the_clients_follow(pg_server, hubs):
+    """SIGSTOP of the active: its TCP connections stay up, so only the lease (the database ends its lock
+    session) and the clients' ping deadline (they drop a hub that does not answer) get anyone moving.
+    Three clients given both URLs keep posting; a fourth, given only the frozen hub and no deadline, has
+    five posts waiting in the frozen hub's socket. SIGCONT: the ex-active finds itself fenced, writes none of them, exits 3."""
+    url = await pg_server.fresh_url()
+    active, standby = await active_and_standby(url, hubs)
+    urls = (active.url, standby.url)
+    clients = [client(*urls) for _ in range(3)]
+    late_client = client(active.url, reconnect=False, ping_deadline=None)
+    humans = []
+    acked: list[dict[str, str]] = [{} for _ in clients]  # per client: envelope id -> post key
+    first_after: list[float | None] = [None] * len(clients)
+    acked_after_freeze: set[str] = set()
+    lost = {"n": 0}
+    stop = asyncio.Event()
+    frozen_at = 0.0
+    try:
+        for i, hc in enumerate(clients):
+            humans.append(await hc.register_human(Passport(name=f"f{i}", kind="human")))
+        channels = [
+            (await human.open(type="conversation", target=f"f{(i + 1) % 3}")).channel_id
+            for i, human in enumerate(humans)
+        ]
+        late_sender = await late_client.register_human(Passport(name="late", kind="human"))
+        late_channel = (await late_sender.open(type="conversation", target="f1")).channel_id
+
+        async def poster(i: int, lane: int) -> None:
+            k = 0
+            while not stop.is_set():
+                key = f"f{i}/{lane}/{k}"
+                k += 1
+                while not stop.is_set():
+                    env = Envelope(
+                        channel_id=channels[i], sender_id=humans[i].agent_id, audience=None, event_type=EV_TEXT,
+                        event_data={"text": key}, idempotency_key=key,
+                    )  # fmt: skip
+                    sent = time.monotonic()
+                    try:
+                        envelope_id = await humans[i].post_envelope(env)
+                    except (ConnectionLostError, StandbyError):
+                        lost["n"] += 1  # may or may not have landed: post it again (same key)
+                        await asyncio.sleep(0.05)
+                        continue
+                    acked[i][envelope_id] = key
+                    if frozen_at and sent > frozen_at:
+                        acked_after_freeze.add(envelope_id)  # by the new active: the frozen one answers none
+                        if first_after[i] is None:
+                            first_after[i] = time.monotonic()
+                    break
+                await asyncio.sleep(0.02)
+
+        posters = [asyncio.ensure_future(poster(i, lane)) for i in range(3) for lane in range(2)]
+        try:
+            await asyncio.sleep(1.0)  # posting through the active
+            assert all(acked), acked
+            active.proc.send_signal(signal.SIGSTOP)
+            await stopped(active.proc.pid)
+            frozen_at = time.monotonic()
+            texts = [{"text": f"late {n}"} for n in range(5)]
+            late = [
+                asyncio.ensure_future(
+                    late_sender.post_envelope(
+                        Envelope(late_channel, late_sender.agent_id, None, EV_TEXT, event_data=text)
+                    )
+                )
+                for text in texts
+            ]
+            admitted = await wait_for(standby, "listening on", FROZEN_ADMIT_LIMIT + 25) - frozen_at
+            lock_taken = await wait_for(standby, "took over", 1) - frozen_at
+            deadline = time.monotonic() + FROZEN_ACK_LIMIT + 25
+            while any(t is None for t in first_after) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # a little more posting through the new active
+            resumed_at = time.monotonic()
+            active.proc.send_signal(signal.SIGCONT)
+            code = await asyncio.to_thread(active.proc.wait, 30)
+            exited = time.monotonic() - resumed_at
+            outcomes = await asyncio.wait_for(asyncio.gather(*late, return_exceptions=True), 30)
+        finally:
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*posters), 60)
+    finally:
+        for hc in (*clients, late_client):
+            await hc.close()
+
+    assert code == 3, active.output()
+    assert "lost the leadership" in active.output()
+    assert all(isinstance(o, NetworkError) for o in outcomes), outcomes  # none of them acknowledged
+    rows = await wal_rows(url)
+    texts = [json.loads(row[3])["event_data"].get("text") for row in rows]
+    assert not [t for t in texts if isinstance(t, str) and t.startswith("late")], "the ex-active wrote"
+    assert len({row[1] for row in rows}) == len(rows)
+    landed_unanswered = 0
+    for i in range(3):
+        # the channel's posts in commit order (seq)
+        posts_here = [
+            (row[1], json.loads(row[3])["event_data"].get("text"))
+            for row in rows
+            if row[0] == channels[i] and json.loads(row[3])["event_type"] == EV_TEXT
+        ]
+        stored = dict(posts_here)
+        # every acknowledged post is in its channel's WAL, exactly once (ids are unique), as posted
+        assert all(stored.get(envelope_id) == key for envelope_id, key in acked[i].items())
+        # every post there was acknowledged, or is an earlier copy of one whose answer the freeze took away
+        unanswered = [key for envelope_id, key in posts_here if envelope_id not in acked[i]]
+        assert set(unanswered) <= set(acked[i].values()), unanswered
+        landed_unanswered += len(unanswered)
+        # from the new active's first post on, every post was acknowledged (by it): nothing of the
+        # ex-active's, which answers nobody once frozen, landed after the takeover
+        first_new = min(
+            n for n, (envelope_id, _) in enumerate(posts_here) if envelope_id in acked_after_freeze
+        )
+        after = [key for envelope_id, key in posts_here[first_new:] if envelope_id not in acked[i]]
+        assert not after, f"posts nobody was told of landed after the takeover: {after}"
+    firsts = [t - frozen_at for t in first_after if t is not None]
+    posts = sum(len(a) for a in acked)
+    print(
+        f"\nSIGSTOP of the active: lock taken {lock_taken:.2f} s, standby admitting {admitted:.2f} s, the clients' "
+        f"first acknowledged post {', '.join(f'{t:.2f}' for t in firsts)} s after; {posts} acknowledged posts, "
+        f"{lost['n']} lost their answer and were posted again ({landed_unanswered} of them had landed before the "
+        f"freeze); SIGCONT: the ex-active exited with {code} "
+        f"{exited:.2f} s later, its 5 waiting posts refused"
+    )
+    assert admitted < FROZEN_ADMIT_LIMIT
+    assert len(firsts) == len(clients) and max(firsts) < FROZEN_ACK_LIMIT

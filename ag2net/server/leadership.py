@@ -15,8 +15,26 @@
 * The lock goes with the holder's session: a killed process's connection closes and the server releases
   it at once; a process cut off from the database loses it when the server's TCP keepalive gives up
   (the lock session asks for ``tcp_keepalives_idle=5``, ``interval=1``, ``count=3``: about 8 s).
+* **The lease** (``lease`` seconds, default 2; ``ag2net serve --lease SECONDS``): a paused or frozen
+  holder, whose TCP connection stays up, must not keep the lock either. The lock session sets
+  PostgreSQL's ``idle_session_timeout`` to the lease (PostgreSQL 14 or later), so the *server* ends a
+  session that sent nothing for that long, and the lock goes with it; the holder renews it with its
+  health check (``SELECT 1`` every ``check_interval`` seconds, default a quarter of the lease). The
+  store's writer session gets ``idle_in_transaction_session_timeout`` of the lease (``fence(lease=)``),
+  so a frozen holder's open write transaction cannot hold the leader row (and the next holder's fence)
+  for longer either; its pooled sessions only read and hold no row locks. The holder also counts for
+  itself: a health check that finds the last renewal older than the lease gives the leadership up.
+  A standby therefore takes over a frozen active within the lease and its own ``poll_interval``
+  (0.25 s); the fencing epoch keeps whatever the ex-active does when it wakes up from landing. The price:
+  a holder whose event loop stalls for longer than the lease minus the check interval (a long
+  synchronous computation, a suspended laptop) loses the leadership; raise ``--lease`` for such hubs.
+  On PostgreSQL 13 and older the server cannot end an idle session: the lease is kept by the holder
+  alone (said once when it takes the lock) and a frozen holder keeps the lock until it wakes up.
+  A hub embedded in a workbench (``standby=False``) defaults to a lease of 10 s: no standby waits for
+  it, and its event loop also paints.
 * ``hold(serving)`` runs the server until leadership is lost: the lock session ends or fails its health
-  check (every ``check_interval`` seconds, ``check_timeout`` at most), or a write is fenced. Then it stops
+  check (every ``check_interval`` seconds, ``check_timeout`` at most: default the lease), its lease ran
+  out, or a write is fenced. Then it stops
   admitting at once (the serving task is cancelled: the listener closes and every connection with it),
   writes one sentence on stderr and returns ``LOST_EXIT_CODE`` (3), for ``ag2net serve`` to exit with;
   started again (by hand or by a supervisor) the process comes back as the standby.
@@ -64,6 +82,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("ag2net.server.leadership")
 
 LOST_EXIT_CODE = 3
+#: Seconds a served hub's lease lasts (``ag2net serve --lease``), and an embedded workbench hub's.
+DEFAULT_LEASE = 2.0
+EMBEDDED_LEASE = 10.0
+#: The shortest lease: the health check renews it several times within it.
+MIN_LEASE = 0.5
 #: The lock session's server-side TCP keepalive: a holder cut off from the server loses the lock in ~8 s.
 LOCK_SESSION_SETTINGS = {
     "application_name": "ag2net-leader",
@@ -164,8 +187,9 @@ class Leadership:
         token: str | None = None,
         allow_unauthenticated: bool = False,
         poll_interval: float = 0.25,
-        check_interval: float = 1.0,
-        check_timeout: float = 5.0,
+        lease: float | None = None,
+        check_interval: float | None = None,
+        check_timeout: float | None = None,
         standby: bool = True,
         holder: str | None = None,
         refusal: Callable[[Leadership], str] | None = None,
@@ -178,8 +202,12 @@ class Leadership:
         self.token = token
         self.allow_unauthenticated = allow_unauthenticated
         self.poll_interval = poll_interval
-        self.check_interval = check_interval
-        self.check_timeout = check_timeout
+        #: seconds within which the holder must renew the lock (enforced by the database server)
+        self.lease = lease if lease is not None else (DEFAULT_LEASE if standby else EMBEDDED_LEASE)
+        numeric = isinstance(self.lease, int | float) and not isinstance(self.lease, bool)
+        default = self.lease if numeric else DEFAULT_LEASE  # a bad lease is refused by take()
+        self.check_interval: float = check_interval if check_interval is not None else default / 4
+        self.check_timeout: float = check_timeout if check_timeout is not None else default
         self.standby = standby  # False: take() raises LeadershipHeld instead of standing by
         self.holder = holder  # what the leader row says holds it, after host and pid (default: the port)
         self.refusal = refusal  # the sentence a write fails with once the leadership is lost
@@ -191,12 +219,25 @@ class Leadership:
         self._conn: Any = None
         self._standby: StandbyListener | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._warned_old_server = False
 
     # ------------------------------------------------------------------ taking it
 
     async def take(self, **hub_kwargs: Any) -> Hub:
         """Wait as the standby until this process holds the lock, then fence, hydrate and return the hub."""
         from ag2net.hub.hub import Hub
+
+        lease = self.lease
+        if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease >= MIN_LEASE:
+            raise LeadershipError(
+                f"the leadership lease (--lease) must be at least {MIN_LEASE} seconds, got {lease!r}: the hub "
+                "renews it several times within it"
+            )
+        if not 0 < self.check_interval < lease:
+            raise LeadershipError(
+                f"the leadership check interval must be more than 0 and less than the lease ({lease:g} s), "
+                f"got {self.check_interval!r}"
+            )
 
         if self.token is None and self.host not in LOOPBACK_HOSTS and not self.allow_unauthenticated:
             # serve_ws refuses this too, but only once this hub takes over: say it before standing by.
@@ -208,7 +249,15 @@ class Leadership:
         try:
             await store.open()
             await self._wait_for_lock(store)
-            self.epoch = await store.fence(self._holder(), on_fenced=self._fenced)
+            # Renewing the lease starts now: fencing may wait up to a lease for a paused predecessor's
+            # write transaction, and the lock session must not sit idle meanwhile.
+            self._watch = asyncio.get_running_loop().create_task(self._watch_lock())
+            self.epoch = await store.fence(self._holder(), on_fenced=self._fenced, lease=lease)
+            if self.lost.is_set():
+                raise LeadershipError(
+                    f"this hub lost the leadership of {self.where} while taking it ({self.reason}); start it "
+                    "again to stand by"
+                )
             if self._standby is not None:
                 self.echo(f"ag2net hub took over {self.where} (leader epoch {self.epoch}); loading its state")
         except BaseException as exc:
@@ -216,7 +265,6 @@ class Leadership:
             if isinstance(exc, StoreError):
                 raise LeadershipError(str(exc)) from None
             raise
-        self._watch = asyncio.get_running_loop().create_task(self._watch_lock())
         try:
             hub = await Hub.open(store, **hub_kwargs)
         except BaseException as exc:
@@ -248,8 +296,29 @@ class Leadership:
 
     async def _lock_connection(self, store: PostgresStore) -> Any:
         conn = await store.connect(**LOCK_SESSION_SETTINGS)
+        try:
+            database, schema, version = await conn.fetchrow(
+                "SELECT current_database(), current_schema(), current_setting('server_version_num')::int",
+                timeout=self.check_timeout,
+            )
+            if version >= 140000:
+                # The server ends this session once it sent nothing for a lease: a frozen holder's lock
+                # goes with it. (A SET, not a startup setting: older servers refuse unknown ones.)
+                await conn.execute(
+                    f"SET idle_session_timeout = {max(1, round(self.lease * 1000))}",
+                    timeout=self.check_timeout,
+                )
+            elif not self._warned_old_server:
+                self._warned_old_server = True
+                message = (
+                    f"PostgreSQL {version // 10000} cannot end the session of a frozen hub (idle_session_timeout "
+                    f"needs 14 or later): a frozen active keeps the leadership of {self.where} until it wakes up"
+                )
+                log.warning("%s", message)
+        except BaseException:
+            conn.terminate()
+            raise
         if self.key is None:
-            database, schema = await conn.fetchrow("SELECT current_database(), current_schema()")
             self.key = lock_key(database, schema or "")
         return conn
 
@@ -346,17 +415,28 @@ class Leadership:
         add_listener = getattr(conn, "add_termination_listener", None)
         if add_listener is not None:
             add_listener(lambda _conn: ended.set())
+        loop = asyncio.get_running_loop()
+        renewed = loop.time()  # when the last renewal was sent: the server's idle clock started after it
         while not self.lost.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(ended.wait(), self.check_interval)
             if ended.is_set() or conn.is_closed():
                 self._lose("its lock session ended")
                 return
+            sent = loop.time()
+            if sent - renewed > self.lease:
+                # The server may have ended the session already (it ends one idle for a lease): this process
+                # did not run, or did not reach the database, for that long.
+                self._lose(
+                    f"its lease of {self.lease:g} s ran out: it was last renewed {sent - renewed:.1f} s ago"
+                )
+                return
             try:
                 await conn.fetchval("SELECT 1", timeout=self.check_timeout)
             except Exception as exc:
                 self._lose(f"its lock session failed: {exc or type(exc).__name__}")
                 return
+            renewed = sent
 
     async def hold(self, serving: Awaitable[Any]) -> int:
         """Run ``serving`` until it ends (0) or the leadership is lost (``LOST_EXIT_CODE``, after one
@@ -426,6 +506,8 @@ class Leadership:
 
 
 __all__ = [
+    "DEFAULT_LEASE",
+    "EMBEDDED_LEASE",
     "LOCK_SESSION_SETTINGS",
     "LOST_EXIT_CODE",
     "Leadership",

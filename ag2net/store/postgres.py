@@ -439,6 +439,7 @@ class PostgresStore:
         self._fence_epoch: int | None = None
         self._fenced: StoreFenced | None = None
         self._on_fenced: Callable[[StoreFenced], Any] | None = None
+        self._transaction_timeout_ms = 5000
 
     def __repr__(self) -> str:
         state = "open" if self._pool is not None else "closed"
@@ -467,9 +468,12 @@ class PostgresStore:
         return kwargs
 
     def _writer_settings(self) -> dict[str, str]:
-        # A fenced writer's transaction left open (its process paused) ends on the server within seconds,
-        # so the next holder's epoch UPDATE, which waits for it, does not wait longer.
-        return {"idle_in_transaction_session_timeout": "5s"} if self._fence_epoch is not None else {}
+        # A fenced writer's transaction left open (its process paused) ends on the server within the lease
+        # (``fence(lease=)``, else 5 s), so the next holder's epoch UPDATE, which waits for it, does not
+        # wait longer than the lock the paused process held.
+        if self._fence_epoch is None:
+            return {}
+        return {"idle_in_transaction_session_timeout": f"{self._transaction_timeout_ms}ms"}
 
     async def connect(self, **server_settings: str) -> Any:
         """A new asyncpg connection to this store's database, outside the pool (the caller closes it):
@@ -504,16 +508,26 @@ class PostgresStore:
             )
         self._fenced = StoreFenced(reason.strip())
 
-    async def fence(self, holder: str = "", *, on_fenced: Callable[[StoreFenced], Any] | None = None) -> int:
+    async def fence(
+        self,
+        holder: str = "",
+        *,
+        on_fenced: Callable[[StoreFenced], Any] | None = None,
+        lease: float | None = None,
+    ) -> int:
         """Make this store the database's one writer and return its epoch; see the module's "Fencing".
 
         Call it while holding the leadership (``ag2net.server.leadership`` holds a session advisory lock),
         before the first write. It waits for the write transactions of the previous holder that are
         still open to end. ``on_fenced(error)`` is called once, from the writer, when a later holder's
-        ``fence`` fences this store out."""
+        ``fence`` fences this store out. ``lease`` (seconds, default 5) bounds on the server how long a
+        write transaction of this store may stay idle (``idle_in_transaction_session_timeout``): a
+        paused process cannot hold the leader row, and so delay the next holder's fence, for longer."""
         if self._pool is None or self.read_only:
             raise self._closed_error()
         _no_nul("fence holder", holder, empty_ok=True)
+        if lease is not None and not (isinstance(lease, int | float) and lease > 0):
+            raise StoreError(f"the fence's lease must be a number of seconds more than 0, got {lease!r}")
         try:
             conn = await self.connect()
             try:
@@ -532,9 +546,10 @@ class PostgresStore:
         self._fence_epoch = epoch
         self._fenced = None
         self._on_fenced = on_fenced
+        self._transaction_timeout_ms = 5000 if lease is None else max(1, round(lease * 1000))
         writer = self._writer_conn
         if writer is not None and not writer.is_closed():
-            await writer.execute("SET idle_in_transaction_session_timeout = '5s'")
+            await writer.execute(f"SET idle_in_transaction_session_timeout = {self._transaction_timeout_ms}")
         return epoch
 
     def _is_fence_error(self, exc: BaseException) -> bool:
