@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from ag2net.cli_replay import replay_cmd
@@ -25,6 +26,7 @@ from ag2net.cli_support import (
     UsageProblem,
     check_name,
     check_paths,
+    conventional_metavars,
     default_db_path,
     default_human_name,
     fail,
@@ -32,6 +34,7 @@ from ag2net.cli_support import (
     open_hub,
     run_network,
     run_until_stopped,
+    usage_sentence,
 )
 
 MOUNTED: dict[str, str] = {"tui": "tui.cli:app", "web": "tui.web:app"}
@@ -51,7 +54,39 @@ class Commands(TyperGroup):
             command = typer.main.get_command(getattr(importlib.import_module(module_name), attr))
             command.name = cmd_name
             self.commands[cmd_name] = command
-        return super().get_command(ctx, cmd_name)
+        return conventional_metavars(super().get_command(ctx, cmd_name), ctx)
+
+    def get_params(self, ctx: Any) -> Any:
+        conventional_metavars(self, ctx)  # the group's own --version and --help
+        return super().get_params(ctx)
+
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """As Typer's, but a usage error the parser finds (``--port abc``, an unknown option, a missing
+        ``--db``) is one sentence on stderr with exit code 2, like every other bad option, not a box."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        given = list(sys.argv[1:] if args is None else args)
+        try:
+            result = super().main(given, prog_name, complete_var, False, **extra)
+        except typer.Abort:
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        except UsageError as exc:
+            if isinstance(exc, NoArgsIsHelpError):  # plain `ag2net`: the help, as Typer shows it
+                from typer import rich_utils
+
+                rich_utils.rich_format_error(exc)
+            else:
+                typer.echo(f"Error: {usage_sentence(exc, given)}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and args[0] not in self.commands:
@@ -69,6 +104,29 @@ app = typer.Typer(
 )
 
 
+def show_version(given: bool) -> None:
+    if given:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"ag2net {version('ag2net')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("ag2net (not installed: no version)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version of ag2net and exit.", callback=show_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """ag2net: an AG2 agent network (hub, channels, WAL, LLM agents) and a terminal workbench for its humans."""
+
+
 @app.command("demo")
 def demo_cmd(
     model: Annotated[
@@ -80,14 +138,19 @@ def demo_cmd(
     ] = None,
 ) -> None:
     """Run the scripted demo network once and print what happens (no API key needed)."""
-    if model is not None and not model.startswith("openai:"):
+    if model is not None and (not model.startswith("openai:") or not model.removeprefix("openai:")):
         fail(f"--model {model!r} must look like openai:MODEL_NAME, e.g. openai:gpt-4o-mini")
+    if base_url is not None and model is None:
+        fail("--base-url names the endpoint of a real model; add --model openai:MODEL_NAME, or leave it out")
+    from ag2net.agent.models import ModelError
     from ag2net.demo import run_demo_cli
 
     try:
         code = asyncio.run(run_demo_cli(print_fn=typer.echo, model=model, base_url=base_url))
     except ImportError as exc:
         fail(str(exc))
+    except ModelError as exc:
+        fail(f"--model {model}: {exc}")
     except BrokenPipeError:
         reader_left()
     raise typer.Exit(code)
@@ -180,6 +243,14 @@ def serve(
     ):
         if not value > 0:
             fail(f"{option} must be more than 0, got {value}")
+    if token is None and not allow_unauthenticated:
+        from ag2net.server import LOOPBACK_HOSTS
+
+        if host not in LOOPBACK_HOSTS:
+            fail(
+                f"--host {host} is not loopback: without a token anyone who can reach it could act as any agent; "
+                "set --token (or AG2NET_TOKEN), serve on 127.0.0.1, or pass --allow-unauthenticated"
+            )
     if token is None:
         for option, given in (
             ("--public-directory", public_directory),

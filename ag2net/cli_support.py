@@ -123,6 +123,78 @@ def run_until_stopped(main: Coroutine[Any, Any, T], *, grace: float = STOP_GRACE
             watchdog.cancel()
 
 
+def usage_sentence(exc: Any, args: list[str]) -> str:
+    """The one sentence for a usage error the command line's parser raised (a click ``UsageError``): the
+    option, what is wrong with it and where the help is, instead of Typer's box.
+
+    ``args`` are the command's arguments, to quote the value a type refused (``--port abc``)."""
+    from typer._click import exceptions as click
+
+    ctx = getattr(exc, "ctx", None)
+    where = f"see '{ctx.command_path} --help'" if ctx is not None else "see --help"
+    if isinstance(exc, click.NoSuchOption):
+        maybe = f" (did you mean {' or '.join(exc.possibilities)}?)" if exc.possibilities else ""
+        return f"no such option {exc.option_name}{maybe}; {where}"
+    param = getattr(exc, "param", None)
+    if isinstance(exc, click.MissingParameter) or not isinstance(exc, click.BadParameter) or param is None:
+        return f"{exc.format_message().strip().rstrip('.')}; {where}"
+    name = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or (param.name or "?")
+    value = given_value(args, list(getattr(param, "opts", ())))
+    got = f", got {value!r}" if value is not None else ""
+    kind = _type_of(param)
+    default = getattr(param, "default", None)
+    example = default if isinstance(default, int | float) and not isinstance(default, bool) else 1
+    if kind == "int":
+        return f"{name} must be a whole number{got}; give one like {name} {example}"
+    if kind == "float":
+        return f"{name} must be a number{got}; give one like {name} {example}"
+    return f"{name}: {exc.message.strip().rstrip('.')}{got}; {where}"
+
+
+def given_value(args: list[str], opts: list[str]) -> str | None:
+    """The value ``args`` give an option (``--port abc`` or ``--port=abc``); None when it is not there."""
+    for i, arg in enumerate(args):
+        for opt in opts:
+            if arg == opt and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(f"{opt}="):
+                return arg.removeprefix(f"{opt}=")
+    return None
+
+
+def conventional_metavars(command: Any, ctx: Any = None) -> Any:
+    """Give ``command``'s options the metavars ``--help`` conventionally shows (``TEXT``, ``INTEGER``,
+    ``FLOAT``, ``PATH``; nothing after a flag, ``--help`` included) instead of Typer's ``<str>``,
+    ``<bool>``; returns it. ``ctx``: the context its ``--help`` option is made for."""
+    params = list(getattr(command, "params", ()))
+    if ctx is not None and hasattr(command, "get_help_option"):
+        params.append(command.get_help_option(ctx))
+    for param in params:
+        if param is None:
+            continue
+        if getattr(param, "metavar", "set") is not None:
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif getattr(param, "param_type_name", "") == "option":
+            param.metavar = _METAVARS.get(_type_of(param), "TEXT")
+        elif getattr(param, "param_type_name", "") == "argument" and param.name:
+            # the name column says CHANNEL; the type column says TEXT, not <str>
+            param.metavar = param.name.upper()
+            shown = _METAVARS.get(_type_of(param), "TEXT")
+            setattr(param, "display_type_rich", lambda ctx=None, shown=shown: shown)  # noqa: B010
+    return command
+
+
+_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH"}
+
+
+def _type_of(param: Any) -> str:
+    """The Python type name of a Typer parameter (``str``, ``int``, ``float``, ``Path``, ``bool``)."""
+    bare = getattr(param, "bare_type", None)
+    return str(bare() if callable(bare) else getattr(getattr(param, "type", None), "name", ""))
+
+
 def default_db_path() -> Path:
     """Per-user default database: ``$XDG_DATA_HOME/ag2net/workbench.db`` (``~/.local/share`` by default)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -232,6 +304,18 @@ async def open_hub(path: Path | str | None, *, fsync: bool = False, cache_mb: fl
         raise UsageProblem(str(exc)) from None
 
 
+def check_demo_seat(name: str) -> None:
+    """With ``--demo``: the human's name may not be one of the demo agents' (they would fail to register)."""
+    from ag2net.demo import ROLES
+
+    roles = [role.name for role in ROLES]
+    if name in roles:
+        raise UsageProblem(
+            f"you would be seated as {name!r}, the name of one of the demo's agents ({', '.join(roles)}); "
+            "with --demo choose another name with --as, e.g. --as ana"
+        )
+
+
 def check_name(name: str) -> str:
     """``--as NAME``: a valid participant name, or a UsageProblem naming it."""
     from ag2net.identity import check_agent_name
@@ -249,8 +333,10 @@ __all__ = [
     "STOP_GRACE",
     "Stopped",
     "UsageProblem",
+    "check_demo_seat",
     "check_name",
     "check_paths",
+    "conventional_metavars",
     "default_db_path",
     "default_human_name",
     "fail",
@@ -260,4 +346,5 @@ __all__ = [
     "run_network",
     "run_until_stopped",
     "stopping_with",
+    "usage_sentence",
 ]

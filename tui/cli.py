@@ -19,6 +19,7 @@ import typer
 from ag2net.cli_support import (
     Stopped,
     UsageProblem,
+    check_demo_seat,
     check_name,
     check_paths,
     default_human_name,
@@ -103,6 +104,8 @@ def tui(
             name = check_name(default_human_name())
         if not cache_mb > 0:
             raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
+        if demo:
+            check_demo_seat(name)
         if connect is not None:
             if not all(re.match(r"^wss?://[^\s/,]+", part.strip()) for part in connect.split(",")):
                 raise UsageProblem(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ag2net import ConnectionLostError, HubClient
+from ag2net.errors import NetworkError
 from tui.settings import Settings, SettingsError, check_keymap
 
 DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
@@ -58,7 +59,13 @@ def demo_starter(
     async def start() -> Any:
         from ag2net.demo import start_demo
 
-        network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE)
+        try:
+            network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE)
+        except NetworkError:
+            raise  # the app says it in a notification
+        except Exception as exc:  # e.g. a human holds a demo agent's name: a notification, never a traceback
+            logging.getLogger("tui.launch").warning("the demo could not start", exc_info=True)
+            raise NetworkError(str(exc) or type(exc).__name__) from exc
         networks.append(network)
         task = asyncio.get_running_loop().create_task(network.run())
         tasks.add(task)

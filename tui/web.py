@@ -37,6 +37,7 @@ import typer
 
 from ag2net.cli_support import (
     UsageProblem,
+    check_demo_seat,
     check_name,
     check_paths,
     default_human_name,
@@ -133,6 +134,8 @@ def web(
             )
         settings = settings_from(config)
         name = seat_name(as_name, settings)
+        if demo:
+            check_demo_seat(name)
         if not cache_mb > 0:
             raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
         if connect is not None:

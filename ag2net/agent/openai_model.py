@@ -126,6 +126,42 @@ class OpenAIChatModel:
         if client is not None:
             await client.close()
 
+    async def check(self, timeout: float = 5.0) -> None:
+        """Ask the endpoint once, quickly, for its model list, so that a missing or refused key or a server
+        that is not there fails now in one sentence (``ModelError``) instead of after a run's retries.
+
+        A server that answers at all passes, whatever else the status (some do not list models), except
+        HTTP 401 and 403: the key was refused. OpenAI's own API without a key fails without a request."""
+        openai = self._openai
+        if self.api_key == PLACEHOLDER_API_KEY and "api.openai.com" in self.endpoint:
+            raise ModelError(
+                f"model endpoint {self.endpoint} needs an API key and OPENAI_API_KEY is not set; set it, or "
+                "give the base URL of a local server such as http://localhost:11434/v1"
+            )
+        client = openai.AsyncOpenAI(
+            api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+        try:
+            await client.models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise ModelError(
+                    f"model endpoint {self.endpoint} refused the API key (HTTP {exc.status_code}: "
+                    f"{_short(_status_detail(exc), 120)}); check OPENAI_API_KEY"
+                ) from exc
+        except openai.APITimeoutError as exc:
+            raise ModelError(
+                f"model endpoint {self.endpoint} did not answer within {timeout:g} s; check that the server "
+                "runs there"
+            ) from exc
+        except openai.APIConnectionError as exc:
+            reason = _short(str(exc.__cause__ or exc), 120)
+            raise ModelError(
+                f"cannot reach model endpoint {self.endpoint} ({reason}); is the server running?"
+            ) from exc
+        finally:
+            await client.close()
+
     def build_request(self, request: ModelCall) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create`` (no tools key when none are offered)."""
         kwargs: dict[str, Any] = {

@@ -94,6 +94,12 @@ async def run_demo_cli(
         def openai_model(name: str) -> Any:
             return OpenAIChatModel(model_name, base_url=base_url, name=f"{model_name} ({name})")
 
+        # before anything starts: a missing key or an endpoint that is not there is one sentence now
+        probe = openai_model("check")
+        try:
+            await probe.check()
+        finally:
+            await probe.aclose()
         factory = openai_model
 
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
@@ -134,15 +140,17 @@ async def run_demo_cli(
                 printed = event.position
 
         follower = asyncio.get_running_loop().create_task(follow())
-        demo = await start_demo(hc, model_factory=factory, on_tool_call=tool_called)
         try:
-            await demo.run()
-        finally:
-            await demo.close()
-        end = await hc.observe_position()
-        follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
+            demo = await start_demo(hc, model_factory=factory, on_tool_call=tool_called)
+            try:
+                await demo.run()
+            finally:
+                await demo.close()
+            end = await hc.observe_position()
+        finally:  # also when the demo cannot start: the follower never outlives the hub
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await follower
         if printed < end:
             async for event in hc.observe(since=printed):
                 show(event)
