@@ -3,8 +3,12 @@ folders (HOME and the XDG ones) in temp dirs, so the suite never writes outside 
 
 The real folders are read once, when this module is imported (before any fixture moves them): the ag2
 1.2.1 virtualenv of the interop tests stays in the real ``~/.cache/ag2net-interop`` (handed on through
-``AG2NET_INTEROP_DIR``), and at the end of the session the real folders' ``ag2net`` entries are compared
-with what they were: anything the run created or changed there fails the session, naming the path.
+``AG2NET_INTEROP_DIR``). What the test processes themselves write there fails the session, naming the path:
+an audit hook (``sys.addaudithook``, the source in ``GUARD_SOURCE``) in this process, in every xdist worker and,
+through a ``sitecustomize`` on ``PYTHONPATH``, in every Python subprocess the tests start, records each write
+(open for writing, mkdir, rename, remove, a SQLite connection…) under the real folders' ``ag2net`` entries in
+one log; the session fails when the log is not empty. Writes of other processes (a workbench the developer
+has open) are not the run's and never count.
 """
 
 from __future__ import annotations
@@ -91,15 +95,166 @@ def real_ag2net_entries() -> dict[str, tuple[int, int]]:
     return found
 
 
-REAL_ENTRIES_AT_START = real_ag2net_entries()
+GUARD_SOURCE = r'''
+"""The test run's write guard (written by tests/conftest.py): records writes under the real per-user folders."""
+import json
+import os
+import sys
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_PATH_EVENTS = {
+    "os.mkdir": (0,), "os.remove": (0,), "os.rmdir": (0,), "os.truncate": (0,), "os.chmod": (0,),
+    "os.utime": (0,), "os.rename": (0, 1), "os.replace": (0, 1), "os.symlink": (1,), "os.link": (1,),
+    "shutil.copyfile": (1,), "shutil.copytree": (1,), "shutil.move": (0, 1), "shutil.rmtree": (0,),
+}
+
+
+def install(log, roots, home, interop):
+    roots = [os.path.abspath(root) for root in roots]
+    home = os.path.abspath(home)
+    interop = os.path.abspath(interop)
+    busy = []
+
+    def watched(path):
+        if isinstance(path, int) or path is None:
+            return None
+        try:
+            text = os.path.abspath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return None
+        if text == interop or text.startswith(interop + os.sep):
+            return None
+        for root in roots:
+            if text.startswith(root + os.sep):
+                top = text[len(root) + 1 :].split(os.sep, 1)[0]
+                if "ag2net" in top and (root != home or top.startswith(".")):
+                    return text
+        return None
+
+    def record(event, path):
+        if busy:
+            return
+        busy.append(1)
+        try:
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(json.dumps([os.getpid(), event, path]) + "\n")
+        except OSError:
+            pass  # the session is over (its log is gone): nobody is counting any more
+        finally:
+            busy.clear()
+
+    def hook(event, args):
+        try:
+            check(event, args)
+        except Exception:
+            pass  # a guard must never break the operation it watches
+
+    def check(event, args):
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, None])[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing:
+                found = watched(path)
+                if found:
+                    record(event, found)
+        elif event == "sqlite3.connect":
+            target = args[0] if args else None
+            if isinstance(target, (str, bytes, os.PathLike)):
+                text = os.fsdecode(target)
+                if text.startswith("file:"):
+                    if "mode=ro" in text:
+                        return
+                    text = text[5:].split("?", 1)[0].removeprefix("//")
+                found = watched(text)
+                if found:
+                    record(event, found)
+        elif event in _PATH_EVENTS:
+            for index in _PATH_EVENTS[event]:
+                if index < len(args):
+                    found = watched(args[index])
+                    if found:
+                        record(event, found)
+
+    sys.addaudithook(hook)
+
+
+def install_from_env():
+    log = os.environ.get("AG2NET_WRITE_GUARD_LOG")
+    if log and hasattr(sys, "addaudithook"):
+        install(
+            log,
+            json.loads(os.environ["AG2NET_WRITE_GUARD_ROOTS"]),
+            os.environ["AG2NET_WRITE_GUARD_HOME"],
+            os.environ["AG2NET_WRITE_GUARD_INTEROP"],
+        )
+
+
+try:
+    install_from_env()
+except Exception:  # a Python this guard cannot watch (another virtualenv's): run it unwatched, never broken
+    pass
+'''
+"""The write guard: installed in-process and, as ``sitecustomize``, in every Python subprocess of the tests."""
+
+GUARD_VARS = (
+    "AG2NET_WRITE_GUARD_LOG",
+    "AG2NET_WRITE_GUARD_ROOTS",
+    "AG2NET_WRITE_GUARD_HOME",
+    "AG2NET_WRITE_GUARD_INTEROP",
+)
+_guard_folder: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session (or, in an xdist worker, its controller's) write guard: a log, the hook in this process,
+    and the ``sitecustomize`` every Python subprocess loads through ``PYTHONPATH``."""
+    global _guard_folder
+    if not hasattr(config, "workerinput"):  # the controller (or -n0): a guard of its own, even inside a test
+        import json
+        import tempfile
+
+        _guard_folder = Path(tempfile.mkdtemp(prefix="ag2net-write-guard-"))
+        (_guard_folder / "sitecustomize.py").write_text(GUARD_SOURCE, encoding="utf-8")
+        (_guard_folder / "writes.log").write_text("", encoding="utf-8")
+        os.environ["AG2NET_WRITE_GUARD_LOG"] = str(_guard_folder / "writes.log")
+        os.environ["AG2NET_WRITE_GUARD_ROOTS"] = json.dumps(
+            [str(REAL_HOME), *map(str, REAL_USER_DIRS.values())]
+        )
+        os.environ["AG2NET_WRITE_GUARD_HOME"] = str(REAL_HOME)
+        os.environ["AG2NET_WRITE_GUARD_INTEROP"] = str(INTEROP_DIR)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(_guard_folder), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+    namespace: dict[str, object] = {"__name__": "ag2net_write_guard"}
+    exec(compile(GUARD_SOURCE, "<ag2net write guard>", "exec"), namespace)  # installs the hook (env above)
+
+
+def guarded_writes() -> list[str]:
+    """The paths under the real per-user folders the test processes wrote, in order, once each."""
+    import json
+
+    log = os.environ.get("AG2NET_WRITE_GUARD_LOG")
+    if not log or not Path(log).exists():
+        return []
+    paths = [
+        json.loads(line)[2] for line in Path(log).read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    return list(dict.fromkeys(paths))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run when it created or changed anything of ag2net's in the real per-user folders."""
-    after = real_ag2net_entries()
-    changed = sorted(path for path, seen in after.items() if REAL_ENTRIES_AT_START.get(path) != seen)
-    if changed:
-        shown = ", ".join(changed[:5]) + (" …" if len(changed) > 5 else "")
+    """Fail the run when its own processes created or changed anything of ag2net's in the real folders."""
+    if hasattr(session.config, "workerinput"):
+        return  # the controller reads the one log when every worker is done
+    written = guarded_writes()
+    if _guard_folder is not None:
+        import shutil
+
+        shutil.rmtree(_guard_folder, ignore_errors=True)
+    if written:
+        shown = ", ".join(written[:5]) + (" …" if len(written) > 5 else "")
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         message = (
             f"the test run wrote outside its temporary folders: {shown}; point the code that wrote it at the "

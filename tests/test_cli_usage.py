@@ -111,7 +111,8 @@ def test_demo_without_the_openai_extra_is_only_the_sentence(tmp_path):
     # an 'openai' that cannot be imported, first on the path: what a Python without the extra sees
     (tmp_path / "openai").mkdir()
     (tmp_path / "openai" / "__init__.py").write_text("raise ImportError(\"No module named 'openai'\")\n")
-    env = {**without_model_settings(), "PYTHONPATH": str(tmp_path)}
+    env = {**without_model_settings()}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
     code, output = command("demo", "--model", "openai:llama3", env=env)
     sentence = one_sentence(code, output)
     assert "pip install 'ag2net[openai]'" in sentence
