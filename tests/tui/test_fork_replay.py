@@ -38,8 +38,9 @@ async def test_a_straight_replay_of_the_demo_conversation_shows_no_divergence():
         screen = await run_to_compare(pilot)
         assert screen.diff.identical and screen.result.stopped == "original replayed"
         summary = rendered(screen.query_one("#rc-summary", Static))
-        assert "forked after seq 1 · replay: original replayed · 20 envelopes vs 20" in summary
-        assert "no divergence" in summary and "changed: nothing" in summary
+        assert "forked after seq 1 · 20 envelopes vs 20" in summary
+        assert "completed: 20 of 20 envelopes reproduced" in summary and "changed: nothing" in summary
+        assert "turns: 15 answered from the recording" in summary
         table = screen.query_one("#rc-rows", DataTable)
         assert table.row_count == 20 and set(column(table, "mark")) == {""}
         assert column(table, "original") == column(table, "replay")
@@ -54,27 +55,70 @@ async def test_a_straight_replay_of_the_demo_conversation_shows_no_divergence():
         assert app.screen is app.screen_stack[0]
 
 
+async def test_the_form_shows_the_faithful_baseline_before_anything_is_changed():
+    app = RealTimeDemo()
+    async with app.run_test(size=(120, 36)) as pilot:
+        form = await open_form(pilot, seq=1)
+        for _ in range(1500):
+            if form.baseline is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert form.baseline_text == "faithful: 20/20 reproduced (a replay with no change from seq 1)"
+        assert form.query_one("#fork-baseline", Static).has_class("-faithful")
+        # another seq: the baseline is checked again there
+        form.query_one("#fork-seq", Input).value = "7"
+        for _ in range(1500):
+            if "seq 7)" in form.baseline_text:
+                break
+            await asyncio.sleep(0.02)
+        assert form.baseline_text == "faithful: 20/20 reproduced (a replay with no change from seq 7)"
+
+
+async def test_a_static_tool_result_and_a_bad_tool_policy():
+    app = RealTimeDemo()
+    async with app.run_test(size=(120, 36)) as pilot:
+        form = await open_form(pilot, seq=1)
+        form.set_override("critic", tools="say=sometimes")
+        form.action_run()
+        await pilot.pause()
+        error = rendered(form.query_one("#fork-error", Static))
+        assert error == "critic's tools: tool policy 'sometimes' is not one of recorded, live or static:JSON"
+        form.set_override("critic", tools='say=static:"noted"; *=recorded')
+        screen = await run_to_compare(pilot)
+        assert screen.diff.identical  # the critic never calls say: nothing changes
+        summary = rendered(screen.query_one("#rc-summary", Static))
+        assert 'changed: critic: tool say static:"noted"; tool * recorded' in summary
+
+
 async def test_a_narrower_view_for_the_critic_marks_its_turns():
     app = RealTimeDemo()
     async with app.run_test(size=(120, 36)) as pilot:
         form = await open_form(pilot, seq=1)
         form.set_override("critic", view="windowed_summary", params="recent_n=2")
         screen = await run_to_compare(pilot)
-        assert screen.diff.identical  # the replay model answers the same inputs the same way
+        # the critic's third request is not the recorded one: the replay model has no reply and says so
+        assert not screen.diff.identical and screen.diff.first_divergence == 8
         summary = rendered(screen.query_one("#rc-summary", Static))
         assert "changed: critic: view windowed_summary:recent_n=2" in summary
-        assert "first divergent turn: critic's turn 3: different history (history 4 → 3 events" in summary
+        assert (
+            "stopped at seq 9: critic's model is `replay` and has no recorded reply for a changed request; "
+            "give critic `scripted` or `openai` to go on"
+        ) in summary
+        assert (
+            "first divergent turn: critic's turn 3: different history, reply (history 4 → 3 events" in summary
+        )
         await pilot.press("t")
         await settle(pilot)
         assert screen.query_one("#rc-tabs", TabbedContent).active == "rc-tab-turns"
         turns = screen.query_one("#rc-turns", DataTable)
         marks = column(turns, "mark")
         agents = column(turns, "agent")
-        assert {agents[i] for i, m in enumerate(marks) if m == "≠"} == {"critic"}
+        assert agents[marks.index("≠")] == "critic"  # then the turns the stopped replay never took
         assert turns.cursor_row == marks.index("≠")
         assert column(turns, "history")[turns.cursor_row] == "≠ differs"
         detail = rendered(screen.query_one("#rc-turn-detail", Static))
         assert detail.startswith("critic's turn 3: different history") and "+ compaction_summary" in detail
+        assert "(answered by no answer: the replay model has no recorded reply" in detail
 
 
 async def test_a_scripted_critic_marks_the_envelope_it_answered_differently():

@@ -7,6 +7,7 @@ Update after reviewing the pictures as PNGs: ``pytest tests/tui/test_fork_snapsh
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -19,12 +20,20 @@ SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
 
 
 async def form(pilot: Pilot[Any]) -> None:
-    await open_form(pilot, seq=3)
+    screen = await open_form(pilot, seq=3)
+    for _ in range(1500):  # the no-change baseline's line, once it is known
+        if screen.baseline is not None:
+            break
+        await asyncio.sleep(0.02)
     await settle(pilot)
 
 
 async def compare(pilot: Pilot[Any]) -> None:
     screen = await open_form(pilot, seq=3)
+    for _ in range(1500):
+        if screen.baseline is not None:
+            break
+        await asyncio.sleep(0.02)
     screen.set_override("critic", model="scripted", model_arg="I disagree.")
     await run_to_compare(pilot)
     await settle(pilot)

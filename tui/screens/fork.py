@@ -9,6 +9,12 @@ in a worker; the progress line counts the sandbox's envelopes against the origin
 (the sandbox is closed, nothing was written to the source hub). When it is done the form gives way to the
 comparison (``tui.screens.replay_compare``).
 
+Before anything is changed the form replays the channel from the seq with no change at all and shows the
+baseline ("faithful: 20/20 reproduced"): what a change then does is the change's, not the replay's. Per
+agent, **tools** sets how its tool calls are answered: ``TOOL=recorded`` (the original call's result, the
+default), ``TOOL=live`` (the real function, when this process has it) or ``TOOL=static:JSON``, ``;``
+between tools and ``*`` for all of them.
+
 Mistakes are one inline sentence naming the field (parsed with the same helpers as ``ag2net replay``).
 """
 
@@ -28,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
-from ag2net.cli_replay import openai_available, parse_model, parse_params, parse_view
+from ag2net.cli_replay import openai_available, parse_model, parse_params, parse_tool_policy, parse_view
 from ag2net.cli_support import UsageProblem
 from ag2net.views import registered_views
 
@@ -51,9 +57,12 @@ class ForkForm(Screen[None]):
 Replays the channel from the seq in a sandbox hub (nothing is written to this one) with what you change:
 
 - **view**: another view policy for that agent, parameters as `k=v,…` (e.g. `recent_n=2`).
-- **model**: `replay` answers with the original replies while the inputs match; `scripted` answers the
+- **model**: `replay` answers a request equal to a recorded one with its recorded reply; `scripted` answers the
   text beside it; `openai` the model named beside it (needs the extra and `OPENAI_API_KEY`).
 - **system**: another system prompt (empty keeps the original's).
+- **tools**: `TOOL=recorded|live|static:JSON`, `;` between tools, `*` for all (default: recorded).
+
+The line above the agents is the baseline: the replay with nothing changed ("faithful: 20/20 reproduced").
 
 **Ctrl+R** runs (progress below), **Escape** cancels a run or closes the form.
 """
@@ -69,6 +78,9 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         & #fork-budget { height: 1; padding: 0 1; }
         & #fork-budget Label { color: $text-muted; padding: 0 1 0 0; }
         & #fork-budget Input { width: 8; margin-right: 2; }
+        & #fork-baseline { height: 1; padding: 0 1; color: $text-muted; }
+        & #fork-baseline.-faithful { color: $text-success; }
+        & #fork-baseline.-unfaithful { color: $text-warning; }
         & #fork-agents { height: 1fr; padding: 0 1; }
         & .fork-agent { height: auto; margin-top: 1; }
         & .fork-agent > Label.fork-name { text-style: bold; }
@@ -113,6 +125,10 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         self._started = 0.0
         self._ticker: Timer | None = None
         self._spin = 0
+        self.baseline_text = ""
+        """The no-change replay's outcome at the form's seq ("faithful: 20/20 reproduced"; tests read it)."""
+        self.baseline: tuple[Any, Any] | None = None
+        self._baseline_seq: int | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -125,6 +141,7 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
             yield Input(str(self.turn_budget), id="fork-turns", compact=True)
             yield Label("timeout s")
             yield Input(f"{self.timeout:g}", id="fork-timeout", compact=True)
+        yield Static("", id="fork-baseline")
         yield VerticalScroll(id="fork-agents")
         yield Static("", id="fork-error", classes="-empty")
         yield Static("", id="fork-progress", classes="-empty")
@@ -164,6 +181,62 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         if not agents:
             self.show_error(f"{self.label} has no agents to replay (only people take part in it).")
         self.query_one("#fork-seq", Input).focus()
+        self._check_baseline()
+
+    # ------------------------------------------------------------------ the baseline
+
+    @on(Input.Changed, "#fork-seq")
+    def _seq_changed(self) -> None:
+        if self.agents:
+            self._check_baseline()
+
+    def _check_baseline(self) -> None:
+        text = self.query_one("#fork-seq", Input).value.strip()
+        try:
+            at = int(text)
+        except ValueError:
+            return
+        if not 0 <= at <= self.total or at == self._baseline_seq:
+            return
+        self._baseline_seq = at
+        self._show_baseline(f"faithful: checking a replay with no change from seq {at}…", "")
+        self._baseline_run(at)
+
+    def _show_baseline(self, text: str, kind: str) -> None:
+        self.baseline_text = text
+        line = self.query_one("#fork-baseline", Static)
+        line.update(text)
+        line.set_class(kind == "faithful", "-faithful")
+        line.set_class(kind == "unfaithful", "-unfaithful")
+
+    @work(exclusive=True, group="fork-baseline", exit_on_error=False)
+    async def _baseline_run(self, at: int) -> None:
+        from ag2net.debug import compare, fork, replay
+
+        source = self._source_hub()
+        try:
+            async with await fork(source, self.channel_id, at) as box:
+                result = await replay(
+                    source, box, turn_budget=self.turn_budget, step_timeout=5.0, timeout=self.timeout
+                )
+                diff = compare(result)
+        except Exception as exc:
+            self._show_baseline(
+                f"faithful: unknown, the no-change replay failed: {self._words(exc)}", "unfaithful"
+            )
+            return
+        if at != self._baseline_seq:
+            return
+        self.baseline = (result, diff)
+        if diff.identical and diff.first_turn is None:
+            n = len(result.original)
+            self._show_baseline(
+                f"faithful: {n}/{n} reproduced (a replay with no change from seq {at})", "faithful"
+            )
+        else:
+            self._show_baseline(
+                f"not faithful with no change: {self._words(Exception(diff.verdict))}", "unfaithful"
+            )
 
     def _agent_rows(self) -> list[Vertical]:
         views = [("keep (the channel's)", KEEP), *((name, name) for name in registered_views())]
@@ -198,6 +271,15 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
                         Input(
                             placeholder="system prompt (empty: the original's)",
                             id=f"fork-system-{index}",
+                            compact=True,
+                        ),
+                        classes="fork-line",
+                    ),
+                    Horizontal(
+                        Label("tools"),
+                        Input(
+                            placeholder="TOOL=recorded|live|static:JSON; … (empty: all recorded)",
+                            id=f"fork-tools-{index}",
                             compact=True,
                         ),
                         classes="fork-line",
@@ -238,9 +320,11 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
         model: str | None = None,
         model_arg: str = "",
         system: str = "",
+        tools: str = "",
     ) -> None:
         """Fill one agent's fields (what a person types; tests and the screenshot use it)."""
         index = next(i for i, a in enumerate(self.agents) if a.name == name)
+        self.query_one(f"#fork-tools-{index}", Input).value = tools
         self.query_one(f"#fork-view-{index}", Select).value = view or KEEP
         self.query_one(f"#fork-params-{index}", Input).value = params
         self.query_one(f"#fork-model-{index}", Select).value = model or "replay"
@@ -286,7 +370,21 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
             system = self.query_one(f"#fork-system-{index}", Input).value
             if system.strip():
                 override.system_prompt = system
-            if (override.view, override.model, override.system_prompt) != (None, None, None):
+            tools = self.query_one(f"#fork-tools-{index}", Input).value
+            for item in (t.strip() for t in tools.split(";")):
+                if not item:
+                    continue
+                tool, eq, policy = item.partition("=")
+                if not eq or not tool.strip():
+                    raise UsageProblem(
+                        f"{agent.name}'s tools: {item!r} must look like TOOL=recorded|live|static:JSON"
+                    )
+                override.tools[tool.strip()] = parse_tool_policy(policy, where=f"{agent.name}'s tools")
+            if (override.view, override.model, override.system_prompt) != (
+                None,
+                None,
+                None,
+            ) or override.tools:
                 overrides[agent.agent_id] = override
         return at, turns, timeout, overrides
 
@@ -399,6 +497,8 @@ def describe(override: Any) -> str:
         parts.append(f"model {name}" + (f" ({script[0]!r})" if script and isinstance(script[0], str) else ""))
     if override.system_prompt is not None:
         parts.append(f"system prompt ({len(override.system_prompt)} characters)")
+    for tool, policy in getattr(override, "tools", {}).items():
+        parts.append(f"tool {tool} {policy}")
     return "; ".join(parts)
 
 

@@ -1,7 +1,8 @@
 """The comparison of a fork's replay with the original: envelope by envelope, and turn by turn.
 
-On top, the fork point, why the replay stopped, the overrides, the first envelope that differs and the first
-turn that differs (``ag2net.debug.compare``). Below, two tabs:
+On top, the fork point, the verdict in words ("completed: 20 of 20 envelopes reproduced", or "stopped early at
+seq N because …"), the overrides, the first envelope that differs, who answered the turns (the recording or a
+live model) and the first turn that differs (``ag2net.debug.compare``). Below, two tabs:
 
 - **Transcript**: one table, so both sides scroll together. From 100 columns the original is on the left and
   the replay on the right; narrower, each envelope is one line when both runs made it alike and two lines
@@ -22,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from ag2net.cli_replay import divergence_summary, envelope_summary, turn_summary
+from ag2net.cli_replay import answered_summary, divergence_summary, envelope_summary, turn_summary
 
 WIDE = 100
 """From this many columns the two sides stand side by side."""
@@ -96,8 +97,7 @@ the turns, **Escape** goes back to the workbench.
         text = Text()
         text.append(self.label, style="bold")
         text.append(
-            f" forked after seq {self.at_seq} · replay: {result.stopped} · "
-            f"{len(result.replayed)} envelopes vs {len(result.original)}\n"
+            f" forked after seq {self.at_seq} · {len(result.replayed)} envelopes vs {len(result.original)}\n"
         )
         if self.overrides:
             text.append(
@@ -106,7 +106,11 @@ the turns, **Escape** goes back to the workbench.
             )
         else:
             text.append("changed: nothing (a straight replay)\n", style="italic")
-        text.append(divergence_summary(diff) + "\n", style="bold red" if self.differing else "green")
+        verdict = getattr(diff, "verdict", "") or divergence_summary(diff)
+        text.append(verdict + "\n", style="bold red" if self.differing else "green")
+        if self.differing:
+            text.append(divergence_summary(diff) + "\n")
+        text.append(answered_summary(diff, self.name_for) + "\n")
         text.append(
             "first divergent turn: " + turn_summary(diff.first_turn, self.name_for, diff.turn_why),
             style="bold yellow" if diff.first_turn is not None else "green",
@@ -213,10 +217,14 @@ the turns, **Escape** goes back to the workbench.
             detail.update("")
             return
         row = self.diff.turns[index]
+        by = row.get("answered_by") or ""
+        answered = f" (answered by {by})" if by else ""
         if not _turn_differs(row):
-            detail.update(f"{self.name_for(row['agent_id'])}'s turn {row['turn']}: the same in both runs")
+            detail.update(
+                f"{self.name_for(row['agent_id'])}'s turn {row['turn']}: the same in both runs{answered}"
+            )
             return
-        lines = [turn_summary(row, self.name_for, _turn_why(row))]
+        lines = [turn_summary(row, self.name_for, _turn_why(row)) + answered]
         delta = row.get("history_delta") or {}
         for sign, key in (("-", "removed"), ("+", "added")):
             for event in delta.get(key, [])[:3]:
