@@ -8,6 +8,10 @@ Prints one JSON line per figure:
 - ``first_paint``: a SQLite database with 100,000 envelopes in 20 channels; seconds from opening the
   hub to the workbench showing the newest page of the tail (``app.ready`` plus one frame), and the
   hub-open part alone.
+- ``jump_to_seq_1``: a SQLite database with one 100,000-envelope channel, reopened; the workbench (the
+  default ``tail_limit``, the newest page shown) filtered to that channel; the time from ``g`` entering
+  the app to the frame showing seq 1 under the cursor (median and max of 5 jumps, End between two),
+  the rows the tail holds after (memory stays bounded: ``tail_limit`` plus a page at most) and the RSS.
 - ``key_latency``: while 1,000 envelopes/s arrive through the hub, the time from a key event entering
   the app (as the terminal driver delivers it) to the next refreshed frame after the tail's cursor moved
   (median and p95 over 60 presses), and this process's CPU time over each press (median and p95: far
@@ -120,6 +124,91 @@ async def build_database(path: Path, n: int, channels: int = 20) -> None:
     await hub.close()
 
 
+async def build_long_channel(path: Path, n: int) -> str:
+    """One conversation of ``n`` envelopes, posted with nobody connected (no deliveries to measure)."""
+    hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    ana = await hc.register_human(Passport(name="ana", kind="human"))
+    bob = await hc.register_human(Passport(name="bob", kind="human"))
+    assert ana.agent_id and bob.agent_id
+    md = await hc.create_channel(
+        creator_id=ana.agent_id, manifest_type="conversation", participants=[ana.agent_id, bob.agent_id]
+    )
+    cid = md.channel_id
+    for agent_id in (ana.agent_id, bob.agent_id):
+        hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+    for i in range(hub.wal_count(cid), n):
+        sender = ana.agent_id if i % 2 else bob.agent_id
+        await hub.post_envelope(
+            Envelope(cid, sender, None, EV_TEXT, {"text": f"line {i + 1} of the long history"})
+        )
+    await hc.close()
+    await hub.close()
+    return cid
+
+
+async def idle(app: App, timeout: float = 60.0) -> None:
+    """Wait until no worker but the observe stream runs (startup reads, history, the agent view)."""
+    deadline = time.perf_counter() + timeout
+    while any(w.is_running and w.group != "feed-observe" for w in app.workers):
+        if time.perf_counter() > deadline:
+            break
+        await asyncio.sleep(0.01)
+    await next_frame(app)
+
+
+async def press(app: App, key: str) -> None:
+    """Deliver ``key`` as the terminal driver does."""
+    event = events.Key(key, key)
+    event.set_sender(app)
+    assert app._driver is not None
+    app._driver.send_message(event)
+
+
+async def jump_to_seq_1(path: Path, cid: str, tail_limit: int, jumps: int = 5) -> dict[str, float]:
+    hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    human = await hc.attach_human("ana")
+    settings = Settings(tail_limit=tail_limit)
+    app = await build_app(hc, human, settings)
+    samples: list[float] = []
+    held: list[int] = []
+    async with app.run_test(size=(160, 50)):
+        while not app.ready:
+            await asyncio.sleep(0.005)
+        app.select_channel(cid)
+        app.tail.focus()
+        await idle(app)  # the agent view has read the channel's projection: the jump is timed alone
+        for _ in range(jumps):
+            start = time.perf_counter()
+            await press(app, "g")
+            while not (
+                app.tail.cursor_row is not None and app.tail.cursor_row.seq == 1 and not app.tail.paging
+            ):
+                if not app.is_running:
+                    raise RuntimeError("the workbench stopped during the jump run")
+                await asyncio.sleep(0.0005)
+            await next_frame(app)
+            samples.append(time.perf_counter() - start)
+            held.append(app.tail.row_count)
+            await press(app, "G")
+            while not (app.tail.following and not app.tail.paging):
+                await asyncio.sleep(0.001)
+            await next_frame(app)
+        rss = rss_mb()
+        page = app.tail.page_size
+    await hc.close()
+    await hub.close()
+    return {
+        "median_ms": statistics.median(samples) * 1000,
+        "max_ms": max(samples) * 1000,
+        "rows_held_max": max(held),
+        "tail_limit": settings.tail_limit,
+        "page": page,
+        "rss_mb": rss,
+    }
+
+
 async def first_paint(path: Path) -> dict[str, float]:
     start = time.perf_counter()
     hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
@@ -192,6 +281,7 @@ async def key_latency(rate: int = 1000, presses: int = 60) -> dict[str, float]:
             start_cpu = time.process_time()
             event = events.Key(key, key)
             event.set_sender(app)
+            assert app._driver is not None
             app._driver.send_message(event)  # what the terminal driver does for a real key press
             while app.tail.cursor_row is before:
                 if not app.is_running:
@@ -219,11 +309,37 @@ async def key_latency(rate: int = 1000, presses: int = 60) -> dict[str, float]:
     }
 
 
+async def jump_figure(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "long.db"
+        start = time.perf_counter()
+        cid = await build_long_channel(path, n)
+        emit(bench="build_long_channel", envelopes=n, seconds=round(time.perf_counter() - start, 2))
+        # the default limit holds the whole channel once its history is read in; a smaller one must page
+        for limit in (100_000, 10_000):
+            jump = await jump_to_seq_1(path, cid, limit)
+            emit(
+                bench="jump_to_seq_1",
+                envelopes=n,
+                median_ms=round(jump["median_ms"], 1),
+                max_ms=round(jump["max_ms"], 1),
+                rows_held_max=jump["rows_held_max"],
+                tail_limit=jump["tail_limit"],
+                page=jump["page"],
+                rss_mb=round(jump["rss_mb"], 1),
+                budget_ms=200,
+            )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--skip-db", action="store_true", help="skip the 100k database (slow to build)")
+    parser.add_argument("--only", choices=["jump"], help="run one figure only")
     args = parser.parse_args()
+    if args.only == "jump":
+        await jump_figure(args.n)
+        return
     timed = await append_run(args.n, trace=False)
     traced = await append_run(args.n, trace=True)
     emit(
@@ -251,6 +367,7 @@ async def main() -> None:
                 rows_first_page=paint["rows_first_page"],
                 budget_seconds=1.5,
             )
+    await jump_figure(args.n)
     latency = await key_latency()
     emit(
         bench="key_latency",

@@ -335,6 +335,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             observe=self.observe_enabled,
             load_history=self.load_history,
         )
+        self.tail.pager = self._feed  # the tail reads what it does not hold through the feed
         self.feed.start()
         self.set_timer(SETTLE_AT_THE_LATEST, self.collector.settle, name="collector settle")
         self.set_interval(COLLECT_CHECK_INTERVAL, self.collector.tick, name="collector tick")
@@ -587,6 +588,12 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             parts.append(f"search {tail.search_spec.query}")
         self.status.filter_text = " · ".join(parts)
         self.refresh_bindings()
+
+    @on(EnvelopeTail.ChannelRequested)
+    def _tail_channel_requested(self, event: EnvelopeTail.ChannelRequested) -> None:
+        """``:label`` in the tail: the channel list, chat and agent view follow the tail to that channel."""
+        if self.is_running and event.channel_id != self.selected_channel:
+            self.channel_list.select(event.channel_id)
 
     @on(EnvelopeTail.QueryRequested)
     def _query_requested(self, event: EnvelopeTail.QueryRequested) -> None:

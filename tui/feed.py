@@ -10,7 +10,10 @@ dispatched, so no handler runs while the panes are being torn down.
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 from collections.abc import Coroutine
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -34,6 +37,11 @@ GROUP = "feed"
 """Prefix of the feed's worker groups (``feed-startup``, ``feed-observe``…)."""
 FAILURES = (NetworkError, TimeoutError)
 """What a read from the hub raises when the hub fails or does not answer within the client's rpc_timeout."""
+
+
+def _order(item: TailItem) -> str:
+    # envelope ids are minted monotonically by the hub: lexical order is admission order
+    return item[0].envelope_id
 
 
 def _why(exc: BaseException) -> str:
@@ -93,6 +101,14 @@ class HistoryBatch(FeedMessage):
         self.items = items
         self.done = done
         self.total = total
+        self.taken = asyncio.Event()
+        """Set when the app takes the batch off its queue: the feed reads the next page only then, so a
+        key pressed meanwhile waits behind one page at most, not behind every page read ahead."""
+
+    @property
+    def no_dispatch(self) -> bool:  # type: ignore[override]
+        self.taken.set()
+        return not self.feed.live
 
 
 class ChannelsLoaded(FeedMessage):
@@ -251,6 +267,9 @@ class LiveFeed:
         """Per channel, the lowest seq loaded by the first page (history continues below it)."""
         self.custom_types: set[str] = set()
         """Event types seen that are not built in (the composer offers them)."""
+        self.sizes: dict[str, int] = {}
+        """Per channel, its WAL's length when the channel list was read (``channel_sizes`` adds what
+        arrived since)."""
         self._buffer: list[TailItem] = []
         self._seen: dict[str, tuple[int, str]] = {}
         """Per channel, the highest seq and newest time observed since the last flush."""
@@ -309,6 +328,7 @@ class LiveFeed:
         except FAILURES as exc:
             self._tell(connected=False, error=f"Cannot reach the hub: {_why(exc)}")
             return
+        self._note_sizes(rows)
         self._post(ChannelsLoaded(self, rows))
         self._post(Progress(self, "loading the newest envelopes…"))
         try:
@@ -349,10 +369,104 @@ class LiveFeed:
                 for env, _seq, _label in batch:
                     if env.event_type not in ALL_EVENT_TYPES:
                         self.custom_types.add(env.event_type)
-                self._post(HistoryBatch(self, batch, done, total))
+                message = HistoryBatch(self, batch, done, total)
+                self._post(message)
+                if self.live:
+                    await message.taken.wait()
         except FAILURES as exc:
             self._tell(connected=False, error=f"Cannot load older envelopes: {_why(exc)}")
         self._post(Progress(self, ""))
+
+    # ------------------------------------------------------------------ paging (the tail's pager)
+
+    def _note_sizes(self, rows: list[ChannelRow]) -> None:
+        for row in rows:
+            if row.count > self.sizes.get(row.channel_id, 0):
+                self.sizes[row.channel_id] = row.count
+
+    def channel_sizes(self) -> dict[str, int]:
+        """Per channel, the highest seq known: its WAL's length as read, or what was observed since."""
+        sizes = dict(self.sizes)
+        for cid, seq in self.max_seq.items():
+            if seq > sizes.get(cid, 0):
+                sizes[cid] = seq
+        return sizes
+
+    def channel_pairs(self) -> list[tuple[str, str]]:
+        """``(channel_type, channel_id)`` of every channel the workbench knows (``:label`` resolves among them)."""
+        return [(md.manifest.type, cid) for cid, md in self.source.metadata.items()]
+
+    async def _range(self, channel_id: str, first: int, last: int) -> list[TailItem]:
+        if last < first:
+            return []
+        label = self.source.label_for(channel_id)
+        return [(env, seq, label) for seq, env in await self.source.hc.read_wal_seq(channel_id, first, last)]
+
+    async def page_older(self, tops: dict[str, int], count: int) -> list[TailItem]:
+        """The newest ``count`` envelopes with, per channel, a seq at most ``tops[channel]``; oldest first.
+
+        One read per channel for a single channel; across channels a reverse merge that reads small
+        slices from each and more only where the oldest slice read is still newer than the cut-off."""
+        tops = {cid: top for cid, top in tops.items() if top >= 1}
+        if not tops or count <= 0:
+            return []
+        if len(tops) == 1:
+            ((cid, top),) = tops.items()
+            return await self._range(cid, max(1, top - count + 1), top)
+        chunk = max(20, (2 * count) // len(tops))
+        held: dict[str, list[TailItem]] = {cid: [] for cid in tops}
+        low = {cid: top + 1 for cid, top in tops.items()}
+        need = list(tops)
+        merged: list[TailItem] = []
+        while need:
+            reads = await asyncio.gather(
+                *(self._range(cid, max(1, low[cid] - chunk), low[cid] - 1) for cid in need)
+            )
+            for cid, items in zip(need, reads, strict=True):
+                held[cid][0:0] = items
+                low[cid] = max(1, low[cid] - chunk)
+            merged = heapq.nlargest(count, chain.from_iterable(held.values()), key=_order)
+            cutoff = _order(merged[-1]) if len(merged) == count else None
+            need = [
+                cid
+                for cid, items in held.items()
+                if low[cid] > 1 and items and (cutoff is None or _order(items[0]) > cutoff)
+            ]
+            chunk *= 2
+        merged.reverse()
+        return merged
+
+    async def page_newer(self, bottoms: dict[str, int], count: int) -> list[TailItem]:
+        """The oldest ``count`` envelopes with, per channel, a seq at least ``bottoms[channel]``; oldest
+        first (the forward twin of ``page_older``)."""
+        sizes = self.channel_sizes()
+        bottoms = {cid: b for cid, b in bottoms.items() if b <= sizes.get(cid, 0)}
+        if not bottoms or count <= 0:
+            return []
+        if len(bottoms) == 1:
+            ((cid, bottom),) = bottoms.items()
+            return await self._range(cid, bottom, min(sizes[cid], bottom + count - 1))
+        chunk = max(20, (2 * count) // len(bottoms))
+        held: dict[str, list[TailItem]] = {cid: [] for cid in bottoms}
+        high = {cid: b - 1 for cid, b in bottoms.items()}
+        need = list(bottoms)
+        merged: list[TailItem] = []
+        while need:
+            reads = await asyncio.gather(
+                *(self._range(cid, high[cid] + 1, min(sizes[cid], high[cid] + chunk)) for cid in need)
+            )
+            for cid, items in zip(need, reads, strict=True):
+                held[cid].extend(items)
+                high[cid] = min(sizes[cid], high[cid] + chunk)
+            merged = heapq.nsmallest(count, chain.from_iterable(held.values()), key=_order)
+            cutoff = _order(merged[-1]) if len(merged) == count else None
+            need = [
+                cid
+                for cid, items in held.items()
+                if high[cid] < sizes[cid] and items and (cutoff is None or _order(items[-1]) < cutoff)
+            ]
+            chunk *= 2
+        return merged
 
     # ------------------------------------------------------------------ the observe stream
 
@@ -444,6 +558,7 @@ class LiveFeed:
             rows = await self.source.load_channels()
         except FAILURES:
             return  # down again: the next reconnect reloads
+        self._note_sizes(rows)
         self._post(ChannelsLoaded(self, rows))
         self.load_peers()
         await self.refresh_health()

@@ -10,6 +10,14 @@ An envelope is held once: a row whose ``envelope_id`` is already held in its cha
 (the first page, the history pages and the live feed can each bring the same envelope when traffic
 arrives while they read). Each channel seen gets a label unique among the channels held (``labels``), and the search's
 matches among the shown rows are kept in order (``matches``) for "match k of n".
+
+The rows are a *window* on the WAL: a contiguous run of it, in admission order, either across every
+channel (``scope`` None) or of one channel (``scope`` its id). ``limit`` bounds how many rows are held,
+never which ones can be reached: older and newer runs are paged in from the store (``EnvelopeTail`` asks
+its pager) and the rows at the far end are dropped. Because the window is contiguous, a channel's held
+seqs run without a gap from ``low`` to ``high``, and every envelope of it below ``low`` is older than
+every row held: ``older_of`` is how many there are (seqs start at 1). A window whose newest row is not
+the newest of its scope is ``detached``: live rows are not added to it (they would leave a gap).
 """
 
 from __future__ import annotations
@@ -54,6 +62,20 @@ class TailModel:
         """Counts label changes (a new channel can lengthen every label's tail)."""
         self.matches: list[int] = []
         """Absolute indexes of the shown rows that match the search, oldest first."""
+        self.scope: str | None = None
+        """The channel the window is a run of (its rows only), or None: a run across every channel."""
+        self.detached = False
+        """The newest row held is not the newest of the scope (the window was paged away from live)."""
+        self.low: dict[str, int] = {}
+        """Per channel held, its lowest held seq."""
+        self.high: dict[str, int] = {}
+        """Per channel held, its highest held seq."""
+        self.counts: dict[str, int] = {}
+        """Per channel held, how many of its rows are held."""
+        self.older: dict[str, int] = {}
+        """Per channel with no row held: how many of its envelopes are older than the window (when known)."""
+        self.newer: dict[str, int] = {}
+        """Per channel with no row held, in a detached window: its lowest seq newer than the window."""
 
     # ------------------------------------------------------------------ sizes and lookups
 
@@ -123,6 +145,49 @@ class TailModel:
         pos = bisect_left(self.matches, index)
         return (pos + 1 if pos < n and self.matches[pos] == index else 0), n
 
+    def held_of(self, channel_id: str) -> int:
+        """Rows of ``channel_id`` held."""
+        return self.counts.get(channel_id, 0)
+
+    def older_of(self, channel_id: str, size: int) -> int:
+        """How many envelopes of ``channel_id`` (``size`` in its WAL) are older than every row held."""
+        low = self.low.get(channel_id)
+        if low is not None:
+            return max(0, low - 1)
+        if channel_id in self.older:
+            return self.older[channel_id]
+        # never held: an attached window of every channel is newer than all of it, a detached one or
+        # another channel's window says nothing about it
+        return size if self.scope is None and not self.detached else 0
+
+    def newer_from(self, channel_id: str, size: int) -> int:
+        """The lowest seq of ``channel_id`` newer than every row held (``size + 1``: none)."""
+        high = self.high.get(channel_id)
+        if high is not None:
+            return high + 1
+        if self.detached and channel_id in self.newer:
+            return self.newer[channel_id]
+        return size + 1
+
+    def scope_channels(self, sizes: dict[str, int]) -> list[str]:
+        """The channels the window runs over (one, or every channel with envelopes)."""
+        if self.scope is not None:
+            return [self.scope]
+        return [cid for cid, size in sizes.items() if size]
+
+    def older_total(self, sizes: dict[str, int]) -> int:
+        """Envelopes of the scope older than the window."""
+        return sum(self.older_of(cid, sizes.get(cid, 0)) for cid in self.scope_channels(sizes))
+
+    def newer_total(self, sizes: dict[str, int]) -> int:
+        """Envelopes of the scope newer than the window (0 unless detached)."""
+        if not self.detached:
+            return 0
+        return sum(
+            max(0, sizes.get(cid, 0) - self.newer_from(cid, sizes.get(cid, 0)) + 1)
+            for cid in self.scope_channels(sizes)
+        )
+
     # ------------------------------------------------------------------ changes
 
     def append(self, items: Iterable[tuple[Envelope, int | None, str]]) -> int:
@@ -134,6 +199,7 @@ class TailModel:
         if not new:
             return 0
         self.rows.extend(new)
+        self._note_held(new)
         if self.view is None:
             shown = len(new)
             added = range(start, start + len(new))
@@ -148,19 +214,24 @@ class TailModel:
         self._trim()
         return shown
 
-    def prepend(self, items: Iterable[tuple[Envelope, int | None, str]]) -> tuple[int, int]:
+    def prepend(
+        self, items: Iterable[tuple[Envelope, int | None, str]], *, evict: bool = False
+    ) -> tuple[int, int]:
         """Add older rows before the first one; returns (kept, shown).
 
-        Never pushes newer rows out: when the limit is reached the oldest of ``items`` are dropped.
+        Without ``evict`` it never pushes newer rows out: when the limit is reached the oldest of
+        ``items`` are dropped. With ``evict`` (the reader paged up) every item is kept and the newest
+        rows past the limit are dropped: the window is then ``detached`` from live.
         """
         room = self.limit - len(self.rows)
-        if room <= 0:
+        if room <= 0 and not evict:
             return 0, 0
-        new = self._new_rows(items, keep_last=room)
+        new = self._new_rows(items, keep_last=None if evict else room)
         if not new:
             return 0, 0
         self.base -= len(new)
         self.rows[0:0] = new
+        self._note_held(reversed(new))
         shown = len(new)
         if self.view is not None:
             accepted = [self.base + i for i, row in enumerate(new) if self.accepts(row)]
@@ -170,6 +241,8 @@ class TailModel:
             accepted = list(range(self.base, self.base + len(new)))
         if not self.search_spec.empty:
             self.matches[0:0] = [i for i in accepted if self.is_match(self.rows[i - self.base])]
+        if evict:
+            self._trim_newest()
         return len(new), shown
 
     def clear(self) -> None:
@@ -178,8 +251,61 @@ class TailModel:
         self.rows.clear()
         self.held_ids.clear()
         self.matches.clear()
+        self.low.clear()
+        self.high.clear()
+        self.counts.clear()
+        self.older.clear()
+        self.newer.clear()
         if self.view is not None:
             self.view.clear()
+
+    def reset(
+        self,
+        scope: str | None,
+        *,
+        detached: bool,
+        older: dict[str, int] | None = None,
+        newer: dict[str, int] | None = None,
+    ) -> None:
+        """Forget every row and start a window on ``scope``: ``older``/``newer`` say, per channel of the
+        scope, how many of its envelopes are older than the run about to be added and its lowest seq newer
+        than it (a channel the run will hold needs neither)."""
+        self.clear()
+        self.scope = scope
+        self.detached = detached
+        self.older = dict(older or {})
+        self.newer = dict(newer or {})
+
+    def narrow(self, channel_id: str, size: int) -> dict[int, int]:
+        """Keep only ``channel_id``'s rows (``size`` in its WAL; its run is contiguous too): the window's
+        scope becomes that channel. Returns ``{old absolute index: new one}`` of the rows kept."""
+        keep = [
+            (self.base + i, row) for i, row in enumerate(self.rows) if row.envelope.channel_id == channel_id
+        ]
+        older = self.older_of(channel_id, size)
+        newer = self.newer.get(channel_id)
+        self.base += len(self.rows)
+        moved = {old: self.base + i for i, (old, _row) in enumerate(keep)}
+        rows = [row for _old, row in keep]
+        self.rows = rows
+        self.held_ids = {row.envelope.envelope_id: channel_id for row in rows}
+        self.low.clear()
+        self.high.clear()
+        self.counts.clear()
+        self.older = {channel_id: older} if not rows else {}
+        self.newer = {channel_id: newer} if newer is not None and not rows else {}
+        self._note_held(rows)
+        self.scope = channel_id
+        self._rebuild()
+        if self.detached:  # an attached window stays attached: its newest rows of the channel are kept
+            self.settle(sizes={channel_id: size})
+        return moved
+
+    def settle(self, sizes: dict[str, int]) -> None:
+        """Work out ``detached`` again: whether any channel of the scope has envelopes newer than the window."""
+        self.detached = any(
+            self.newer_from(cid, sizes.get(cid, 0)) <= sizes.get(cid, 0) for cid in self.scope_channels(sizes)
+        )
 
     def set_channel_filter(self, channel_id: str | None) -> bool:
         """Show only ``channel_id`` (None: every channel); False when it was already so."""
@@ -339,10 +465,12 @@ class TailModel:
         if excess <= 0:
             return
         held = self.held_ids
-        for row in self.rows[:excess]:
+        dropped = self.rows[:excess]
+        for row in dropped:
             env = row.envelope
             if held.get(env.envelope_id) == env.channel_id:
                 del held[env.envelope_id]
+        self._forget_held(dropped, oldest=True)
         del self.rows[:excess]
         self.base += excess
         if self.view is not None:
@@ -353,6 +481,78 @@ class TailModel:
             cut = bisect_left(self.matches, self.base)
             if cut:
                 del self.matches[:cut]
+
+    def _trim_newest(self) -> None:
+        """Drop the newest rows past the limit (after a page of older rows): the window detaches."""
+        excess = len(self.rows) - self.limit
+        if excess <= 0:
+            return
+        self.detached = True
+        held = self.held_ids
+        dropped = self.rows[-excess:]
+        for row in dropped:
+            env = row.envelope
+            if held.get(env.envelope_id) == env.channel_id:
+                del held[env.envelope_id]
+        self._forget_held(dropped, oldest=False)
+        del self.rows[-excess:]
+        end = self.base + len(self.rows)
+        if self.view is not None:
+            cut = bisect_left(self.view, end)
+            del self.view[cut:]
+        if self.matches:
+            cut = bisect_left(self.matches, end)
+            del self.matches[cut:]
+
+    def _note_held(self, rows: Iterable[TailRow]) -> None:
+        """Count ``rows`` (added at one end, in the order they move away from the window) in ``low``,
+        ``high`` and ``counts``."""
+        low, high, counts = self.low, self.high, self.counts
+        for row in rows:
+            cid = row.envelope.channel_id
+            counts[cid] = counts.get(cid, 0) + 1
+            seq = row.seq
+            if seq is None:
+                continue
+            if cid not in low or seq < low[cid]:
+                low[cid] = seq
+            if cid not in high or seq > high[cid]:
+                high[cid] = seq
+        if self.older:
+            for cid in self.older.keys() & low.keys():
+                del self.older[cid]
+        if self.newer:
+            for cid in self.newer.keys() & high.keys():
+                del self.newer[cid]
+
+    def _forget_held(self, dropped: list[TailRow], *, oldest: bool) -> None:
+        """``dropped`` rows left the window at its oldest (or newest) end: move each channel's bound past
+        them (its run stays contiguous), or remember where it stands when none of it is held any more."""
+        counts = self.counts
+        edge: dict[str, int] = {}
+        for row in dropped:
+            cid = row.envelope.channel_id
+            counts[cid] = counts.get(cid, 1) - 1
+            if row.seq is not None:
+                if oldest:
+                    edge[cid] = max(edge.get(cid, 0), row.seq)
+                else:
+                    edge[cid] = min(edge.get(cid, row.seq), row.seq)
+        for cid in {row.envelope.channel_id for row in dropped}:
+            if counts.get(cid, 0) <= 0:
+                counts.pop(cid, None)
+                self.low.pop(cid, None)
+                self.high.pop(cid, None)
+                if cid in edge:
+                    if oldest:
+                        self.older[cid] = edge[cid]
+                    else:
+                        self.newer[cid] = edge[cid]
+            elif cid in edge:
+                if oldest:
+                    self.low[cid] = edge[cid] + 1
+                else:
+                    self.high[cid] = edge[cid] - 1
 
 
 def _spec(spec: FilterSpec | str | None, channels: list[tuple[str, str]] | None = None) -> FilterSpec:

@@ -214,4 +214,7 @@ def test_event_types_drop_the_ag2_prefix_and_cut_from_the_left() -> None:
     assert _fit_left("msg.text", 10) == "msg.text  "
     assert _fit_type("ag2.channel.invite.ack", 14) == "…invite.ack   "
     assert _fit_type("ag2.channel.opened", 14) == "channel.opened"
-    assert _fit_type("demo.review_request", 14) == "…eview_request"  # custom: cut by characters
+    # custom: cut in the middle, keeping the namespace (issue 22: ``myapp.…request``, not ``…pp.review_request``)
+    assert _fit_type("demo.review_request", 14) == "demo.…_request"
+    assert _fit_type("myapp.review_request", 14) == "myapp.…request"
+    assert _fit_type("averyverylongnamespace.x_y_z", 10) == "…ace.x_y_z"  # no room for the namespace

@@ -137,3 +137,35 @@ def test_bounds() -> None:
     assert (m.row_count, m.visible_count, m.base) == (0, 0, 3)
     m.append(items(3, 1))
     assert m.index_at(0) == 3
+
+
+def test_a_window_pages_older_past_the_limit_and_detaches_with_exact_bounds() -> None:
+    """Issue 22 item 3: the limit bounds the rows held, never the reach. A page of older rows with
+    ``evict`` keeps every row of the page and drops the newest past the limit; each channel's bounds
+    (its held seqs, how many are older, where the newer ones start) follow, so the next page is exact."""
+    m = model(limit=10)
+    sizes = {"c1": 30, "c2": 30}
+    # the newest rows of two channels, interleaved in admission order (ids grow)
+    live = [(make(100 + i, "c1" if i % 2 else "c2"), 21 + i // 2, "x") for i in range(20)]
+    m.append(live)
+    assert m.row_count == 10 and not m.detached
+    assert (m.low["c1"], m.high["c1"], m.low["c2"], m.high["c2"]) == (26, 30, 26, 30)
+    assert m.older_of("c1", 30) == 25 and m.older_total(sizes) == 50  # the trim moved the bounds
+    older = [(make(50 + i, "c1" if i % 2 else "c2"), 23 + i // 2, "x") for i in range(6)]
+    kept, shown = m.prepend(older, evict=True)
+    assert (kept, shown) == (6, 6) and m.row_count == 10 and m.detached
+    assert (m.low["c1"], m.high["c1"]) == (23, 27) and (m.low["c2"], m.high["c2"]) == (23, 27)
+    assert m.newer_from("c1", 30) == 28 and m.newer_from("c2", 30) == 28
+    assert m.newer_total(sizes) == 3 + 3
+    # without evict (the background history) newer rows are never pushed out
+    assert m.prepend([(make(10, "c1"), 1, "x")]) == (0, 0)
+    # narrowing to one channel keeps its run, its bounds and its cursor's rows
+    before = [i for i in range(m.base, m.base + m.row_count) if m.row(i).envelope.channel_id == "c1"]
+    moved = m.narrow("c1", 30)
+    assert m.scope == "c1" and [r.seq for r in m.rows] == [23, 24, 25, 26, 27]
+    assert [m.row(moved[i]).seq for i in before] == [23, 24, 25, 26, 27]
+    assert m.held_of("c1") == 5 and m.older_total(sizes) == 22 and m.detached
+    m.reset("c1", detached=True, older={"c1": 0}, newer={"c1": 1})
+    m.append(items(0, 4, "c1"))
+    m.settle(sizes)
+    assert m.detached and m.older_total(sizes) == 0 and m.newer_from("c1", 30) == 5

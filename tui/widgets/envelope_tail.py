@@ -8,10 +8,10 @@ is done until a row is on screen, where its strip is cached in an LRU keyed by t
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from time import monotonic
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -31,7 +31,7 @@ from ag2net.envelope import Envelope
 from ag2net.naming import ChannelRefError, resolve_channel_ref
 from tui.filtering import FilterSpec
 from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
-from tui.models import TailRow
+from tui.models import TailItem, TailRow
 from tui.tail_model import DEFAULT_LIMIT, TailModel
 
 if TYPE_CHECKING:
@@ -41,6 +41,34 @@ if TYPE_CHECKING:
 
 THUMB_INTERVAL = 2.0
 """While paused under a stream of envelopes, the scrollbar's thumb moves at most this often (seconds)."""
+Item = tuple[Envelope, int | None, str]
+"""(envelope, seq, channel label): what the tail is given (a seq may be unknown)."""
+PAGE = 500
+"""Envelopes read from the store per page when the tail reaches past the rows it holds."""
+
+
+class TailPager(Protocol):
+    """Where the tail reads the envelopes it does not hold (``tui.feed.LiveFeed`` is one)."""
+
+    def channel_sizes(self) -> dict[str, int]:
+        """Per channel, the highest seq known (its WAL's length)."""
+        ...
+
+    def channel_pairs(self) -> list[tuple[str, str]]:
+        """``(channel_type, channel_id)`` of every channel known."""
+        ...
+
+    async def page_older(self, tops: dict[str, int], count: int) -> list[TailItem]:
+        """The newest ``count`` envelopes at or below ``tops[channel]`` per channel, oldest first."""
+        ...
+
+    async def page_newer(self, bottoms: dict[str, int], count: int) -> list[TailItem]:
+        """The oldest ``count`` envelopes at or above ``bottoms[channel]`` per channel, oldest first."""
+        ...
+
+    def stop_history(self) -> None:
+        """Stop filling the tail with older envelopes in the background (the reader pages it now)."""
+        ...
 
 
 def _fit(text: str, width: int) -> str:
@@ -93,13 +121,20 @@ def _fit_label(label: str, width: int) -> str:
 
 def _fit_type(event_type: str, width: int) -> str:
     """An event type in ``width`` cells: built-in types without ``ag2.``, dropping leading dotted parts
-    when narrow ("…invite.ack"); custom types cut from the left, so their last part stays visible."""
+    when narrow ("…invite.ack"); custom types cut in the middle, keeping their namespace and the end of
+    the rest (``myapp.…request``), or from the left when even the namespace does not fit."""
     shown = short_type(event_type)
-    if cell_len(shown) > width and shown != event_type:
+    if cell_len(shown) <= width:
+        return _fit(shown, width)
+    if shown != event_type:
         parts = shown.split(".")
         while len(parts) > 1 and cell_len("…" + ".".join(parts)) > width:
             parts.pop(0)
-        shown = "…" + ".".join(parts)
+        return _fit_left("…" + ".".join(parts), width)
+    namespace, dot, rest = event_type.partition(".")
+    room = width - cell_len(namespace) - 2  # the dot and the ellipsis
+    if dot and rest and room >= 3:
+        return namespace + dot + "…" + _fit_left(rest, room + 1)[1:]
     return _fit_left(shown, width)
 
 
@@ -132,6 +167,10 @@ Every envelope the hub admits, in order. While **following**, new rows scroll in
 scrolling up pauses and counts *N new*; **End** (or **f**) resumes.
 
 **Enter** opens an envelope · **/** filter · **s** search, then **n** / **N** · **x** clears · **:** go to seq
+
+The tail reaches the whole WAL: **g**, **:** *seq*, scrolling and search read older (or newer) pages
+from the store on demand (a *loading older…* row shows meanwhile); **End** comes back to live.
+**:** *label* (`:discussion·7d80`) shows that channel.
 
 Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
 `sender:planner` `to:critic` `to:all` `text:"two words"` `re:/x.+y/i` `seq:10-20`
@@ -284,6 +323,19 @@ The header's right end counts the rows shown and says *match k of n* while searc
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, EnvelopeTail.StateChanged) and message.tail is self.tail
 
+    class ChannelRequested(Message):
+        """The ``:`` prompt named a channel (or a seq of a channel not shown): the tail shows that channel
+        now; the app points the channel list, chat and agent view at it too."""
+
+        def __init__(self, tail: EnvelopeTail, channel_id: str) -> None:
+            super().__init__()
+            self.tail = tail
+            self.channel_id = channel_id
+
+        @property
+        def control(self) -> EnvelopeTail:
+            return self.tail
+
     class CursorMoved(Message):
         """The cursor went to another row (keys, click, search, go to, follow); read ``cursor_row``."""
 
@@ -323,6 +375,26 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self.lines_repainted = 0
         """Screen lines marked for repaint by batches and cursor moves (a figure for tests and benchmarks:
         a paused tail repaints the header and the new rows on screen, not the screen)."""
+        self.pager: TailPager | None = None
+        """Where rows the tail does not hold are read (set by the app); without one the tail shows what
+        it was given."""
+        self.page_size = max(1, min(PAGE, limit))
+        self.paging = ""
+        """What is being read from the store: ``older``, ``newer``, ``newest``, ``search`` or ''."""
+        self._generation = 0
+        """Counts window changes (a page read for an earlier window is dropped)."""
+        self._paged = False
+        """The reader paged the window: background history pages are no longer taken."""
+        self._during_load: list[Item] = []
+        """Live rows that arrived while the newest page was read (added after it)."""
+        self._lead = 0
+        """1 when the first virtual line is the "older envelopes" row."""
+        self._trail = 0
+        """1 when the last virtual line is the "newer envelopes" row (a window paged away from live)."""
+        self._searched = 0
+        self._sender_width = 0
+        self._type_width = 0
+        self._widths_seen: set[str] = set()
 
     # ------------------------------------------------------------------ public API
 
@@ -376,6 +448,25 @@ The header's right end counts the rows shown and says *match k of n* while searc
         While paused (the rows on screen stay where they are), only what changed is repainted: the
         header, and the new rows that land on screen; the scrollbar only when its thumb moves."""
         model = self.model
+        if self.paging == "newest":
+            self._during_load.extend(items)
+            return
+        if model.scope is not None:
+            scope = model.scope
+            items = [item for item in items if item[0].channel_id == scope]
+        if model.detached:
+            # the window was paged away from live: these rows would leave a gap; they are counted and
+            # read from the store when the reader comes back down
+            arrived = sum(1 for env, _seq, _label in items if model.channel_filter in (None, env.channel_id))
+            if arrived:
+                if self.following:
+                    self._set_following(False)
+                self.pending_count += arrived
+                self._after_change(repaint=False)
+                self._refresh_lines(model.visible_count, model.visible_count + 1)
+            return
+        items = list(items)
+        self._note_widths(items)
         before = model.row_count + model.base
         base = model.base
         first_line = model.visible_count
@@ -400,18 +491,33 @@ The header's right end counts the rows shown and says *match k of n* while searc
         Never pushes newer rows out: when the limit is reached the oldest of ``items`` are dropped.
         The view does not move (a paused reader keeps looking at the same rows).
         """
-        kept, shown = self.model.prepend(items)
+        if self._paged:
+            return 0  # the reader pages the window itself now (history would land in another window)
+        items = list(items)
+        self._note_widths(items)
+        duplicates = self.model.duplicates
+        kept = self._prepend(items, evict=False)
+        return kept + self.model.duplicates - duplicates
+
+    def _prepend(self, items: Sequence[Item], *, evict: bool) -> int:
+        lead = self._lead
+        kept, shown = self.model.prepend(items, evict=evict)
         if not kept:
+            self._after_change()
             return 0
+        if self._cursor is not None and self._cursor >= self.model.base + self.model.row_count:
+            self._cursor = self.model.index_at(self.visible_count - 1) if self.visible_count else None
         self._after_change()
         if self.following:
             self._scroll_to_end()
-        elif shown:
-            self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True, force=True)
+        elif shown or lead != self._lead:
+            y = self.scroll_y + shown + self._lead - lead
+            self.scroll_to(y=y, animate=False, immediate=True, force=True)
         return kept
 
     def clear(self) -> None:
         """Forget every row (filters stay)."""
+        self._generation += 1
         self.model.clear()
         self._cursor = None
         self._strips.clear()
@@ -419,12 +525,25 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self.pending_count = 0
         self._after_change()
 
-    def set_channel_filter(self, channel_id: str | None) -> None:
-        """Show only one channel's envelopes (None: every channel)."""
+    def set_channel_filter(self, channel_id: str | None, *, load: bool = True) -> None:
+        """Show only one channel's envelopes (None: every channel).
+
+        A window paged within one channel holds no other: showing another (or all) reads the newest page
+        of what is shown now from the store (``load=False``: the caller reads another page)."""
         keep = self._cursor_abs()
         if not self.model.set_channel_filter(channel_id):
             return
         self.show_channel = channel_id is None
+        scope = self.model.scope
+        if scope is not None and scope != channel_id:
+            self._cursor = None
+            self._generation += 1
+            self.model.reset(channel_id, detached=False)
+            self._set_following(True)
+            self._view_changed(None)
+            if load:
+                self._load_newest()
+            return
         self._view_changed(keep)
 
     def set_filter(self, spec: FilterSpec | str | None) -> None:
@@ -442,6 +561,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
         if self.model.search_spec.empty:
             return True
         if not self.model.matches:
+            if self._can_page("older"):
+                self._search_pages(forward=False)
+                return True
             return False
         line = self._cursor_line()
         found = self.model.find_match(line if line is not None else -1, forward=True, inclusive=True)
@@ -460,12 +582,31 @@ The header's right end counts the rows shown and says *match k of n* while searc
         """Move the cursor to the previous search match (wrapping); False when nothing matches."""
         return self._step_search(forward=False)
 
-    def goto_seq(self, seq: int) -> bool:
-        """Move the cursor to the newest visible row with this per-channel ``seq``; False when absent."""
-        line = self.model.line_of_seq(seq)
-        if line is None:
+    def goto_seq(self, seq: int, channel_id: str | None = None) -> bool:
+        """Move the cursor to the newest visible row with this per-channel ``seq`` (of ``channel_id``
+        when given); when no row shown has it, read the page around it from the store (a channel's seq:
+        the channel shown, else the cursor's). False when it cannot be reached."""
+        model = self.model
+        channel = channel_id or model.channel_filter
+        for line in range(model.visible_count - 1, -1, -1):
+            row = model.row_at(line)
+            if row.seq == seq and (channel is None or row.envelope.channel_id == channel):
+                self._move_cursor_to_line(line)
+                return True
+        if self.pager is None:
             return False
-        self._move_cursor_to_line(line)
+        if channel is None:
+            row = self.cursor_row
+            if row is None:
+                return False
+            channel = row.envelope.channel_id
+        size = self.pager.channel_sizes().get(channel, 0)
+        if not 1 <= seq <= size:
+            return False
+        if model.channel_filter != channel:
+            self.set_channel_filter(channel, load=False)
+            self.post_message(self.ChannelRequested(self, channel))
+        self._jump(channel, seq)
         return True
 
     def goto_envelope(self, envelope_id: str) -> bool:
@@ -485,7 +626,11 @@ The header's right end counts the rows shown and says *match k of n* while searc
         return self.model.find_envelope(envelope_id)
 
     def follow(self) -> None:
-        """Resume following: cursor to the last row, pending count reset."""
+        """Resume following: cursor to the last row, pending count reset (a window paged away from live
+        reads the newest page first)."""
+        if self.model.detached and self.pager is not None:
+            self._load_newest(follow=True)
+            return
         self._cursor = None
         self._set_following(True)
         self._scroll_to_end()
@@ -519,10 +664,15 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 parts.append(f"match {k:,} of {n:,}")
             else:
                 parts.append(f"{n:,} match{'es' if n != 1 else ''}")
-        if model.view is not None:
-            parts.append(f"{model.visible_count:,} of {model.row_count:,} rows")
-        else:
-            parts.append(f"{model.row_count:,} rows")
+        shown = model.channel_filter
+        if not model.filter_spec.empty:
+            held = model.held_of(shown) if shown is not None else model.row_count
+            parts.append(f"{model.visible_count:,} of {held:,} rows")
+        else:  # the channel shown (or every channel): its rows held
+            parts.append(f"{model.visible_count:,} row{'s' if model.visible_count != 1 else ''}")
+        older = self.older_count
+        if older:  # reachable, not held: ↑ or g reads them
+            parts.append(f"{older:,} older")
         return " · ".join(parts)
 
     def goto_text(self, text: str) -> str:
@@ -540,11 +690,25 @@ The header's right end counts the rows shown and says *match k of n* while searc
         channel: str | None = None
         if words:
             ref = " ".join(words)
+            pairs = self.model.channel_pairs()
+            if self.pager is not None:
+                pairs = self.pager.channel_pairs() or pairs
             try:
-                channel = resolve_channel_ref(ref, self.model.channel_pairs())
+                channel = resolve_channel_ref(ref, pairs)
             except ChannelRefError as exc:
                 return str(exc)
         model = self.model
+        if self.pager is not None and channel is not None and channel != model.channel_filter:
+            # ``:label``: the tail shows that channel (and the app the rest of the workbench)
+            self.set_channel_filter(channel, load=seq is None)
+            self.post_message(self.ChannelRequested(self, channel))
+            if seq is None:
+                self.follow()
+                return ""
+        if seq is not None and self.pager is not None:
+            if self.goto_seq(seq, channel):
+                return ""
+            return self._no_such_seq(seq, channel or model.channel_filter)
         for line in range(model.visible_count - 1, -1, -1):
             row = model.row_at(line)
             if channel is not None and row.envelope.channel_id != channel:
@@ -578,7 +742,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._move_by(max(1, self._body_height() - 1))
 
     def action_cursor_home(self) -> None:
-        if self.visible_count:
+        if self._can_page("older"):
+            self._jump_oldest()
+        elif self.visible_count:
             self._move_cursor_to_line(0)
 
     def action_cursor_end(self) -> None:
@@ -623,9 +789,13 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         self.pause()
+        if self.scroll_y <= 1 and self._can_page("older"):
+            self._load_page("older", None)
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        if not self.following and self.is_vertical_scroll_end:
+        if self.is_vertical_scroll_end and self._can_page("newer"):
+            self._load_page("newer", None)
+        elif not self.following and self.is_vertical_scroll_end:
             self.follow()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -635,6 +805,10 @@ The header's right end counts the rows shown and says *match k of n* while searc
         if self.is_vertical_scrollbar_grabbed:
             if new_value < old_value:
                 self.pause()
+                if new_value <= 0 and self._can_page("older"):
+                    self._load_page("older", None)
+            elif self.is_vertical_scroll_end and self._can_page("newer"):
+                self._load_page("newer", None)
             elif self.is_vertical_scroll_end and not self.following:
                 self.follow()
 
@@ -642,8 +816,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
         offset = event.get_content_offset(self)
         if offset is None or offset.y < 1:
             return
-        line = int(self.scroll_y) + offset.y - 1
-        if 0 <= line < self.visible_count:
+        line = int(self.scroll_y) + offset.y - 1 - self._lead
+        if line < 0 and self._lead and self._can_page("older"):
+            self._load_page("older", None)
+        elif line == self.visible_count and self._trail and self._can_page("newer"):
+            self._load_page("newer", None)
+        elif 0 <= line < self.visible_count:
             self._move_cursor_to_line(line)
             if event.chain >= 2:
                 self.action_open_envelope()
@@ -694,8 +872,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._strips.clear()
         if y == 0:
             return self._render_header(width, styles)
-        line = int(self.scroll_y) + y - 1
+        line = int(self.scroll_y) + y - 1 - self._lead
+        if line < 0:
+            return self._render_marker(self._older_text(), width, styles)
         if line >= self.visible_count:
+            if self._trail and line == self.visible_count:
+                return self._render_marker(self._newer_text(), width, styles)
             return Strip.blank(width, self.rich_style)
         index = self.model.index_at(line)
         is_cursor = index == self._cursor_abs()
@@ -708,16 +890,19 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def _columns(self, width: int) -> _Columns:
         """Column widths for ``width`` cells: drop or narrow columns until the preview has room."""
+        # sender and type are as wide as the widest held (within bounds): the rest goes to the preview
+        sender = min(12, max(6, self._sender_width or 12))
+        etype = min(18, max(10, self._type_width or 18))
         cols = _Columns(
-            seq=6, time=12, channel=17 if self.show_channel else 0, sender=12, etype=18, audience=12
+            seq=6, time=12, channel=17 if self.show_channel else 0, sender=sender, etype=etype, audience=12
         )
         # the channel column survives longest: with every channel shown it says where a row belongs
         steps = (
             ("audience", 0),
             ("channel", 12 if self.show_channel else 0),
             ("time", 8),
-            ("sender", 9),
-            ("etype", 14),
+            ("sender", min(9, sender)),
+            ("etype", min(14, etype)),
             ("channel", 9 if self.show_channel else 0),  # con…·9272: the id's tail stays
             ("channel", 0),
         )
@@ -778,6 +963,31 @@ The header's right end counts the rows shown and says *match k of n* while searc
         strip = Strip(list(text.render(self.app.console)))
         return strip.adjust_cell_length(width, base)
 
+    def _render_marker(self, text: str, width: int, styles: dict[str, Style]) -> Strip:
+        line = Text(_fit(text, width), style=styles["audience"], end="")
+        return Strip(list(line.render(self.app.console))).adjust_cell_length(width, styles["base"])
+
+    def _older_text(self) -> str:
+        if self.paging == "older":
+            return "⋯ loading older…"
+        if self.paging == "search":
+            return f"⋯ searching older… ({self._searched:,} read)"
+        if self.paging == "newest":
+            return "⋯ loading the newest envelopes…"
+        older = self.older_count
+        if not older:
+            return ""
+        return f"▲ {older:,} older envelope{'s' if older != 1 else ''} · ↑ or g reads them"
+
+    def _newer_text(self) -> str:
+        if self.paging == "newer":
+            return "⋯ loading newer…"
+        if self.paging == "search-newer":
+            return f"⋯ searching newer… ({self._searched:,} read)"
+        newer = self.newer_count
+        what = f"{newer:,} newer envelope{'s' if newer != 1 else ''}" if newer else "newer envelopes"
+        return f"▼ {what} · ↓ reads them · End returns to live"
+
     def _get_styles(self) -> dict[str, Style]:
         if self._styles is None:
             get = self.get_component_rich_style
@@ -790,6 +1000,325 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 styles[name] = get(f"envelope-tail--{name}", partial=True)
             self._styles = styles
         return self._styles
+
+    # ------------------------------------------------------------------ paging
+
+    def _sizes(self) -> dict[str, int]:
+        return self.pager.channel_sizes() if self.pager is not None else {}
+
+    def _paging_channels(self, sizes: dict[str, int]) -> list[str]:
+        """The channels a page is read from: the one shown, else the window's scope."""
+        shown = self.model.channel_filter
+        return [shown] if shown is not None else self.model.scope_channels(sizes)
+
+    @property
+    def older_count(self) -> int:
+        """Envelopes of what is shown (the channel, or every channel) older than the rows held."""
+        if self.pager is None:
+            return 0
+        sizes = self._sizes()
+        return sum(self.model.older_of(cid, sizes.get(cid, 0)) for cid in self._paging_channels(sizes))
+
+    @property
+    def newer_count(self) -> int:
+        """Envelopes of what is shown newer than the rows held (0 unless the window left live)."""
+        model = self.model
+        if self.pager is None or not model.detached:
+            return 0
+        sizes = self._sizes()
+        return sum(
+            max(0, sizes.get(cid, 0) - model.newer_from(cid, sizes.get(cid, 0)) + 1)
+            for cid in self._paging_channels(sizes)
+        )
+
+    def _markers(self) -> tuple[int, int]:
+        if self.pager is None:
+            return 0, 0
+        lead = 1 if self.paging in ("older", "search", "newest") or self.older_count else 0
+        trail = 1 if self.paging in ("newer", "search-newer") or self.model.detached else 0
+        return lead, trail
+
+    def _can_page(self, direction: str) -> bool:
+        if self.pager is None or self.paging == "newest":
+            return False
+        if direction == "older":
+            return self.older_count > 0
+        return self.model.detached
+
+    def _start(self, kind: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (a read from the store) with ``kind`` shown in the marker row; one at a time."""
+        if self.pager is not None and not self._paged and kind != "newest":
+            self._paged = True
+            self.pager.stop_history()
+        self.paging = kind
+        self._after_change()
+        self.run_worker(self._guarded(work), name=f"tail {kind}", group="tail-page", exclusive=True)
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            await work
+        except Exception as exc:  # the hub failed or did not answer: say so, keep what is shown
+            self.paging = ""
+            self._during_load = []
+            self._after_change()
+            why = str(exc) or type(exc).__name__
+            self.notify(f"Cannot read envelopes from the store: {why}", severity="error", timeout=8)
+
+    def _done(self) -> None:
+        self.paging = ""
+        self._after_change()
+
+    def _narrow_to_shown(self, sizes: dict[str, int]) -> None:
+        """Before a page of the shown channel goes into a window of every channel: keep that channel's
+        rows only (a window holds a contiguous run of its scope)."""
+        model = self.model
+        shown = model.channel_filter
+        if shown is None or model.scope == shown:
+            return
+        moved = model.narrow(shown, sizes.get(shown, 0))
+        self._generation += 1
+        if self._cursor is not None:
+            self._cursor = moved.get(self._cursor)
+        self._mark = model.base + model.row_count
+        self._strips.clear()
+
+    def _load_page(self, direction: str, then: int | None) -> None:
+        """Read the next page older (or newer) than the window; then move the cursor ``then`` lines from
+        the row that was at that end (None: leave it)."""
+        if self.paging:
+            return
+        self._start(direction, self._read_page(direction, then))
+
+    async def _read_page(self, direction: str, then: int | None) -> None:
+        assert self.pager is not None
+        model = self.model
+        sizes = self._sizes()
+        self._narrow_to_shown(sizes)
+        generation = self._generation
+        channels = self._paging_channels(sizes)
+        try:
+            if direction == "older":
+                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
+                items = await self.pager.page_older(tops, self.page_size)
+            else:
+                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
+                items = await self.pager.page_newer(bottoms, self.page_size)
+        finally:
+            if generation == self._generation:
+                self.paging = ""
+        if generation != self._generation:
+            return
+        edge = (
+            model.index_at(0 if direction == "older" else self.visible_count - 1)
+            if self.visible_count
+            else None
+        )
+        self._note_widths(items)
+        if direction == "older":
+            self._prepend(items, evict=True)
+        else:
+            self._append_page(items, sizes)
+        if then is not None and self.visible_count:
+            line = model.line_of(edge) if edge is not None else None
+            if line is None:
+                line = self.visible_count - 1 if direction == "older" else 0
+            self._move_cursor_to_line(min(max(line + then, 0), self.visible_count - 1))
+        self._done()
+
+    def _append_page(self, items: list[TailItem], sizes: dict[str, int]) -> None:
+        """A page newer than a detached window: the oldest rows past the limit go; at the newest of the
+        scope the window is live again."""
+        model = self.model
+        base = model.base
+        model.append(items)
+        model.settle(self._sizes())
+        if self._cursor is not None and self._cursor < model.base:
+            self._cursor = model.index_at(0) if self.visible_count else None
+        if not model.detached:
+            self.pending_count = 0  # what arrived meanwhile came with the page
+        self._after_change()
+        if model.base != base:
+            self._scroll_cursor_into_view()
+
+    def _load_newest(self, *, follow: bool = True) -> None:
+        """Read the newest page of what is shown into a fresh window (End from a paged window; showing
+        another channel after paging one); live rows arriving meanwhile are added after it."""
+        if self.pager is None:
+            return
+        self._during_load = []
+        self._start("newest", self._read_newest(follow))
+
+    async def _read_newest(self, follow: bool) -> None:
+        assert self.pager is not None
+        model = self.model
+        sizes = self._sizes()
+        shown = model.channel_filter
+        channels = [shown] if shown is not None else [cid for cid, size in sizes.items() if size]
+        self._generation += 1
+        generation = self._generation
+        try:
+            items = await self.pager.page_older({cid: sizes.get(cid, 0) for cid in channels}, self.page_size)
+        except BaseException:
+            self.paging = ""
+            self._during_load = []
+            raise
+        if generation != self._generation:
+            return
+        self.paging = ""
+        model.reset(shown, detached=False)
+        arrived, self._during_load = self._during_load, []
+        self._cursor = None
+        self.pending_count = 0
+        self.append_many(items)
+        if arrived:
+            self.append_many(arrived)
+        if follow:
+            self._set_following(True)
+            self._scroll_to_end()
+        self._view_changed(None)
+        self._done()
+        self.post_message(self.CursorMoved(self))
+
+    def _jump(self, channel_id: str, seq: int) -> None:
+        """Show the page of ``channel_id`` around ``seq`` in a fresh window of that channel, the cursor
+        on ``seq``."""
+        first = max(1, seq - self.page_size // 2)
+        self._start("older", self._read_jump({channel_id: first}, channel_id, {channel_id: first - 1}, seq))
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
+
+    def _jump_oldest(self) -> None:
+        """``g``: the first page of what is shown (the channel from seq 1, or every channel's oldest)."""
+        sizes = self._sizes()
+        shown = self.model.channel_filter
+        channels = [shown] if shown is not None else [cid for cid, size in sizes.items() if size]
+        bottoms = dict.fromkeys(channels, 1)
+        self._start("older", self._read_jump(bottoms, shown, dict.fromkeys(channels, 0), None))
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)  # the "loading older…" row shows
+
+    async def _read_jump(
+        self, bottoms: dict[str, int], scope: str | None, older: dict[str, int], seq: int | None
+    ) -> None:
+        assert self.pager is not None
+        self._generation += 1
+        generation = self._generation
+        try:
+            items = await self.pager.page_newer(bottoms, self.page_size)
+        finally:
+            if generation == self._generation:
+                self.paging = ""
+        if generation != self._generation:
+            return
+        model = self.model
+        model.reset(scope, detached=True, older=older, newer=bottoms)
+        self._cursor = None
+        self._strips.clear()
+        self._note_widths(items)
+        model.append(items)
+        model.settle(self._sizes())
+        self.pending_count = 0
+        if self.following:
+            self._set_following(False)
+        self._mark = model.base + model.row_count
+        self._after_change()
+        line = 0
+        if seq is not None:
+            found = model.line_of_seq(seq)
+            line = found if found is not None else 0
+        if self.visible_count:
+            self._cursor = model.index_at(line)
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+            self._move_cursor_to_line(line)
+        self._done()
+
+    def _search_pages(self, *, forward: bool) -> None:
+        """Read pages older (or newer) than the window until one holds a match of the search; the cursor
+        goes to the match nearest to where it was. The pages stay held (the limit drops the far end)."""
+        if self.paging:
+            return
+        self._searched = 0
+        self._start("search" if not forward else "search-newer", self._read_search(forward))
+
+    async def _read_search(self, forward: bool) -> None:
+        assert self.pager is not None
+        model = self.model
+        sizes = self._sizes()
+        self._narrow_to_shown(sizes)
+        generation = self._generation
+        channels = self._paging_channels(sizes)
+        found: int | None = None
+        while generation == self._generation:
+            if forward:
+                if not model.detached:
+                    break
+                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
+                items = await self.pager.page_newer(bottoms, self.page_size)
+            else:
+                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
+                if not any(tops.values()):
+                    break
+                items = await self.pager.page_older(tops, self.page_size)
+            if generation != self._generation or not items:
+                break
+            self._searched += len(items)
+            self._note_widths(items)
+            edge = model.base if not forward else model.base + model.row_count
+            if forward:
+                self._append_page(items, sizes)
+                hits = [i for i in model.matches if i >= edge]
+            else:
+                self._prepend(items, evict=True)
+                hits = [i for i in model.matches if i < edge]
+            if hits:
+                found = hits[0] if forward else hits[-1]
+                break
+            self._after_change()
+        if generation != self._generation:
+            return
+        self.paging = ""
+        if found is not None:
+            line = model.line_of(found)
+            if line is not None:
+                self._move_cursor_to_line(line)
+        else:
+            self.notify("No envelope matches the search.", severity="warning", timeout=3)
+        self._done()
+
+    def _note_widths(self, items: Iterable[Item]) -> None:
+        """Widen the sender and type columns to the widest name and type held (they only widen)."""
+        seen = self._widths_seen
+        fresh = {env.sender_id for env, _s, _l in items} | {"\0" + env.event_type for env, _s, _l in items}
+        fresh -= seen
+        if not fresh:
+            return
+        seen |= fresh
+        sender, etype = self._sender_width, self._type_width
+        for key in fresh:
+            if key.startswith("\0"):
+                etype = max(etype, cell_len(short_type(key[1:])))
+            else:
+                sender = max(sender, cell_len(self.name_for(key)))
+        if (sender, etype) != (self._sender_width, self._type_width):
+            self._sender_width, self._type_width = sender, etype
+            self._strips.clear()
+
+    def _label(self, channel_id: str | None) -> str:
+        if channel_id is None:
+            return "the channel"
+        label = self.model.labels.get(channel_id)
+        if label is None and self.pager is not None:
+            from ag2net.naming import channel_labels
+
+            label = channel_labels(self.pager.channel_pairs()).get(channel_id)
+        return label or channel_id
+
+    def _no_such_seq(self, seq: int, channel_id: str | None) -> str:
+        if channel_id is None:
+            return f"seq {seq}: name the channel too, e.g. discussion·7d80 {seq}"
+        size = self._sizes().get(channel_id, 0)
+        label = self._label(channel_id)
+        if not size:
+            return f"{label} has no envelope yet; seq {seq} does not exist"
+        return f"{label} has seqs 1 to {size:,}; seq {seq} is not one of them"
 
     # ------------------------------------------------------------------ internals
 
@@ -810,7 +1339,11 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def _after_change(self, *, repaint: bool = True) -> None:
         """The rows changed: set the virtual size (and the scrollbar), and repaint unless told not to."""
-        size = Size(self._width, self.visible_count + 1)
+        lead, trail = self._lead, self._trail
+        self._lead, self._trail = self._markers()
+        if (lead, trail) != (self._lead, self._trail):
+            repaint = True
+        size = Size(self._width, self.visible_count + 1 + self._lead + self._trail)
         old = self.virtual_size
         if size != old:
             height = self.size.height
@@ -867,9 +1400,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
     def _refresh_lines(self, first: int, end: int, *, header: bool = True) -> None:
         """Repaint the screen rows showing lines ``first`` to ``end`` (those shown), and the header."""
         width = self.size.width
-        top = int(self.scroll_y)
+        top = int(self.scroll_y) - self._lead
         start = max(first - top + 1, 1)
-        stop = min(end - top + 1, self.size.height)
+        stop = min(end + self._trail - top + 1, self.size.height)
         regions = [Region(0, 0, width, 1)] if header else []
         if start < stop:
             regions.append(Region(0, start, width, stop - start))
@@ -888,7 +1421,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
             first_new = max(0, self._mark - model.base)
         else:
             first_new = bisect_left(model.view, self._mark)
-        bottom = int(self.scroll_y) + self._body_height()
+        if model.detached:
+            return  # counted as they arrive: none of them is held
+        bottom = int(self.scroll_y) + self._body_height() - self._lead
         self.pending_count = max(0, count - max(first_new, bottom))
         self.refresh(Region(0, 0, self.size.width, 1))
 
@@ -908,11 +1443,23 @@ The header's right end counts the rows shown and says *match k of n* while searc
     def _move_by(self, delta: int) -> None:
         count = self.visible_count
         if not count:
+            if self._can_page("older"):
+                self._load_page("older", delta)
             return
         line = self._cursor_line()
         line = count - 1 if line is None else line
+        if line + delta < 0 and self._can_page("older"):
+            if line:
+                self._move_cursor_to_line(0)
+            self._load_page("older", line + delta)
+            return
+        if line + delta > count - 1 and self._can_page("newer"):
+            if line != count - 1:
+                self._move_cursor_to_line(count - 1)
+            self._load_page("newer", line + delta - (count - 1))
+            return
         target = min(max(line + delta, 0), count - 1)
-        if delta > 0 and target == count - 1:
+        if delta > 0 and target == count - 1 and not self.model.detached:
             self.follow()
             return
         self._move_cursor_to_line(target)
@@ -946,10 +1493,13 @@ The header's right end counts the rows shown and says *match k of n* while searc
             return
         top = int(self.scroll_y)
         height = self._body_height()
-        if line < top:
-            self.scroll_to(y=line, animate=False, immediate=True, force=True)
-        elif line >= top + height:
-            self.scroll_to(y=line - height + 1, animate=False, immediate=True, force=True)
+        # virtual lines: the first row's marker above it and the last row's below it come into view too
+        first = line + self._lead if line else 0
+        last = line + self._lead + (self._trail if line == self.visible_count - 1 else 0)
+        if first < top:
+            self.scroll_to(y=first, animate=False, immediate=True, force=True)
+        elif last >= top + height:
+            self.scroll_to(y=last - height + 1, animate=False, immediate=True, force=True)
 
     def _scroll_to_end(self) -> None:
         self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
@@ -994,7 +1544,19 @@ The header's right end counts the rows shown and says *match k of n* while searc
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _step_search(self, *, forward: bool) -> bool:
-        found = self.model.step_match(self._cursor_line(), forward=forward)
+        model = self.model
+        if model.search_spec.empty:
+            return False
+        line = self._cursor_line()
+        if line is not None:
+            found = model.find_match(line, forward=forward, inclusive=False)
+            if found is not None:
+                self._move_cursor_to_line(found)
+                return True
+        if self._can_page("newer" if forward else "older"):
+            self._search_pages(forward=forward)
+            return True
+        found = model.step_match(line, forward=forward)
         if found is None:
             return False
         self._move_cursor_to_line(found)
