@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
@@ -95,7 +95,8 @@ class HubClient:
         identity_secrets: Any = None,
         **link_kwargs: Any,
     ) -> HubClient:
-        """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use or ``open()``.
+        """A client of the hub served at ``url`` (``ws://`` or ``wss://``); connects on first use, on
+        ``open()``, or at once when awaited (``client = await HubClient.connect(url)``).
 
         Several URLs (a list, or one string with commas: ``"ws://a:8765,ws://b:8765"``) name an active hub
         and its standbys on one PostgreSQL database: the client uses whichever admits, skips one that
@@ -159,6 +160,12 @@ class HubClient:
                     await self.link.open(self._on_notify)
                     self._open = True
         return self
+
+    def __await__(self) -> Generator[Any, None, HubClient]:
+        """``client = await HubClient.connect(url)`` opens the connection and gives the client, as
+        ``await Hub.open()`` gives the hub (``HubClient.connect(url)`` alone still connects on first use,
+        and ``async with HubClient.connect(url) as client`` closes it at the end)."""
+        return self.open().__await__()
 
     async def __aenter__(self) -> HubClient:
         return await self.open()

@@ -42,6 +42,8 @@ else:
     HubShape = object
 
 log = logging.getLogger(__name__)
+#: What an operator reads of the hub's decisions (registrations, refused envelopes), as ag2's hub logs them.
+hub_log = logging.getLogger("ag2net.hub")
 
 
 class Admission(HubShape):
@@ -84,6 +86,13 @@ class Admission(HubShape):
         try:
             return await self._admit(envelope)
         except NetworkError as exc:
+            hub_log.info(
+                "refused %s from %s on channel %s: %s",
+                envelope.event_type,
+                self.name_for(envelope.sender_id),
+                envelope.channel_id,
+                exc,
+            )
             if self._tracer is not None:
                 self._tracer.fail_envelope(envelope, exc)
             if self._listeners or self._own_hooks:

@@ -8,6 +8,7 @@ handler. Results are Python values; the WebSocket server encodes them with the o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
 
 Op = Callable[["Hub", Any, dict[str, Any]], Awaitable[Any]]
+
+#: The hub's own log of registrations and refused posts (``ag2net.hub``, as ag2's hub logs them).
+hub_log = logging.getLogger("ag2net.hub")
 OPS: dict[str, Op] = {}
 
 
@@ -132,6 +136,8 @@ async def _register(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
     )
     if endpoint is not None and p.get("bind", True):
         hub.bind_endpoint(endpoint, stamped.agent_id)
+
+    hub_log.info("registered %s %r (%s)", stamped.effective_kind, stamped.name, stamped.agent_id)
     return stamped
 
 
@@ -296,6 +302,13 @@ def check_poster(hub: Hub, endpoint: Any, env: Envelope) -> None:
     if hub.inboxes.bindings.get(env.sender_id) is endpoint:
         return
     name = hub.name_for(env.sender_id)
+    hub_log.warning(
+        "refused %s on channel %s: the posting connection does not hold %r (%s)",
+        env.event_type,
+        env.channel_id,
+        name,
+        env.sender_id,
+    )
     raise AccessDeniedError(
         f"this connection does not hold '{name}' ({env.sender_id}): a post may carry only an identity its own "
         f"connection holds; post through the client that registered or attached '{name}'"

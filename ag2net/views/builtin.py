@@ -167,7 +167,9 @@ class _Windowed(_Transcript):
         elided, speakers, kept = window(wal, participant_id, render_envelope, self.recent_n)
         out: list[BaseEvent] = []
         if elided:
-            names = [name_for(s) for s in speakers] if self._named else speakers
+            # the summary a model reads names its senders in both variants (ag2 1.2.1 listed raw ids in
+            # WindowedSummary's): ``name_for`` is the view's own resolver (the hub's names in a turn)
+            names = [name_for(s) for s in speakers]
             out.append(CompactionSummary(summary=summary_text(elided, names), event_count=elided))
         out.extend(_event(env, text, participant_id, labeller) for env, text in kept)
         return out
@@ -187,7 +189,8 @@ class NamedTranscript(_Transcript):
 
 
 class WindowedSummary(_Windowed):
-    """The last ``recent_n`` visible rendered envelopes, after a ``CompactionSummary`` of the rest."""
+    """The last ``recent_n`` visible rendered envelopes, after a ``CompactionSummary`` of the rest (its
+    speakers by ``name_for``; the messages themselves carry no labels)."""
 
     name = "windowed_summary"
 
