@@ -249,15 +249,21 @@ class ReplayModel:
         self.answered: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None
         self._digests = [_round0_digest(t) for t in turns]
+        self._calls: list[ModelCall] = []
 
     def _refuse(self, why: str, request: ModelCall) -> ReplayDiverged:
         self.diverged = self.diverged or why
         self.current = None
         refusal = ReplayDiverged(self.diverged)
-        refusal.calls = [request.snapshot()]  # type: ignore[attr-defined]  # the turn record shows what was asked
+        # the turn record shows what was asked, and the tool traffic of the turn so far
+        refusal.calls = [*self._calls[:-1], request.snapshot()]  # type: ignore[attr-defined]
+        refusal.events = list(request.turn_events)  # type: ignore[attr-defined]
         return refusal
 
     async def complete(self, request: ModelCall) -> ModelResponse:
+        if request.round == 0:
+            self._calls = []
+        self._calls.append(request)
         if request.round == 0:
             digest = request.digest()
             order = [*range(self.next_turn, len(self.turns)), *range(0, self.next_turn)]

@@ -11,6 +11,7 @@ import socket
 from typing import Any
 
 from fork_app import RealTimeDemo, open_form, run_to_compare, wait_for
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from tui.screens.fork import ForkForm
@@ -23,7 +24,9 @@ def rendered(widget: Static) -> str:
 
 
 def column(table: DataTable, key: str) -> list[str]:
-    return [str(table.get_cell_at((row, table.get_column_index(key)))) for row in range(table.row_count)]
+    return [
+        str(table.get_cell_at(Coordinate(row, table.get_column_index(key)))) for row in range(table.row_count)
+    ]
 
 
 async def test_a_straight_replay_of_the_demo_conversation_shows_no_divergence():
