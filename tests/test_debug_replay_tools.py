@@ -128,6 +128,17 @@ async def test_the_turn_record_keeps_a_custom_views_parameters_and_every_model_r
         assert record.view == {"name": "from_one_only", "sender_id": alice.agent_id}
         assert len(record.rounds) == record.model_calls == 1
         assert record.rounds[0]["content"] == "noted" and len(record.rounds[0]["request"]) == 64
+        async with await fork(hub, ch.channel_id, 4) as box:  # invite, ack, opened, hello
+            faithful = compare(await replay(hub, box, timeout=10, step_timeout=2))
+        assert faithful.verdict == "completed: 5 of 5 envelopes reproduced"
+        # a process without the view: the replay says which and how to get it, in one sentence
+        unregister_view("from_one_only")
+        async with await fork(hub, ch.channel_id, 4) as box:
+            diff = compare(await replay(hub, box, timeout=10, step_timeout=2))
+        assert diff.verdict == (
+            "stopped early at seq 5 because bob's view 'from_one_only' is not registered in this process; load "
+            "the network that registers it (--network module:function) or give bob another view (--view bob=NAME)"
+        )
     finally:
         unregister_view("from_one_only")
         await hc.close()

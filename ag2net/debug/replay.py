@@ -64,11 +64,18 @@ from ag2net.envelope import (
     EV_PACKET,
     Envelope,
 )
+from ag2net.errors import ProtocolError
 from ag2net.events import ModelRequest, ToolCallEvent, ToolResultEvent, event_from_dict, part_from_dict
 from ag2net.hub.hub import Hub
 from ag2net.hub.probe import projection_delta
 from ag2net.ids import add_seconds
-from ag2net.views.registry import VIEW_POLICIES_KNOB, view_from_spec, view_spec
+from ag2net.views.registry import (
+    VIEW_POLICIES_KNOB,
+    registered_views,
+    resolve_view,
+    view_from_spec,
+    view_spec,
+)
 
 _HUB_MADE = frozenset({EV_CHANNEL_OPENED, EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
 _HANDLER_MADE = frozenset({EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT})
@@ -606,6 +613,23 @@ async def replay(
         return names
 
     turns_before: dict[str, int] = {}
+    for agent_id in agents:  # a view this process does not have: no turn could run, say so now
+        try:
+            resolve_view(md, agent_id, adapter)
+        except ProtocolError as exc:
+            name = hub.name_for(agent_id)
+            spec = (md.knobs.get(VIEW_POLICIES_KNOB) or {}).get(agent_id) or md.knobs.get("view_policy")
+            view = spec.get("name") if isinstance(spec, dict) else spec
+            unknown = isinstance(view, str) and view not in registered_views()
+            what = (
+                f"view {view!r} is not registered in this process"
+                if unknown
+                else f"view cannot be built ({exc})"
+            )
+            driver.missing[agent_id] = (
+                f"{name}'s {what}; load the network that registers it (--network module:function) or give "
+                f"{name} another view (--view {name}=NAME)"
+            )
     try:
         for agent_id in agents:
             mine = [t for t in placed if t.agent_id == agent_id]
