@@ -126,6 +126,13 @@ def test_workbench_seated_as_a_demo_agent_with_demo_is_one_sentence(tmp_path):
     assert "'planner'" in sentence and "demo" in sentence and "--as" in sentence
 
 
+def test_web_seated_as_a_demo_agent_with_demo_is_one_sentence(tmp_path):
+    pytest.importorskip("textual_serve")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    code, output = command("web", "--memory", "--port", "0", "--as", "coder", "--demo", env=env, timeout=60)
+    assert "'coder'" in one_sentence(code, output)
+
+
 def test_a_demo_that_cannot_start_is_a_network_error_for_the_workbench():
     """The workbench's demo starter turns any failure into the NetworkError the app shows as a notification,
     so starting the demo (from --demo or the palette) can never end the workbench with a traceback."""
