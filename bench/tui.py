@@ -149,6 +149,7 @@ async def build_long_channel(path: Path, n: int) -> str:
 
 async def idle(app: App, timeout: float = 60.0) -> None:
     """Wait until no worker but the observe stream runs (startup reads, history, the agent view)."""
+    await asyncio.sleep(0.5)  # the history starts after the first page's frame
     deadline = time.perf_counter() + timeout
     while any(w.is_running and w.group != "feed-observe" for w in app.workers):
         if time.perf_counter() > deadline:

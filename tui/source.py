@@ -204,6 +204,7 @@ class HubSource:
                 batch.append(items.pop())
                 if not items and low[cid] > 1:
                     await refill(cid)
+                    items = buffers[cid]  # refill puts a new list there
                 if items:
                     heapq.heappush(heap, (_Newest(_order(items[-1])), cid))
             batch.reverse()

@@ -13,7 +13,9 @@ from tui_network import until
 from ag2net import Hub, HubClient, Passport
 from ag2net.store import SqliteStore
 from tui.app import WorkbenchApp, build_app
+from tui.models import TailItem
 from tui.settings import Settings
+from tui.source import HubSource
 from tui.widgets.envelope_tail import EnvelopeTail
 
 SIZE = (80, 24)
@@ -227,3 +229,21 @@ async def test_header_counts_the_channel_shown(reach: Reach) -> None:
         assert app.tail.summary.startswith(
             f"{app.tail.visible_count:,} of {app.tail.model.held_of(reach.other):,} rows"
         )
+
+
+async def test_history_reads_every_page_not_only_the_first(reach: Reach) -> None:
+    """The root of "the tail holds the newest 5,500 rows": the history's merge dropped a channel whose read
+    buffer it had just refilled (it looked at the emptied list), so each channel gave one page only."""
+    human = await reach.hc.attach_human("ana")
+    source = HubSource(reach.hc, human)
+    rows = await source.load_channels()
+    sizes = {r.channel_id: r.count for r in rows}
+    loaded = {cid: size - 9 for cid, size in sizes.items()}  # the newest 10 of each are shown
+    got: list[TailItem] = []
+    async for batch, done, _total in source.older_pages(rows, loaded, limit=10_000, page=60):
+        got[0:0] = batch
+        assert done == sum(10 for _ in sizes) + len(got)
+    for cid, size in sizes.items():
+        assert sorted(seq for env, seq, _ in got if env.channel_id == cid) == list(range(1, size - 9))
+    ids = [env.envelope_id for env, _seq, _label in got]
+    assert ids == sorted(ids)  # newest pages first, each oldest first: admission order overall

@@ -500,7 +500,6 @@ The header's right end counts the rows shown and says *match k of n* while searc
         return kept + self.model.duplicates - duplicates
 
     def _prepend(self, items: Sequence[Item], *, evict: bool) -> int:
-        lead = self._lead
         kept, shown = self.model.prepend(items, evict=evict)
         if not kept:
             self._after_change()
@@ -510,9 +509,8 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._after_change()
         if self.following:
             self._scroll_to_end()
-        elif shown or lead != self._lead:
-            y = self.scroll_y + shown + self._lead - lead
-            self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        elif shown:
+            self.scroll_to(y=self.scroll_y + shown, animate=False, immediate=True, force=True)
         return kept
 
     def clear(self) -> None:
@@ -925,6 +923,15 @@ The header's right end counts the rows shown and says *match k of n* while searc
             parts += [_fit("audience", c.audience), " "]
         rest = c.preview_width(width)
         summary = self.summary
+        if cell_len(summary) + 9 > rest and " · " in summary:
+            # narrow: the search's position first, then what is not held ("87,500 older"), then the rest
+            parts_ = summary.split(" · ")
+            ordered = sorted(parts_, key=lambda p: 0 if "match" in p else 1 if p.endswith("older") else 2)
+            summary = ordered[0]
+            for part in ordered[1:]:
+                if cell_len(summary) + 3 + cell_len(part) + 9 > rest:
+                    break
+                summary += " · " + part
         if cell_len(summary) + 9 <= rest:
             parts.append("preview" + summary.rjust(rest - 7))
         else:
@@ -1360,6 +1367,11 @@ The header's right end counts the rows shown and says *match k of n* while searc
                     self._move_thumb_soon()
             else:
                 self.virtual_size = size
+        if self._lead != lead and not self.following:
+            # the "older" row came or went above the rows: they stay where they are on screen
+            self.scroll_to(
+                y=max(0, self.scroll_y + self._lead - lead), animate=False, immediate=True, force=True
+            )
         if repaint:
             self.refresh()
             self.lines_repainted += self.size.height
