@@ -7,7 +7,12 @@ up to ``at_seq`` and every participant's passport, resume, rule and skill card; 
 hub's would. Identities keep their ids and names, envelopes their ids and times, so the sandbox's WAL is
 the source's prefix envelope for envelope. The channel's lifecycle is the one the prefix shows (pending
 until it was opened, with the invitees who had not acked yet; closed if the prefix holds the close).
-Nothing is written to the source. ``ag2net.debug.replay`` drives the sandbox's agents on from there.
+
+The prefix's last envelope (unless the hub's lifecycle made it: an invite, ``opened``, ``closed``) is not
+copied but admitted again by the sandbox hub, keeping its id and time: whatever the hub did right after it
+(``opened`` after the last ack, ``closed`` after the reply that ends a consultation) the sandbox then does
+itself, with the hub's own code, in the same order. Nothing is written to the source.
+``ag2net.debug.replay`` drives the sandbox's agents on from there.
 """
 
 from __future__ import annotations
