@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 
 import pytest
@@ -187,3 +188,46 @@ def test_demo_on_an_endpoint_that_refuses_the_key_fails_fast():
         server.server_close()
     sentence = one_sentence(code, output)
     assert "refused the API key (HTTP 401: Incorrect API key provided)" in sentence
+
+
+def test_demo_stops_at_the_first_model_failure_in_one_sentence():
+    """An endpoint that lists its models (the check passes) but fails every completion: the demo stops at
+    the first failure, in one sentence naming it, instead of waiting out its step timeouts in silence."""
+    pytest.importorskip("openai")
+    import http.server
+    import threading
+
+    class Broken(http.server.BaseHTTPRequestHandler):
+        def answer(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self.answer(200, b'{"object": "list", "data": []}')
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.answer(400, b'{"error": {"message": "this model is not loaded"}}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        started = time.monotonic()
+        code, output = command(
+            "demo", "--model", "openai:llama3", "--base-url", url, env=without_model_settings(), timeout=60
+        )
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert code == 2 and lines[-1].startswith("Error: "), output
+    assert "Traceback" not in output and "Task exception" not in output
+    assert "answered HTTP 400" in lines[-1] and "this model is not loaded" in lines[-1], (lines[-1], took)

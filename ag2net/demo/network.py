@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ag2net.adapters import AgentTarget, FromSpeaker, TerminateTarget, Transition, TransitionGraph
-from ag2net.agent import Agent, ScriptedModel
+from ag2net.agent import Agent, ModelError, ScriptedModel
 from ag2net.agent.tool import CHANNEL_DEP, Tool
 from ag2net.client.agent_client import AgentClient
 from ag2net.client.handler import default_handler, run_turn
@@ -50,6 +50,21 @@ class _ToolCallWatch:
         return await call_next(event, context)
 
 
+@dataclass(eq=False)
+class _ModelWatch:
+    """Agent middleware that reports a real model's failure to the demo, which then stops (``run`` raises
+    it) instead of waiting out its step timeouts in silence."""
+
+    demo: DemoNetwork
+
+    async def on_llm_call(self, call_next: Callable[..., Any], events: Any, context: Any) -> Any:
+        try:
+            return await call_next(events, context)
+        except ModelError as exc:
+            self.demo.fail(exc)
+            raise
+
+
 @dataclass
 class DemoNetwork:
     """The registered demo agents and the scripted traffic between them."""
@@ -67,6 +82,9 @@ class DemoNetwork:
     owns_client: bool = False
     _script: asyncio.Task[None] | None = None
     _human: asyncio.Task[None] | None = None
+    failure: ModelError | None = None
+    """The first failure of a real model (``model_factory``): ``run`` stops the script and raises it."""
+    _failed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __getitem__(self, name: str) -> AgentClient:
         return self.agents[name]
@@ -79,10 +97,27 @@ class DemoNetwork:
             self._human = asyncio.get_running_loop().create_task(self._ask_human())
 
     async def run(self) -> None:
-        """Wait until the scripted traffic is done (the question to the human may still be open)."""
+        """Wait until the scripted traffic is done (the question to the human may still be open). A real
+        model's failure stops the script and is raised here (``ModelError``)."""
         self.start()
         assert self._script is not None
+        failed = asyncio.ensure_future(self._failed.wait())
+        try:
+            await asyncio.wait({self._script, failed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failed.cancel()
+        if self.failure is not None and not self._script.done():
+            self._script.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._script
+            raise self.failure
         await self._script
+
+    def fail(self, exc: ModelError) -> None:
+        """Record a real model's failure (the first one counts) and wake ``run``."""
+        if self.failure is None:
+            self.failure = exc
+            self._failed.set()
 
     async def wait_for_human(self) -> str | None:
         """Wait for the question to the human to be answered and thanked (None if it never was)."""
@@ -253,11 +288,18 @@ async def _coder_handler(demo: DemoNetwork, coder: AgentClient, envelope: Envelo
 
 
 async def _register(
-    hc: HubClient, role: Role, model: Any, tools: list[Tool], on_tool_call: ToolCallTap | None = None
+    hc: HubClient,
+    role: Role,
+    model: Any,
+    tools: list[Tool],
+    on_tool_call: ToolCallTap | None = None,
+    watch: _ModelWatch | None = None,
 ) -> AgentClient:
     agent = Agent(role.name, model, system_prompt=role.system_prompt, tools=tools)
     if on_tool_call is not None:
         agent.hooks.middleware.append(_ToolCallWatch(role.name, on_tool_call))
+    if watch is not None:
+        agent.hooks.middleware.append(watch)
     existing = await hc.find_agent_id_remote(role.name)
     if existing is not None:
         passport = await hc.get_agent(existing)
@@ -316,7 +358,14 @@ async def start_demo(
             if model_factory is not None
             else ScriptedModel(brains.for_agent(role.name), name=f"demo-{role.name}", loop=True)
         )
-        demo.agents[role.name] = await _register(hc, role, model, extra.get(role.name, []), on_tool_call)
+        demo.agents[role.name] = await _register(
+            hc,
+            role,
+            model,
+            extra.get(role.name, []),
+            on_tool_call,
+            _ModelWatch(demo) if model_factory is not None else None,  # a scripted brain never fails
+        )
     coder = demo.agents["coder"]
     coder.on_envelope(lambda envelope: _coder_handler(demo, coder, envelope))
     demo.start()
