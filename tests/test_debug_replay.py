@@ -99,3 +99,18 @@ async def test_an_override_for_a_stranger_is_refused(demo_hub):
     async with await fork(hub, cid, 1) as box:
         with pytest.raises(ValueError, match=r"^override names 'zed', which is not an agent of the sandbox$"):
             await replay(hub, box, overrides={"zed": Override(system_prompt="hi")})
+
+
+async def test_forking_at_seq_7_starts_each_agent_at_its_turn_after_the_fork(demo_hub):
+    # the case: at seq 7 the critic has answered twice and the coder once; the 12 turns after the
+    # fork are the original's, numbered from each agent's own count, and every one is reproduced
+    hub, cid, demo = demo_hub
+    async with await fork(hub, cid, 7) as box:
+        result = await replay(hub, box, timeout=30)
+        diff = compare(result)
+    assert diff.verdict == "completed: 20 of 20 envelopes reproduced" and diff.first_turn is None
+    coder, critic = demo["coder"].agent_id, demo["critic"].agent_id
+    assert result.turns_before == {critic: 2, coder: 1}
+    assert len(diff.turns) == 12
+    assert [(r["agent_id"], r["turn"]) for r in diff.turns[:3]] == [(coder, 2), (critic, 3), (coder, 3)]
+    assert all(r["answered_by"] == "the recording" for r in diff.turns)
