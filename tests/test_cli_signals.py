@@ -175,3 +175,40 @@ def test_workbench_exits_cleanly_on_sigterm(tmp_path):
     assert b"Traceback" not in screen
     assert screen.rfind(b"\x1b[?1049l") > screen.rfind(b"\x1b[?1049h")  # the terminal was given back
     closed_cleanly(db)
+
+
+STUCK = """
+import asyncio, sys
+from ag2net.cli_support import run_until_stopped
+
+async def main():
+    try:
+        print("READY", flush=True)
+        await asyncio.Event().wait()
+    finally:
+        while True:  # a clean-up that never ends, cancel or not
+            try:
+                await asyncio.sleep(100)
+            except asyncio.CancelledError:
+                pass
+
+run_until_stopped(main(), grace=1.0)
+"""
+
+
+def test_stopping_is_bounded_when_the_clean_up_hangs():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGTERM)
+        code, took = wait_exit(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert code == 1 and took < STOP_BOUND, (code, took, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: stopping took longer than 1 s"), stderr
