@@ -43,6 +43,7 @@ verdict: "completed: 20 of 20 envelopes reproduced" or "stopped early at seq N b
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +158,7 @@ class _Turn:
 
 def _place_turns(original: list[Envelope], records: list[dict[str, Any]]) -> list[_Turn]:
     index = {e.envelope_id: i for i, e in enumerate(original)}
+    times = [e.created_at or "" for e in original]  # the hub stamps in admission order: sorted
     counts: dict[str, int] = {}
     placed: list[_Turn] = []
     for rec in records:
@@ -164,15 +166,16 @@ def _place_turns(original: list[Envelope], records: list[dict[str, Any]]) -> lis
         counts[agent_id] = counts.get(agent_id, 0) + 1
         start = str(rec.get("started_at") or "")
         end = add_seconds(start, float(rec.get("duration_ms") or 0.0) / 1000) if start else ""
-        start_pos = sum(1 for e in original if start and e.created_at and e.created_at <= start)
+        start_pos = bisect.bisect_right(times, start) if start else 0
         trigger = index.get(str(rec.get("trigger_envelope_id") or ""))
         if trigger is not None:
             start_pos = max(start_pos, trigger + 1)
         reply_pos = index.get(str(rec.get("reply_envelope_id") or ""))
         made: list[int] = []
         if start:
-            for i, env in enumerate(original):
-                if i == reply_pos or not env.created_at or not start <= env.created_at <= end:
+            for i in range(bisect.bisect_left(times, start), bisect.bisect_right(times, end)):
+                env = original[i]
+                if i == reply_pos or not env.created_at:
                     continue
                 mine = env.sender_id == agent_id and env.event_type not in _HANDLER_MADE
                 closed_by_a_tool = env.event_type in _CLOSES and (reply_pos is None or i < reply_pos)
@@ -374,9 +377,8 @@ class _ToolPolicies:
             if event.name in self.real:
                 return await call_next(event, context)
             return self._missing(event, "recorded")
-        turn, call, exact = found
-        if exact:
-            await self.driver.reenact(self.agent_id, turn, str(call.get("id")))
+        turn, call = found
+        await self.driver.reenact(self.agent_id, turn, str(call.get("id")))
         result = str(call.get("result") if call.get("result") is not None else "")
         return ToolResultEvent(
             event.id, event.name, result, bool(call.get("is_error")), self.driver.value_of(turn, call, result)
@@ -394,7 +396,7 @@ class _ToolPolicies:
             event.id, event.name, f"Error: tool {event.name!r} is not in this process", True, None
         )
 
-    def _recorded(self, event: ToolCallEvent) -> tuple[_Turn, dict[str, Any], bool] | None:
+    def _recorded(self, event: ToolCallEvent) -> tuple[_Turn, dict[str, Any]] | None:
         model = self.driver.models.get(self.agent_id)
         current = getattr(model, "current", None) if isinstance(model, ReplayModel) else None
         turns = [t for t in self.driver.turns if t.agent_id == self.agent_id]
@@ -403,11 +405,11 @@ class _ToolPolicies:
             call = next((c for c in current.get("tool_calls") or [] if c.get("id") == event.id), None)
             if turn is not None and call is not None and (turn.turn_id, event.id) not in self.used:
                 self.used.add((turn.turn_id, event.id))
-                return turn, call, True
-        for turn in turns:  # another model asked the same thing: the same answer, nothing done again
+                return turn, call
+        for turn in turns:  # another model asked the same thing: the same answer (what it did, done once)
             for call in turn.record.get("tool_calls") or []:
                 if call.get("name") == event.name and (call.get("arguments") or "{}") == event.arguments:
-                    return turn, call, False
+                    return turn, call
         return None
 
 
@@ -462,6 +464,7 @@ class _Driver:
         self.clients: dict[str, Any] = {}
         self.missing: dict[str, str] = {}
         self.done_effects: set[int] = set()
+        self.positions: dict[str, int] = {}
         # (agent, original envelope id) → how many envelopes the WAL held when the agent started on it
         self.release: dict[tuple[str, str], int] = {}
         for i, env in enumerate(original):
@@ -479,13 +482,20 @@ class _Driver:
     async def handle(self, client: Any, envelope: Envelope) -> None:
         """The agent's handler: while faithful, wait until the sandbox is where the original was."""
         if self.faithful:
-            wal = await self.hub.read_wal(self.cid)
-            pos = next((i for i, e in enumerate(wal) if e.envelope_id == envelope.envelope_id), None)
+            pos = await self._position(envelope.envelope_id)
             if pos is not None and pos < len(self.original) and _same(self.original[pos], envelope):
                 wanted = self.release.get((client.agent_id, self.original[pos].envelope_id))
                 while wanted is not None and self.faithful and self.hub.wal_count(self.cid) < wanted:
                     await asyncio.sleep(0.002)
         await default_handler(envelope, client)
+
+    async def _position(self, envelope_id: str) -> int | None:
+        """The 0-based position of a sandbox envelope (read once per new envelope, not per delivery)."""
+        if envelope_id not in self.positions:
+            known = len(self.positions)
+            for i, env in enumerate(await self.hub.read_wal(self.cid, since=known), known):
+                self.positions[env.envelope_id] = i
+        return self.positions.get(envelope_id)
 
     async def reenact(self, agent_id: str, turn: _Turn, call_id: str) -> None:
         """Do again what a recorded tool call did to the channel (what is in the prefix is done)."""
