@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual import events
 from tui_network import until
 
 from ag2net import Hub, HubClient, Passport
@@ -147,6 +148,8 @@ async def test_search_finds_a_text_only_in_an_old_envelope(reach: Reach) -> None
             lambda: app.tail.cursor_row is not None and NEEDLE in str(app.tail.cursor_row.envelope.event_data)
         )
         assert bounded(app.tail)
+        await pilot.pause()
+        assert any(NEEDLE[:20] in line for line in screen_text(app.tail))  # the match is on screen
         rows = app.tail.visible_rows()
         ids = [r.envelope.envelope_id for r in rows]
         assert ids == sorted(ids) and len(ids) == len(set(ids))  # a contiguous run, in admission order
@@ -247,3 +250,20 @@ async def test_history_reads_every_page_not_only_the_first(reach: Reach) -> None
         assert sorted(seq for env, seq, _ in got if env.channel_id == cid) == list(range(1, size - 9))
     ids = [env.envelope_id for env, _seq, _label in got]
     assert ids == sorted(ids)  # newest pages first, each oldest first: admission order overall
+
+
+async def test_the_mouse_wheel_at_the_top_reads_the_page_above(reach: Reach) -> None:
+    app = await workbench(reach)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        app.select_channel(reach.long)
+        await pilot.pause()
+        oldest = min(r.seq or 0 for r in app.tail.visible_rows())
+        for _ in range(40):  # wheel up to the top, and once more there
+            await pilot._post_mouse_events([events.MouseScrollUp], app.tail, offset=(10, 5))
+            await pilot.pause()
+            if min(r.seq or 0 for r in app.tail.visible_rows()) < oldest:
+                break
+        await until(lambda: not app.tail.paging)
+        assert min(r.seq or 0 for r in app.tail.visible_rows()) < oldest
+        assert not app.tail.following and bounded(app.tail)
