@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ag2net.agent_names import refused_character
 from ag2net.envelope import check_text
 from ag2net.errors import ProtocolError
 from ag2net.ids import is_id
@@ -89,9 +89,6 @@ def looks_like_id(name: str) -> bool:
     return is_id(name)
 
 
-_LINE_BREAKING = {"Cc", "Zl", "Zp"}
-
-
 MAX_SKILL_BYTES = 1024 * 1024  # a skill card's markdown, UTF-8
 MAX_RESUME_BYTES = 256 * 1024  # a resume as JSON, UTF-8
 
@@ -123,10 +120,11 @@ def check_resume_size(resume: Any, field: str = "resume") -> None:
 
 
 def check_agent_name(name: Any) -> None:
-    """Refuse names that cannot be shown or typed: not a string, blank, over 100 chars, control chars.
+    """Refuse names that cannot be shown or typed: not a string, blank, over 100 chars, control, format,
+    bidi or other invisible characters (``ag2net.agent_names``).
 
-    These rules are ag2net's (ag2 1.2.1 accepts any string); the id-shape and uniqueness rules need
-    the registry and live in the hub.
+    These rules are ag2net's (ag2 1.2.1 accepts any string); normalisation, the id-shape, uniqueness and
+    lookalike rules need the registry and live in the hub.
     """
     if not isinstance(name, str):
         raise ProtocolError(f"agent name must be a string, got {_type_name(name)}")
@@ -137,12 +135,11 @@ def check_agent_name(name: Any) -> None:
         raise ProtocolError(
             f"agent name is {len(name)} characters long; at most {MAX_NAME_CHARS} are allowed, choose a shorter name"
         )
-    for ch in name:
-        if unicodedata.category(ch) in _LINE_BREAKING:
-            raise ProtocolError(
-                f"agent name {name!r} contains the control character U+{ord(ch):04X}; "
-                "use printable characters only (ag2net rule)"
-            )
+    refused = refused_character(name)
+    if refused is not None:
+        raise ProtocolError(
+            f"agent name {name!r} contains {refused}; use visible characters only (ag2net rule)"
+        )
 
 
 # --- Resume ------------------------------------------------------------------------------------

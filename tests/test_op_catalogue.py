@@ -30,7 +30,11 @@ from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
 def test_the_hub_answers_exactly_the_declared_ops() -> None:
     assert set(hub_ops.OPS) == set(declared_hub_ops())
     assert classified_ops() == declared_hub_ops()
-    assert {name for name, spec in OPS.items() if spec.connection} == {"observe", "unobserve"}
+    assert {name for name, spec in OPS.items() if spec.connection} == {
+        "observe",
+        "unobserve",
+        "rotate_secret",
+    }
 
 
 def test_a_handler_for_an_undeclared_op_is_refused_with_the_fix() -> None:

@@ -532,8 +532,10 @@ async def test_turns_newest_first_with_filters(store):
         await store.put_turn({"channel_id": "c1"})
 
 
-async def test_meta_holds_settings_and_identity_secrets(store):
-    from ag2net.hub.auth import IdentitySecrets
+async def test_meta_holds_settings_and_secrets_stored_apart_by_older_versions(store):
+    from types import SimpleNamespace
+
+    from ag2net.hub.auth import SECRET_META_PREFIX, IdentitySecrets, secret_digest
 
     assert await store.get_meta("hub.name") is None
     await store.set_meta("hub.name", "alpha")
@@ -541,12 +543,16 @@ async def test_meta_holds_settings_and_identity_secrets(store):
     await store.set_meta("other", "")
     assert await store.get_meta("hub.name") == "beta"
     assert await store.get_meta("other") == ""
-    secrets = IdentitySecrets(store)
-    secret = await secrets.issue("agent-1")
-    assert await IdentitySecrets(store).matches("agent-1", secret)  # read back from the store
-    assert not await IdentitySecrets(store).matches("agent-1", secret + "x")
-    await secrets.forget("agent-1")
-    assert not await IdentitySecrets(store).matches("agent-1", secret)
+    # Identity secrets now live in the agent record; a database written before kept them in meta, and
+    # those are still honoured (read back from the store) until the identity is unregistered.
+    await store.set_meta(SECRET_META_PREFIX + "agent-1", secret_digest("s3cret"))
+    hub = SimpleNamespace(agents={}, store=store)
+    assert await IdentitySecrets(hub).matches("agent-1", "s3cret")
+    assert not await IdentitySecrets(hub).matches("agent-1", "s3cretx")
+    assert not await IdentitySecrets(hub).matches("agent-1", "\ud800")  # a lone surrogate is no secret
+    await IdentitySecrets(hub).forget("agent-1")
+    assert not await IdentitySecrets(hub).matches("agent-1", "s3cret")
+    assert await store.get_meta(SECRET_META_PREFIX + "agent-1") == ""
 
 
 # --- restart fidelity ---

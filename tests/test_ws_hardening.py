@@ -308,6 +308,7 @@ DIRECTORY_READS = [
     ("get_rule", {"agent_id": "AGENT"}),
     ("names_for", {"agent_ids": ["AGENT"]}),
     ("health", {}),
+    ("find_agent_id", {"name": "ana"}),  # directory access too (issue 21 item 11)
 ]
 
 
@@ -332,8 +333,6 @@ async def test_anonymous_connections_do_not_read_the_directory_of_a_token_server
                 "connect with the server's token (HubClient.connect(url, token=...)) or ask its operator "
                 "for --public-directory"
             )
-        # a client looks its own name up before it registers or attaches
-        assert (await _request(anon, "find_agent_id", {"name": "ana"}, "f"))["result"] == ana.agent_id
         await anon.send(
             json.dumps(
                 {"kind": "hello", "name": "", "auth_scheme": "api_key", "auth_claim": {"token": TOKEN}}
@@ -475,9 +474,19 @@ async def test_ag2net_serve_enforces_its_limits_in_a_real_process(tmp_path):
         url = re.search(r"(ws://\S+)", line).group(1)
         client = HubClient.connect(url, token=TOKEN, rpc_timeout=10, identity_secrets=tmp_path / "s.json")
         me = await client.register_human(Passport(name="me", kind="human"))
-        anon = await ws_connect(url)
-        with pytest.raises(InvalidStatus):
-            await ws_connect(url)  # a third connection from 127.0.0.1
+        anon = await ws_connect(url)  # unauthenticated: its own budget, not the two per address
+        second = await ws_connect(url)
+        await second.send(json.dumps({"kind": "hello", "name": "", "auth_claim": {"token": TOKEN}}))
+        assert json.loads(await second.recv())["kind"] == "welcome"
+        third = await ws_connect(url)  # a third authenticated connection from 127.0.0.1 is one too many
+        await third.send(json.dumps({"kind": "hello", "name": "", "auth_claim": {"token": TOKEN}}))
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await asyncio.wait_for(third.recv(), 5)
+        assert third.close_code == 1013
+        assert (
+            "127.0.0.1 already holds 2 connections to this hub, its limit per address" in third.close_reason
+        )
         with pytest.raises(ConnectionClosed):
             await asyncio.wait_for(anon.recv(), 5)
         assert anon.close_reason.startswith("auth_failed: not authenticated within 0.5 s")

@@ -100,8 +100,10 @@ async def test_registration_issues_a_secret_once_and_the_hub_keeps_only_its_hash
         secret = reply["identity_secret"]
         assert isinstance(secret, str) and len(secret) >= 40
         agent_id = reply["result"]["agent_id"]
-        stored = await hub.store.get_meta(SECRET_META_PREFIX + agent_id)
-        assert stored == secret_digest(secret) and secret not in stored
+        # kept hashed, in the identity's own record (written in the registration's one write)
+        (record,) = [r for r in await hub.store.load_agents() if r["agent_id"] == agent_id]
+        assert record["secret_digest"] == secret_digest(secret) and secret not in json.dumps(record)
+        assert not await hub.store.get_meta(SECRET_META_PREFIX + agent_id)
         # other answers never carry it
         assert "identity_secret" not in await r.request("get_agent", {"name_or_id": "ana"}, "r2")
         # a registration that does not ask for a secret (what an ag2 1.2.1 client sends) is refused
@@ -155,7 +157,7 @@ async def test_the_kept_secret_reattaches_and_the_displaced_connection_is_told(h
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         secret = json.loads(path.read_text())[url]["ana"]
-        assert await hub.store.get_meta(SECRET_META_PREFIX + ana.agent_id) == secret_digest(secret)
+        assert hub.agents[ana.agent_id].secret_digest == secret_digest(secret)
 
         # a bare connection holding ana (with her secret) is displaced by the next attach: told, then closed
         r = await raw(url)
@@ -255,7 +257,9 @@ async def test_unregistering_forgets_the_secret(hub, data_home):
         ana = await client.register_human(Passport(name="ana", kind="human"))
         assert "ana" in json.loads(secrets_file(data_home).read_text())[srv.url()]
         await client.unregister_agent(ana.agent_id)
-        assert await hub.store.get_meta(SECRET_META_PREFIX + ana.agent_id) == ""
+        assert ana.agent_id not in hub.agents
+        assert all(r["agent_id"] != ana.agent_id for r in await hub.store.load_agents())
+        assert not await hub.store.get_meta(SECRET_META_PREFIX + ana.agent_id)
         assert srv.url() not in json.loads(secrets_file(data_home).read_text())
         await client.close()
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
-from ag2net.errors import NotFoundError
+from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import utc_now
 from ag2net.protocol.observe import ObservedEvent
@@ -430,6 +430,19 @@ class HubClient:
 
     def _forget(self, agent_id: str) -> None:
         self._clients.pop(agent_id, None)
+
+    async def rotate_secret(self, name_or_agent_id: str) -> str:
+        """Replace the identity secret of an identity this client holds on a ``--token`` server (an operator
+        connection may rotate anyone's): returns the new secret, which the link keeps (in memory and its
+        secret file) for re-attaching. From then on the old secret is refused, and every other connection
+        holding the identity loses it and is told."""
+        if not self.remote:
+            raise ProtocolError(
+                "rotate_secret: in-process identities have no secret; only a --token server issues them"
+            )
+        agent_id = self.find_agent_id(name_or_agent_id) or name_or_agent_id
+        result = await self.call("rotate_secret", agent_id=agent_id)
+        return result["identity_secret"]
 
     async def unregister_agent(self, agent_id: str) -> None:
         await self.call("unregister", agent_id=agent_id)

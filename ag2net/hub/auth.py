@@ -58,7 +58,11 @@ class ApiKeyAuth:
             expected = await self._resolver(name)
         if expected is None:
             raise AuthError(f"no api_key registered for {name!r}")
-        if not hmac.compare_digest(expected.encode(), token.encode()):
+        try:
+            given = token.encode()
+        except UnicodeEncodeError:  # a lone surrogate: no key anyone was given
+            raise AuthError(f"api_key mismatch for {name!r}") from None
+        if not hmac.compare_digest(expected.encode(), given):
             raise AuthError(f"api_key mismatch for {name!r}")
 
 
@@ -94,41 +98,63 @@ def secret_digest(secret: str) -> str:
     return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class IdentitySecrets:
-    """Per-identity credentials, kept hashed in the store's meta table (``identity_secret:<agent_id>``).
+def new_identity_secret() -> tuple[str, str]:
+    """A fresh identity secret and its digest: the secret goes to its holder once, the digest to the store."""
+    secret = secrets.token_urlsafe(32)
+    return secret, secret_digest(secret)
 
-    ``issue`` makes a new secret for an identity and returns it: the only time it exists in clear.
-    ``digest`` is ``None`` for an identity that never got one (registered in-process, or before the
-    server asked for secrets). An unregistered identity's entry is emptied; ids are never reused.
+
+class IdentitySecrets:
+    """Per-identity credentials on a token server, kept hashed in each identity's own agent record.
+
+    The digest is written with the identity (``Hub.register_identity(secret_digest=...)``) and replaced by
+    a rotation (``Hub.set_identity_secret``), each in one write that memory follows only once it committed,
+    so an attach never sees an identity that is registered but not yet protected, and nothing cached can
+    be older than a write it raced with. ``digest`` is ``None`` for an identity that never got one
+    (registered in-process, or before the server asked for secrets). Databases written before the digest
+    moved into the record kept it in the meta table (``identity_secret:<agent_id>``): those are read once
+    and used while the record holds none; nothing writes there any more.
     """
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self._digests: dict[str, str | None] = {}
+    def __init__(self, hub: Any) -> None:
+        self.hub = hub
+        self._stored_apart: dict[str, str | None] = {}
 
     async def digest(self, agent_id: str) -> str | None:
-        if agent_id not in self._digests:
-            value = await self.store.get_meta(SECRET_META_PREFIX + agent_id)
-            self._digests[agent_id] = value or None
-        return self._digests[agent_id]
-
-    async def issue(self, agent_id: str) -> str:
-        secret = secrets.token_urlsafe(32)
-        digest = secret_digest(secret)
-        await self.store.set_meta(SECRET_META_PREFIX + agent_id, digest)
-        self._digests[agent_id] = digest
-        return secret
+        rec = self.hub.agents.get(agent_id)
+        if rec is not None and rec.secret_digest:
+            return rec.secret_digest
+        if agent_id not in self._stored_apart:
+            value = await self.hub.store.get_meta(SECRET_META_PREFIX + agent_id)
+            self._stored_apart[agent_id] = value or None
+            rec = self.hub.agents.get(agent_id)  # a rotation may have committed while we read
+            if rec is not None and rec.secret_digest:
+                return rec.secret_digest
+        return self._stored_apart[agent_id]
 
     async def matches(self, agent_id: str, presented: Any) -> bool:
         digest = await self.digest(agent_id)
         if digest is None or not isinstance(presented, str):
             return False
-        return hmac.compare_digest(digest.encode(), secret_digest(presented).encode())
+        try:
+            given = secret_digest(presented)
+        except UnicodeEncodeError:  # a lone surrogate: no secret we issued
+            return False
+        return hmac.compare_digest(digest.encode(), given.encode())
+
+    async def rotate(self, agent_id: str) -> str:
+        """A new secret for ``agent_id``; the old one is refused from the moment this returns."""
+        secret, digest = new_identity_secret()
+        await self.hub.set_identity_secret(agent_id, digest)
+        return secret
 
     async def forget(self, agent_id: str) -> None:
-        if await self.digest(agent_id) is not None:
-            await self.store.set_meta(SECRET_META_PREFIX + agent_id, "")
-        self._digests.pop(agent_id, None)
+        """After an unregistration: the record (and its digest) is gone; empty an older meta entry."""
+        if self._stored_apart.pop(agent_id, None) is not None or await self.hub.store.get_meta(
+            SECRET_META_PREFIX + agent_id
+        ):
+            await self.hub.store.set_meta(SECRET_META_PREFIX + agent_id, "")
+        self._stored_apart.pop(agent_id, None)
 
 
 __all__ = [
@@ -138,5 +164,6 @@ __all__ = [
     "AuthRegistry",
     "IdentitySecrets",
     "NoAuth",
+    "new_identity_secret",
     "secret_digest",
 ]

@@ -354,6 +354,7 @@ class Hub(
                 rule=Rule.from_dict(rec["rule"]) if rec.get("rule") else Rule(),
                 skill_md=rec.get("skill_md"),
                 owners=list(rec.get("owners") or []),
+                secret_digest=rec.get("secret_digest") or None,
             )
             self.identities.add(record)
         self.channel_table.wal_counts.clear()

@@ -133,6 +133,8 @@ async def _register(hub: Hub, endpoint: Any, p: dict[str, Any]) -> Passport:
         skill_md=p.get("skill_md"),
         rule=_record(p.get("rule"), Rule),
         owner_id=owner,
+        # set by the WebSocket server only (a client's own "_secret_digest" is dropped before this)
+        secret_digest=digest if isinstance(digest := p.get("_secret_digest"), str) else None,
     )
     if endpoint is not None and p.get("bind", True):
         hub.bind_endpoint(endpoint, stamped.agent_id)

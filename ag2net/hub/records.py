@@ -40,6 +40,9 @@ class AgentRecord:
     rule: Rule
     skill_md: str | None = None
     owners: list[str] = field(default_factory=list)
+    #: The hash of the identity secret a token server issued (``ag2net.hub.auth.secret_digest``), kept in
+    #: the agent's own record so it is written in the same transaction as the identity.
+    secret_digest: str | None = None
 
 
 class AuditHandler:

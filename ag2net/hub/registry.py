@@ -9,12 +9,14 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
+from ag2net.agent_names import lookalike_detail, name_skeleton, normalize_agent_name
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.hub.audit import (
     AUDIT_KIND_AGENT_REGISTERED,
     AUDIT_KIND_AGENT_UNREGISTERED,
     AUDIT_KIND_RESUME_SET,
     AUDIT_KIND_RULE_SET,
+    AUDIT_KIND_SECRET_ROTATED,
     AUDIT_KIND_SKILL_SET,
     RESUME_SOURCE_OBSERVED,
     RESUME_SOURCE_TENANT,
@@ -79,8 +81,32 @@ class IdentityRegistry(HubShape):
                 "rule": rec.rule.to_dict(),
                 "skill_md": rec.skill_md,
                 "owners": list(rec.owners),
+                **({"secret_digest": rec.secret_digest} if rec.secret_digest else {}),
             }
         )
+
+    def _refuse_lookalike(self, name: str) -> None:
+        """Refuse ``name`` when it reads like a registered (or being registered) one."""
+        skeleton = name_skeleton(name)
+        for other in (*self.identities.names, *self.identities.reserved):
+            if other != name and name_skeleton(other) == skeleton:
+                raise ProtocolError(
+                    f"name {name!r} looks like the registered name {other!r} ({lookalike_detail(name, other)}); "
+                    "choose a name that reads differently"
+                )
+
+    async def set_identity_secret(self, agent_id: str, secret_digest: str) -> None:
+        """Replace the hash of ``agent_id``'s identity secret (a rotation): from the moment it returns,
+        only the new secret attaches the identity."""
+        async with self._agent_update(agent_id) as rec:
+            if rec.passport.kind == "remote_agent":
+                raise ProtocolError(
+                    f"'{rec.passport.name}' is a remote_agent: it re-attaches through its owner, not a secret"
+                )
+            new = dataclasses.replace(rec, secret_digest=secret_digest)
+            await self._persist_agent(new)
+            self.agents[agent_id] = new
+        await self._audit(AUDIT_KIND_SECRET_ROTATED, agent_id=agent_id, name=rec.passport.name)
 
     async def register_identity(
         self,
@@ -90,8 +116,17 @@ class IdentityRegistry(HubShape):
         skill_md: str | None = None,
         rule: Rule | None = None,
         owner_id: str | None = None,
+        secret_digest: str | None = None,
     ) -> Passport:
-        """Register a new identity; stamps ``passport.agent_id`` and ``created_at``."""
+        """Register a new identity; stamps ``passport.agent_id`` and ``created_at``.
+
+        The name is normalised first (``passport.name`` is set to the stored spelling) and refused when it
+        reads like one already registered (``ag2net.agent_names``). ``secret_digest`` is the hash of the
+        identity secret a token server hands over with this registration: it is written in the same
+        record as the identity, so no instant exists in which the identity is registered without it.
+        """
+        check_agent_name(passport.name)
+        passport.name = normalize_agent_name(passport.name)
         check_agent_name(passport.name)
         if passport.kind != "remote_agent":
             await self.auth.get(passport.auth.scheme).validate(passport, passport.auth.claim)
@@ -111,6 +146,7 @@ class IdentityRegistry(HubShape):
             raise ProtocolError(
                 f"name {name!r} is being registered by another client; pick another name or retry."
             )
+        self._refuse_lookalike(name)
         agent_id = self.ids.new_id()
         created_at = self.clock()
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
@@ -119,7 +155,12 @@ class IdentityRegistry(HubShape):
         if passport.kind != "remote_agent":
             stored.auth.claim = {}
         rec = AgentRecord(
-            stored, resume or Resume(), rule or Rule(), skill_md, [owner_id] if owner_id else []
+            stored,
+            resume or Resume(),
+            rule or Rule(),
+            skill_md,
+            [owner_id] if owner_id else [],
+            secret_digest if passport.kind != "remote_agent" else None,
         )
         # Memory changes only once the store has committed the record: a failed write leaves no ghost
         # squatting the name. The name is reserved meanwhile so two concurrent registrations cannot both
@@ -196,7 +237,10 @@ class IdentityRegistry(HubShape):
         return {a: self.name_for(a) for a in agent_ids}
 
     def find_agent_id(self, name: str) -> str | None:
-        return self.identities.names.get(name)
+        found = self.identities.names.get(name)
+        if found is None and isinstance(name, str):
+            found = self.identities.names.get(normalize_agent_name(name))
+        return found
 
     def name_to_id_map(self) -> dict[str, str]:
         return dict(self.identities.names)
@@ -205,7 +249,7 @@ class IdentityRegistry(HubShape):
         """The passport of an agent id or name, synchronously (``NotFoundError`` when unknown)."""
         rec = self.agents.get(name_or_id)
         if rec is None:
-            agent_id = self.identities.names.get(name_or_id)
+            agent_id = self.find_agent_id(name_or_id)
             rec = self.agents.get(agent_id) if agent_id else None
         if rec is None:
             raise NotFoundError(f"agent not found: {name_or_id}")

@@ -153,7 +153,7 @@ _declare("get_resume", "agent_id", RESUME, DIRECTORY, "an agent's resume")
 _declare("get_rule", "agent_id", RULE, DIRECTORY, "an agent's rule")
 _declare("get_skill", "agent_id", JSON, DIRECTORY, "an agent's skill card markdown, or null")
 _declare("get_skill_info", "agent_id", JSON, DIRECTORY, "the skill card, or the generated fallback")
-_declare("find_agent_id", "name", JSON, OPEN, "the id registered under a name, or null")
+_declare("find_agent_id", "name", JSON, DIRECTORY, "the id registered under a name, or null")
 _declare("names_for", "agent_ids", JSON, DIRECTORY, "{agent_id: name} for known ids")
 _declare("list_agents", "capability query kind sort_by limit", ListOf(PASSPORT), DIRECTORY, "the directory")
 _declare(
@@ -294,6 +294,14 @@ _declare(
     connection=True,
 )
 _declare("unobserve", "subscription", JSON, OPERATOR, "stop a subscription", connection=True)
+_declare(
+    "rotate_secret",
+    "agent_id",
+    JSON,
+    agent(operators_too=True),
+    "a new identity secret for its holder (token servers): the old one is refused from then on",
+    connection=True,
+)
 
 
 def hub_ops() -> frozenset[str]:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope, visible_to
 from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
 from ag2net.hub.checkpoints import authorize_checkpoint
-from ag2net.identity import check_resume_size, check_skill_size
+from ag2net.identity import Passport, check_resume_size, check_skill_size
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TASK_ID_RE
 
@@ -36,9 +36,11 @@ class Connection(Protocol):
 
     bound: set[str]
     operator: bool
-    authenticated: bool
     hub: Any
     server: Any
+
+    @property
+    def authenticated(self) -> bool: ...
 
 
 def _param(params: dict[str, Any], name: str) -> str:
@@ -181,6 +183,11 @@ class WirePolicy:
             and not server.legacy_identities
             and params.get("_identity_secret") is not True
         ):
+            if scheme in hub.auth and isinstance(passport, dict):
+                # A wrong token is answered as such first: secrets only matter to a token holder.
+                auth = passport.get("auth")
+                claim = auth.get("claim") if isinstance(auth, dict) else None
+                await hub.auth.get(scheme).validate(Passport.from_dict(passport), claim or {})
             raise AuthError(
                 "this server gives every identity its own secret, and this client did not ask for one "
                 "(ag2 1.2.1 clients cannot); register with ag2net's HubClient.connect(url, token=...), or ask "

@@ -68,7 +68,7 @@ from websockets.protocol import State
 
 from ag2net.envelope import Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, ProtocolError
-from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
+from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets, new_identity_secret
 from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES
 from ag2net.ids import make_id
 from ag2net.protocol.codec import dumps, to_wire
@@ -89,6 +89,11 @@ from ag2net.protocol.frames import (
     top_level_fields,
 )
 from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.server.connection_limits import (
+    DEFAULT_MAX_UNAUTHENTICATED,
+    DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
+    ConnectionLimits,
+)
 from ag2net.server.policy import MIRROR_FAILED_KEYS, WirePolicy
 from ag2net.transport.ws import WsLinkEndpoint
 
@@ -103,6 +108,7 @@ OBSERVED_KIND = "observed"
 CLOSE_AUTH_FAILED = 1008
 CLOSE_POLICY = 1008
 CLOSE_INTERNAL = 1011
+CLOSE_TRY_AGAIN = 1013
 MAX_INFLIGHT_REQUESTS = 256
 #: Limits on what one identity may store through the wire (SPEC decision 23).
 DEFAULT_AUTH_TIMEOUT = 5.0
@@ -131,6 +137,7 @@ CHANNEL_OPS = _ops_with("channel")
 OPERATOR_OPS = _ops_with("operator")
 SPECIAL_OPS = _ops_with("policy")
 CONNECTION_OPS = frozenset(n for n, spec in CATALOGUE.items() if spec.connection)
+ROTATE_SECRET_OP = "rotate_secret"
 
 
 def classified_ops() -> frozenset[str]:
@@ -157,7 +164,13 @@ def _incarnation_of(observe_log: Any) -> str:
 
 def _token_matches(claim: Any, expected: str) -> bool:
     token = claim.get("token") if isinstance(claim, dict) else None
-    return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
+    if not isinstance(token, str):
+        return False
+    try:
+        given = token.encode()
+    except UnicodeEncodeError:  # a lone surrogate is no token we gave out
+        return False
+    return hmac.compare_digest(given, expected.encode())
 
 
 def _address_of(connection: Any) -> str:
@@ -220,9 +233,23 @@ class WsEndpoint(WsLinkEndpoint):
         # copy, and the socket buffer holds at most one message beyond websockets' write limit.
         self._output = asyncio.Lock()
         self.opened_at = asyncio.get_running_loop().time()
-        self.authenticated = False
+        self.address = _address_of(ws)
+        #: Seconds this connection has to authenticate on a token server (shorter for an address that
+        #: keeps failing: ``ConnectionLimits.auth_timeout_for``).
+        self.auth_timeout = server.limits.auth_timeout_for(self.address)
+        self._authenticated = False
         self.writing_since: float | None = None  # when the message being written started (watchdog)
         self._shutting = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self._authenticated
+
+    @authenticated.setter
+    def authenticated(self, value: bool) -> None:
+        if value and not self._authenticated:
+            self._authenticated = True
+            self.server.promote(self)
 
     # ------------------------------------------------------------------ hub-facing endpoint
 
@@ -364,6 +391,8 @@ class WsEndpoint(WsLinkEndpoint):
         if self._refused:
             return
         self._refused = True
+        if not self._authenticated:
+            self.server.limits.failed(self.address)
         log.warning("connection %s refused: %s", self.endpoint_id, message)
         await self.shut(CLOSE_AUTH_FAILED, f"auth_failed: {message}")
 
@@ -445,9 +474,13 @@ class WsEndpoint(WsLinkEndpoint):
         except NetworkError as exc:
             await self._send_frame(ErrorFrame(exc.code, str(exc)))
             return
-        except Exception as exc:
+        except Exception:
             log.exception("hello from %r failed", frame.name)
-            await self._send_frame(ErrorFrame("error", str(exc) or type(exc).__name__))
+            await self._send_frame(
+                ErrorFrame(
+                    "error", "the hub failed to answer this hello; its log says why (nothing was attached)"
+                )
+            )
             return
         if frame.since_envelope_id is not None:
             # Hold live deliveries until the replay is out, so replayed and live envelopes stay in order.
@@ -460,21 +493,24 @@ class WsEndpoint(WsLinkEndpoint):
         if frame.since_envelope_id is not None:
             self._spawn(self._replay(agent_id, frame.since_envelope_id))
 
-    def displaced(self, agent_id: str) -> None:
-        """Another connection attached ``agent_id`` with its credentials: say so, and close this one when
-        it holds nothing else."""
+    def displaced(self, agent_id: str, *, rotated: bool = False) -> None:
+        """Another connection attached ``agent_id`` with its credentials (or its secret was rotated): say
+        so, and close this one when it holds nothing else."""
         name = self.hub.name_for(agent_id)
-        message = (
-            f"identity '{name}' ({agent_id}) was attached by another connection presenting its credentials; "
-            "this connection no longer receives its deliveries"
+        why = (
+            "had its identity secret rotated; attach it again with the new secret"
+            if rotated
+            else "was attached by another connection presenting its credentials"
         )
+        short = "had its identity secret rotated" if rotated else "was attached by another connection"
+        message = f"identity '{name}' ({agent_id}) {why}; this connection no longer receives its deliveries"
         alone = not self.bound and not self.operator
 
         async def tell() -> None:
             with contextlib.suppress(ConnectionClosed):
                 await self._send_frame(ErrorFrame("access_denied", message))
             if alone and not self.bound:
-                await self.shut(CLOSE_POLICY, f"displaced: '{name}' was attached by another connection")
+                await self.shut(CLOSE_POLICY, f"displaced: '{name}' {short}")
 
         self._spawn(tell())
 
@@ -586,41 +622,41 @@ class WsEndpoint(WsLinkEndpoint):
         if frame.op in CONNECTION_OPS:
             return await self._connection_op(frame.request_id, frame.op, frame.params), None
         params = frame.params
+        secret = None
         if frame.op == "register":
             params["_identity_secret"] = params.pop("identity_secret", None) is True
+            params.pop("_secret_digest", None)  # only this server says what an identity's secret is
+            if self.server.secrets is not None and params["_identity_secret"]:
+                # The digest is written in the identity's own record, in the registration's one write:
+                # no instant exists in which the identity is registered and looks like it has no secret.
+                secret, params["_secret_digest"] = new_identity_secret()
         result = await self.hub.handle_op(self, frame.op, params)
         result = self.narrow(frame.op, params, result)
-        secret = await self._after(frame.op, params, result)
+        await self._after(frame.op, params, result)
+        if secret is not None and (
+            _agent_id_of(result) is None or getattr(result, "kind", None) == "remote_agent"
+        ):
+            secret = None
         return result, secret
 
-    async def _after(self, op: str, params: dict[str, Any], result: Any) -> str | None:
-        """Bookkeeping once an op succeeded; returns the identity secret a registration was issued."""
+    async def _after(self, op: str, params: dict[str, Any], result: Any) -> None:
+        """Bookkeeping once an op succeeded."""
         if op in ("register", "bind"):
             self.authenticated = True
             agent_id = _agent_id_of(result)
-            secrets = self.server.secrets
-            secret = None
-            if (
-                op == "register"
-                and isinstance(agent_id, str)
-                and secrets is not None
-                and params.get("_identity_secret") is True
-                and getattr(result, "kind", None) != "remote_agent"
-            ):
-                secret = await secrets.issue(agent_id)
             if isinstance(agent_id, str) and agent_id in self.bound:
                 self.server.claimed(self, agent_id)
-            return secret
-        if op in ("unregister", "unbind"):
+        elif op in ("unregister", "unbind"):
             self.bound.discard(params.get("agent_id"))
             agent_id = params.get("agent_id")
             if op == "unregister" and self.server.secrets is not None and isinstance(agent_id, str):
                 await self.server.secrets.forget(agent_id)
-        return None
 
     # ------------------------------------------------------------------ observe
 
     async def _connection_op(self, request_id: str, op: str, params: dict[str, Any]) -> Any:
+        if op == ROTATE_SECRET_OP:
+            return await self._rotate_secret(params)
         self.server.policy.require_operator(self, op)
         sub = params.get("subscription")
         if not isinstance(sub, str) or not sub:
@@ -644,6 +680,28 @@ class WsEndpoint(WsLinkEndpoint):
         gate = self._gates[request_id] = asyncio.Event()
         self._observers[sub] = self._spawn(self._stream(sub, stream, gate))
         return {"subscription": sub, "position": position, "incarnation": self.server.incarnation}
+
+    async def _rotate_secret(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A new identity secret for ``params.agent_id`` (its holder, or an operator): the old secret is
+        refused from now on, and every other connection holding the identity loses it (it is told)."""
+        secrets = self.server.secrets
+        if secrets is None:
+            raise ProtocolError(
+                "rotate_secret: this server issues no identity secrets (it was started without --token)"
+            )
+        agent_id = params.get("agent_id")
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ProtocolError("rotate_secret needs params.agent_id as the identity's agent id")
+        passport = self.hub.lookup_agent(agent_id)
+        agent_id = passport.agent_id or agent_id
+        if agent_id not in self.bound and not self.operator:
+            raise AccessDeniedError(
+                f"rotate_secret: this connection does not hold '{passport.name}'; attach it with its "
+                "current secret first (operators may rotate any identity's secret)"
+            )
+        secret = await secrets.rotate(agent_id)
+        self.server.claimed(self, agent_id, rotated=True)
+        return {"agent_id": agent_id, "name": passport.name, "identity_secret": secret}
 
     async def _stream(self, sub: str, stream: Any, gate: asyncio.Event) -> None:
         try:
@@ -686,6 +744,8 @@ class WsServer:
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+        max_unauthenticated: int = DEFAULT_MAX_UNAUTHENTICATED,
+        max_unauthenticated_per_address: int = DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         policy: WirePolicy | None = None,
@@ -706,14 +766,33 @@ class WsServer:
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         # Identity secrets exist on token servers only: without a token every local client is trusted.
-        self.secrets = IdentitySecrets(hub.store) if token is not None else None
+        self.secrets = IdentitySecrets(hub) if token is not None else None
         self.endpoints: dict[str, WsEndpoint] = {}
         self.incarnation = _incarnation_of(hub.observe_log)
         self.server: Server | None = None
         self._replay_locks: dict[str, asyncio.Lock] = {}
-        self._connections = 0
-        self._per_address: dict[str, int] = {}
-        self.refused_connections = 0
+        #: Authenticated and unauthenticated budgets (``ag2net.server.connection_limits``).
+        self.limits = ConnectionLimits(
+            max_connections=max_connections,
+            max_connections_per_address=max_connections_per_address,
+            max_unauthenticated=max_unauthenticated,
+            max_unauthenticated_per_address=max_unauthenticated_per_address,
+            auth_timeout=auth_timeout,
+        )
+        self._counted: set[Any] = set()  # connections counted against the authenticated budget
+        self._by_connection: dict[Any, WsEndpoint] = {}
+
+    @property
+    def _connections(self) -> int:
+        return self.limits.connections
+
+    @property
+    def _per_address(self) -> dict[str, int]:
+        return self.limits.per_address
+
+    @property
+    def refused_connections(self) -> int:
+        return self.limits.refused
 
     @property
     def sockets(self) -> Any:
@@ -796,51 +875,79 @@ class WsServer:
         if not await secrets.matches(passport.agent_id, claim.get("secret")):
             raise AuthError(f"identity secret mismatch for '{passport.name}'")
 
-    def claimed(self, endpoint: WsEndpoint, agent_id: str) -> None:
-        """``agent_id`` moved to ``endpoint``: other connections lose their rights over it (and, on a
-        token server, are told why)."""
-        for other in self.endpoints.values():
+    def claimed(self, endpoint: WsEndpoint, agent_id: str, *, rotated: bool = False) -> None:
+        """``agent_id`` moved to ``endpoint`` (or, ``rotated``, its secret changed there): other connections
+        lose their rights over it and its deliveries (and, on a token server, are told why)."""
+        for other in list(self.endpoints.values()):
             if other is not endpoint and agent_id in other.bound:
                 other.bound.discard(agent_id)
+                if rotated:
+                    self.hub.unbind_endpoint(other, agent_id)
                 if self.secrets is not None:
-                    other.displaced(agent_id)
+                    other.displaced(agent_id, rotated=rotated)
 
     # ------------------------------------------------------------------ limits
 
     def admit(self, connection: ServerConnection, request: Any) -> Any:
-        """websockets' ``process_request``: refuse the handshake (HTTP 503) over the connection limits."""
+        """websockets' ``process_request``: refuse the handshake (HTTP 503) over the connection limits.
+
+        Without a token every connection is trusted and counts against the authenticated budget at once.
+        On a token server a new connection counts against the unauthenticated budget only; when that is
+        full, the oldest unauthenticated connection of its address (else of all) is closed to make room."""
         address = _address_of(connection)
-        if self._connections >= self.max_connections:
-            self.refused_connections += 1
-            return connection.respond(
-                http.HTTPStatus.SERVICE_UNAVAILABLE,
-                f"this hub holds its limit of {self.max_connections} connections; try again later "
-                "(the operator can raise --max-connections)\n",
-            )
-        if self._per_address.get(address, 0) >= self.max_connections_per_address:
-            self.refused_connections += 1
-            return connection.respond(
-                http.HTTPStatus.SERVICE_UNAVAILABLE,
-                f"{address} already holds {self.max_connections_per_address} connections to this hub, its "
-                "limit per address; close some (the operator can raise --max-connections-per-address)\n",
-            )
-        self._connections += 1
-        self._per_address[address] = self._per_address.get(address, 0) + 1
-        connection.connection_lost_waiter.add_done_callback(lambda _: self._release(address))
+        limits = self.limits
+        if self.token is None:
+            refusal = limits.over_limit(address)
+            if refusal is not None:
+                limits.refused += 1
+                return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, refusal + "\n")
+            limits.count(address)
+            self._counted.add(connection)
+        else:
+            evicted = limits.wait(connection, address)
+            if evicted is not None:
+                self._evict(evicted)
+        connection.connection_lost_waiter.add_done_callback(lambda _: self._release(connection, address))
         return None
 
-    def _release(self, address: str) -> None:
-        self._connections -= 1
-        left = self._per_address.get(address, 0) - 1
-        if left > 0:
-            self._per_address[address] = left
+    def _evict(self, connection: Any) -> None:
+        reason = (
+            f"too many unauthenticated connections from {_address_of(connection)}: the oldest is closed to "
+            "make room; authenticate in the first message (a hello with the server's token)"
+        )
+        endpoint = self._by_connection.get(connection)
+        if endpoint is not None:
+            endpoint.kill(CLOSE_POLICY, reason)
+            return
+        transport = getattr(connection, "transport", None)
+        if transport is not None:
+            transport.abort()
+
+    def _release(self, connection: Any, address: str) -> None:
+        if connection in self._counted:
+            self._counted.discard(connection)
+            self.limits.release(address)
         else:
-            self._per_address.pop(address, None)
+            self.limits.leave(connection)
+
+    def promote(self, endpoint: WsEndpoint) -> None:
+        """``endpoint`` authenticated: it leaves the unauthenticated budget for the authenticated one, or is
+        closed (1013) when that is full."""
+        connection = endpoint.ws
+        if not self.limits.leave(connection):
+            return  # counted already (a server without a token), or closing
+        refusal = self.limits.over_limit(endpoint.address)
+        if refusal is not None:
+            self.limits.refused += 1
+            endpoint.kill(CLOSE_TRY_AGAIN, refusal)
+            return
+        self.limits.count(endpoint.address)
+        self._counted.add(connection)
 
     async def watchdog(self) -> None:
         """Close connections that do not take their messages within ``send_timeout`` seconds and, on a
         token server, connections still unauthenticated after ``auth_timeout`` seconds."""
-        tick = max(0.05, min(0.5, self.send_timeout / 4, self.auth_timeout / 4))
+        tick = max(0.05, min(0.25, self.send_timeout / 4, self.auth_timeout / 4))
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(tick)
@@ -855,11 +962,13 @@ class WsServer:
                 elif (
                     self.token is not None
                     and not endpoint.authenticated
-                    and now - endpoint.opened_at > self.auth_timeout
+                    and not endpoint._shutting
+                    and now - endpoint.opened_at > endpoint.auth_timeout
                 ):
+                    self.limits.failed(endpoint.address)
                     endpoint.kill(
                         CLOSE_AUTH_FAILED,
-                        f"auth_failed: not authenticated within {self.auth_timeout:g} s; "
+                        f"auth_failed: not authenticated within {endpoint.auth_timeout:g} s; "
                         "send a hello with the server's token first",
                     )
 
@@ -872,6 +981,7 @@ class WsServer:
     async def handle(self, ws: ServerConnection) -> None:
         endpoint = WsEndpoint(self, ws)
         self.endpoints[endpoint.endpoint_id] = endpoint
+        self._by_connection[ws] = endpoint
         self.hub.attach_endpoint(endpoint)
         keepalive = None
         if self.ping_interval is not None and self.ping_timeout is not None:
@@ -882,6 +992,7 @@ class WsServer:
             if keepalive is not None:
                 keepalive.cancel()
             self.endpoints.pop(endpoint.endpoint_id, None)
+            self._by_connection.pop(ws, None)
             self._replay_locks.pop(endpoint.endpoint_id, None)
             for task in list(endpoint._observers.values()):
                 task.cancel()
@@ -912,6 +1023,8 @@ async def serve_ws(
     send_timeout: float = DEFAULT_SEND_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    max_unauthenticated: int = DEFAULT_MAX_UNAUTHENTICATED,
+    max_unauthenticated_per_address: int = DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
     policy: WirePolicy | None = None,
 ) -> AsyncIterator[WsServer]:
     """Serve ``hub`` on ``ws://host:port`` (port 0 picks one: read ``server.port``) until the block exits.
@@ -922,7 +1035,11 @@ async def serve_ws(
     must authenticate within ``auth_timeout`` seconds, and only authenticated ones read the directory
     unless ``public_directory=True``. ``operator_token`` grants the operator role.
     ``send_timeout``: seconds a connection may take to accept one message before it is closed.
-    ``max_connections`` / ``max_connections_per_address``: handshakes beyond them get HTTP 503.
+    ``max_connections`` / ``max_connections_per_address``: authenticated connections beyond them are
+    refused (HTTP 503 at the handshake without a token; closed with 1013 when they authenticate on a token
+    server). ``max_unauthenticated`` / ``max_unauthenticated_per_address``: on a token server, connections
+    that have not authenticated yet count only against this smaller budget; when it is full the oldest of
+    them is closed to make room (``ag2net.server.connection_limits``).
     ``compression="deflate"`` enables permessage-deflate (off by default: on loopback and LANs it costs
     more CPU than the bytes it saves).
     ``policy`` decides who may run which op over a connection (default ``WirePolicy()``: the access rules
@@ -933,6 +1050,8 @@ async def serve_ws(
         ("send_timeout", send_timeout),
         ("max_connections", max_connections),
         ("max_connections_per_address", max_connections_per_address),
+        ("max_unauthenticated", max_unauthenticated),
+        ("max_unauthenticated_per_address", max_unauthenticated_per_address),
     ):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ValueError(f"serve_ws {name} must be a positive number, got {value!r}")
@@ -983,6 +1102,8 @@ async def serve_ws(
         send_timeout=send_timeout,
         max_connections=max_connections,
         max_connections_per_address=max_connections_per_address,
+        max_unauthenticated=max_unauthenticated,
+        max_unauthenticated_per_address=max_unauthenticated_per_address,
         ping_interval=ping_interval,
         ping_timeout=ping_timeout,
         policy=policy,

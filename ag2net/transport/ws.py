@@ -829,6 +829,13 @@ class WsLinkClient:
                 result["name"], scheme, dict(wire.get("auth_claim") or {})
             )
             self.displaced.pop(result["agent_id"], None)
+        elif op == "rotate_secret" and isinstance(result, dict):
+            secret = result.get("identity_secret")
+            if isinstance(secret, str):
+                self._keep_secret(str(result.get("name")), secret)
+                ident = self._identities.get(str(result.get("agent_id")))
+                if ident is not None:
+                    ident.claim["secret"] = secret
         elif op in ("unregister", "unbind"):
             ident = self._identities.pop(str(wire.get("agent_id")), None)
             if op == "unregister" and ident is not None:
