@@ -216,6 +216,16 @@ def serve(
     max_connections_per_address: Annotated[
         int, typer.Option(help="Connections one remote address may hold at most.")
     ] = 256,
+    max_unauthenticated: Annotated[
+        int,
+        typer.Option(
+            help="With --token: connections not yet authenticated the hub holds at most (a budget of their "
+            "own; when full the oldest is closed)."
+        ),
+    ] = 64,
+    max_unauthenticated_per_address: Annotated[
+        int, typer.Option(help="With --token: connections not yet authenticated one address may hold.")
+    ] = 8,
     cache_mb: Annotated[
         float,
         typer.Option(
@@ -239,6 +249,8 @@ def serve(
         ("--send-timeout", send_timeout),
         ("--max-connections", max_connections),
         ("--max-connections-per-address", max_connections_per_address),
+        ("--max-unauthenticated", max_unauthenticated),
+        ("--max-unauthenticated-per-address", max_unauthenticated_per_address),
         ("--cache-mb", cache_mb),
     ):
         if not value > 0:
@@ -308,6 +320,8 @@ def serve(
                         send_timeout=send_timeout,
                         max_connections=max_connections,
                         max_connections_per_address=max_connections_per_address,
+                        max_unauthenticated=max_unauthenticated,
+                        max_unauthenticated_per_address=max_unauthenticated_per_address,
                     )
                     if leadership is not None:
                         return await leadership.hold(serving)

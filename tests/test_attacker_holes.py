@@ -370,3 +370,44 @@ async def test_rotation_is_refused_where_there_are_no_secrets():
             await client.close()
     finally:
         await hub.close()
+
+
+async def test_ag2net_serve_keeps_a_budget_for_unauthenticated_sockets_in_a_real_process(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "XDG_DATA_HOME": str(tmp_path)}
+    env.pop("AG2NET_TOKEN", None)
+    bad = subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "serve", "--token", TOKEN, "--max-unauthenticated", "0"],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--max-unauthenticated must be more than 0" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ag2net.cli", "serve", "--port", "0", "--token", TOKEN,
+        "--max-connections-per-address", "3", "--max-unauthenticated-per-address", "2",
+        stdout=asyncio.subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(tmp_path),
+    )  # fmt: skip
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        url = re.search(r"(ws://\S+)", line).group(1)
+        flood = [await ws_connect(url) for _ in range(6)]  # never authenticate
+        for _ in range(3):
+            client = HubClient.connect(url, token=TOKEN, rpc_timeout=10)
+            assert "registered_agents" in await client.health()
+            await client.close()
+        evicted = 0
+        for ws in flood:
+            try:
+                await asyncio.wait_for(ws.recv(), 0.2)
+            except ConnectionClosed:
+                evicted += 1
+            except TimeoutError:
+                pass
+        assert evicted >= 4  # the oldest made room: at most two wait at a time
+    finally:
+        proc.terminate()
+        await proc.wait()
