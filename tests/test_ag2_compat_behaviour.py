@@ -44,6 +44,7 @@ from ag2net.adapters.transitions import (
 )
 from ag2net.errors import AuthError, NotFoundError, ProtocolError, WorkflowGraphError
 from ag2net.hub.auth import ApiKeyAuth
+from ag2net.naming import channel_label
 
 # ag2 1.2.1's Hub.health() keys (checked against the real package)
 AG2_HEALTH_KEYS = {
@@ -289,7 +290,7 @@ async def test_in_process_on_turn_failed_listeners_get_the_exception():
         [(channel_id, agent_id, _envelope_id, exc)] = listener.calls
         assert (channel_id, agent_id) == (ch.channel_id, bob.agent_id)
         assert isinstance(exc, ProtocolError)
-        assert str(exc) == f"channel '{ch.channel_id}' is closed"
+        assert str(exc) == f"{channel_label('consulting', ch.channel_id)} is closed"
         await hc.close()
     finally:
         await hub.close()

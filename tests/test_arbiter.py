@@ -344,12 +344,12 @@ async def test_resolve_unknown_audience(hub):
 
     # known ids are kept (and not asked about); an arbiter answering None keeps the refusal
     count = len(await stored_event_types(hub, ch.channel_id))
-    with pytest.raises(ProtocolError, match="'nobody@far' is not one of channel"):
+    with pytest.raises(ProtocolError, match="'nobody@far' is not one of discussion·"):
         await hub.post_envelope(to(carol.agent_id, "nobody@far"))
     assert directory.asked[-1] == ["nobody@far"]
     # resolving to someone outside the channel is refused, naming the resolution
     with pytest.raises(
-        ProtocolError, match=r"'dave-not-here' is not one of channel .*resolved \['dave@far'\]"
+        ProtocolError, match=r"'dave-not-here' is not one of discussion·.*resolved \['dave@far'\]"
     ):
         await hub.post_envelope(to("dave@far"))
     assert len(await stored_event_types(hub, ch.channel_id)) == count

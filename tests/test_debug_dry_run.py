@@ -17,6 +17,7 @@ from ag2net.demo import start_demo
 from ag2net.envelope import EV_CHANNEL_INVITE, EV_TASK_CANCEL_REQUEST
 from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.identity import AccessBlock, InboxBlock, LimitsBlock, Rule
+from ag2net.naming import channel_label
 from ag2net.server import serve_ws
 from ag2net.transport.ws import WsLink
 
@@ -134,7 +135,7 @@ async def test_a_dry_run_on_the_demo_discussion_names_the_next_speaker():
         assert dry.refusal == {
             "error": "ProtocolError",
             "code": "protocol_error",
-            "message": f"channel '{conv.channel_id}' is closed",
+            "message": f"{channel_label('conversation', conv.channel_id)} is closed",
             "advice": " (reason: max_turns); open a new one",
         }
         # a fresh discussion among the demo's agents: the creator speaks first, then the next in order
@@ -148,9 +149,10 @@ async def test_a_dry_run_on_the_demo_discussion_names_the_next_speaker():
         assert dry.admitted and dry.recipient_ids == [critic, coder]
         assert dry.expected_after == {"agent_id": critic, "triggering_envelope_id": ""}
         refused = await dry_run(hc, text(md.channel_id, coder, "me first"))
+        # the hub names the channel and the participants (issue 22 item 7), not three 32-hex ids
         assert (
             refused.message
-            == f"discussion channel {md.channel_id!r} expects {planner!r} to speak, got {coder!r}"
+            == f"{channel_label('discussion', md.channel_id)} expects planner to speak, got coder"
         )
     finally:
         await hc.close()
@@ -231,7 +233,7 @@ async def test_refused_closed_channel(hub, hc, pair):
     await hc.close_channel(cid, reason="done")
     dry = await refused_alike(hub, text(cid, ana, "hi"))
     assert (
-        dry.message == f"channel '{cid}' is closed"
+        dry.message == f"{channel_label('conversation', cid)} is closed"
         and dry.refusal["advice"] == " (reason: done); open a new one"
     )
 
@@ -252,7 +254,7 @@ async def test_refused_pending_channel(hub, hc):
             await asyncio.sleep(0.01)
         [md] = pending
         dry = await refused_alike(hub, text(md.channel_id, ana.agent_id, "hello?"))
-        assert dry.message == f"channel '{md.channel_id}' not active (state=pending)"
+        assert dry.message == f"{channel_label('conversation', md.channel_id)} not active (state=pending)"
     finally:
         opening.cancel()
         with pytest.raises((asyncio.CancelledError, NetworkError)):
@@ -263,7 +265,9 @@ async def test_refused_non_participant(hub, hc, pair):
     _, _, cid = pair
     eve = (await humans(hc, "eve"))[0]
     dry = await refused_alike(hub, text(cid, eve.agent_id, "let me in"))
-    assert dry.message == f"channel '{cid}' only accepts sends from participants, got '{eve.agent_id}'"
+    assert (
+        dry.message == f"{channel_label('conversation', cid)} only accepts sends from participants, got eve"
+    )
 
 
 async def test_refused_audience_outside_the_channel(hub, hc, pair):
@@ -295,7 +299,7 @@ async def test_refused_full_inbox(hub, hc):
     await hub.post_envelope(text(md.channel_id, ana.agent_id, "one"))
     dry = await refused_alike(hub, text(md.channel_id, ana.agent_id, "two"))
     assert dry.refusal["error"] == "InboxFull"
-    assert dry.message == f"recipient {bob.agent_id!r} inbox at capacity (1 >= 1)"
+    assert dry.message == "recipient bob inbox at capacity (1 >= 1)"
 
 
 async def test_refused_by_the_adapter(hub, hc):
@@ -336,7 +340,8 @@ async def test_refused_second_peer_cancel(hub, hc):
     await hub.post_envelope(cancel.copy())
     dry = await refused_alike(hub, cancel)
     assert (
-        dry.message == f"channel '{md.channel_id}' only accepts sends from participants, got '{eve.agent_id}'"
+        dry.message
+        == f"{channel_label(md.manifest.type, md.channel_id)} only accepts sends from participants, got eve"
     )
 
 
@@ -365,7 +370,8 @@ async def test_the_dry_run_op_over_a_websocket(hub, hc):
             carl = await plain.register_human(Passport(name="carl", kind="human"))
             mine = await dry_run(plain, text(cid, carl.agent_id, "hi"))
             assert (
-                mine.message == f"channel '{cid}' only accepts sends from participants, got '{carl.agent_id}'"
+                mine.message
+                == f"{channel_label('conversation', cid)} only accepts sends from participants, got carl"
             )
             refused = await dry_run(operator, text(cid, "nobody", "hi"))
             assert refused.message == "sender not registered: nobody"

@@ -28,6 +28,7 @@ from ag2net.channel import ChannelState
 from ag2net.hub import Hub
 from ag2net.identity import InboxBlock, LimitsBlock
 from ag2net.ids import ID_RE, ManualClock
+from ag2net.naming import channel_label
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
 
 
@@ -133,7 +134,7 @@ async def test_consulting_round_wal_and_close(hub):
     # a third send hits the terminal check and fires on_envelope_rejected
     with pytest.raises(ProtocolError) as err:
         await alice.send(ch.channel_id, "again")
-    assert str(err.value) == f"channel '{ch.channel_id}' is closed"
+    assert str(err.value) == f"{channel_label('consulting', ch.channel_id)} is closed"
     assert recorder.named("on_envelope_rejected")
     assert len(await hub.read_wal(ch.channel_id)) == 6
 
@@ -216,7 +217,7 @@ async def test_pending_channel_refuses_text(hub):
     assert md.state == ChannelState.PENDING
     with pytest.raises(ProtocolError) as err:
         await alice.send(md.channel_id, "too early")
-    assert str(err.value) == f"channel '{md.channel_id}' not active (state=pending)"
+    assert str(err.value) == f"{channel_label(md.manifest.type, md.channel_id)} not active (state=pending)"
     # a protocol-prefixed custom event is accepted while pending
     await alice.post_envelope(Envelope(md.channel_id, alice.agent_id, None, "ag2.channel.custom_probe", {}))
     task.cancel()
@@ -233,7 +234,7 @@ async def test_non_participant_and_peer_cancel(hub):
         await eve.send(ch.channel_id, "let me in")
     assert (
         str(err.value)
-        == f"channel '{ch.channel_id}' only accepts sends from participants, got '{eve.agent_id}'"
+        == f"{channel_label('conversation', ch.channel_id)} only accepts sends from participants, got eve"
     )
     await hub.observe_task(
         TaskMetadata("task-1", bob.agent_id, TaskSpec("work"), TaskState.RUNNING, channel_id=ch.channel_id)
@@ -300,7 +301,7 @@ async def test_inbox_full_counts_unacknowledged(hub):
     await sender.send(ch.channel_id, "two")
     with pytest.raises(InboxFull) as err:
         await sender.send(ch.channel_id, "three")
-    assert str(err.value) == f"recipient '{busy.agent_id}' inbox at capacity (2 >= 2)"
+    assert str(err.value) == f"recipient {busy.name} inbox at capacity (2 >= 2)"
     await wait_for(lambda: len(recorder.named("on_inbox_pressure")) == 1)
     await asyncio.sleep(0.02)
     assert len(recorder.named("on_inbox_pressure")) == 1

@@ -15,6 +15,7 @@ from ag2net.errors import AccessDeniedError, InboxFull, NotFoundError, ProtocolE
 from ag2net.hub.core import Admitted, HubCore, Refused, admit, apply
 from ag2net.hub.records import AgentRecord
 from ag2net.identity import AccessBlock, InboxBlock, LimitsBlock, Resume, Rule
+from ag2net.naming import channel_label
 from ag2net.store import MemoryStore
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
 
@@ -269,7 +270,7 @@ async def test_explain_send_and_post_envelope_refuse_with_the_same_message(hub):
     # the adapter's own refusal, read from the channel's state
     hub.channel_table.states[live] = Muted(muted=(ben.agent_id,))
     ok, why = await hub.explain_send(live, ben.agent_id)
-    assert (ok, why) == (False, f"{ben.agent_id!r} may not speak now in {live!r}")
+    assert (ok, why) == (False, f"ben may not speak now in {channel_label('conversation', live)}")
     assert await refusal_of_post(hub, Envelope(live, ben.agent_id, None, EV_TEXT, {"text": ""})) == (
         ProtocolError,
         why,

@@ -19,6 +19,7 @@ from ag2net import (
 from ag2net.adapters import state_to_dict
 from ag2net.channel import ChannelState
 from ag2net.hub import Hub
+from ag2net.naming import channel_label
 
 
 def quiet(**kw):
@@ -155,7 +156,8 @@ async def test_bad_input_leaves_store_unchanged(hub):
     # closed and pending channels
     await hub.close_channel(cid)
     closed = await snapshot(hub, cid)
-    with pytest.raises(ProtocolError, match=f"channel '{cid}' is closed"):
+    label = channel_label(hub.lookup_channel(cid).manifest.type, cid)
+    with pytest.raises(ProtocolError, match=f"{label} is closed"):
         await ana.send(cid, "late")
     assert await snapshot(hub, cid) == closed
 

@@ -57,6 +57,7 @@ from ag2net.envelope import (
 from ag2net.errors import NetworkError, NotFoundError, ProtocolError
 from ag2net.hub import Hub
 from ag2net.ids import ManualClock, add_seconds
+from ag2net.naming import channel_label
 from ag2net.store import SqliteStore
 
 START = "2026-03-01T09:00:00.000000Z"
@@ -66,6 +67,7 @@ TERMINAL = ("closed", "expired")
 DEFAULT_TTL = 7200.0  # the default Rule's channel_ttl_default ("2h")
 ANY = "any"  # MEnv.audience: not compared
 POISON = "\ud800"  # a lone surrogate: no store can write it as UTF-8
+NAME_OF: dict[str, str] = {}  # agent id -> name: the hub's refusals name participants (issue 22 item 7)
 HUB_KW = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 3600}
 
 # The crash-restart worker: opens the same file, runs a plan, prints each outcome, then (optionally)
@@ -246,9 +248,10 @@ def refuse(ch: MChannel, op: Op) -> Refusal | None:
     if ch.state in TERMINAL:
         done = ch.kind == "consulting" and ch.close_reason == "consulting_complete" and op.kind == "text"
         # a post checked between the reply and its auto-close may be told the consultation is complete
-        return Refusal(ProtocolError, f"channel '{cid}' is {ch.state}", "already complete" if done else None)
+        label = channel_label(ch.kind, cid)  # the hub names the channel by its label
+        return Refusal(ProtocolError, f"{label} is {ch.state}", "already complete" if done else None)
     if op.kind == "text" and ch.state != "active":
-        return Refusal(ProtocolError, f"channel '{cid}' not active (state={ch.state})")
+        return Refusal(ProtocolError, f"{channel_label(ch.kind, cid)} not active (state={ch.state})")
     if op.sender not in ch.participants:
         return Refusal(ProtocolError, "only accepts sends from participants")
     if op.kind != "text":
@@ -261,7 +264,7 @@ def refuse(ch: MChannel, op: Op) -> Refusal | None:
     elif ch.kind in ("discussion", "workflow"):
         expected = ch.participants[ch.turn_count % len(ch.participants)]
         if op.sender != expected:
-            return Refusal(ProtocolError, f"expects {expected!r} to speak")
+            return Refusal(ProtocolError, f"expects {NAME_OF.get(expected, expected)} to speak")
     return None
 
 
@@ -533,6 +536,7 @@ class HubModel(RuleBasedStateMachine):
         assert not taken, f"a second {kind} named {name!r} was registered"
         assert POISON not in name, f"a name with a lone surrogate was registered as {agent_id}"
         self.idents[name] = Ident(name, agent_id, kind)
+        NAME_OF[agent_id] = name
         if kind == "human":
             self.humans[name] = human
 

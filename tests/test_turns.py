@@ -36,6 +36,7 @@ from ag2net import (
     tool_call,
 )
 from ag2net.adapters import AgentTarget, FromSpeaker, Handoff, Transition, TransitionGraph
+from ag2net.naming import channel_label
 
 PLUGIN = ["delegate", "peers", "channels", "tasks", "context"]
 
@@ -201,9 +202,9 @@ async def test_seed_say_double_send_on_consulting_fails_the_turn(hub, hc):
     failed = [rec for _, rec in await hc.list_audit() if rec["kind"] == "turn_failed"]
     assert failed[-1]["agent_id"] == bob.agent_id
     assert failed[-1]["exc_type"] == "ProtocolError"
-    assert failed[-1]["exc_message"] == f"channel '{ch.channel_id}' is closed"
+    assert failed[-1]["exc_message"] == f"{channel_label('consulting', ch.channel_id)} is closed"
     [record] = await hc.list_turns(agent_id=bob.agent_id)
-    assert record.error == f"ProtocolError: channel '{ch.channel_id}' is closed"
+    assert record.error == f"ProtocolError: {channel_label('consulting', ch.channel_id)} is closed"
 
 
 async def test_seed_delegate_example(hub, hc):

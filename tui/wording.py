@@ -17,12 +17,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag2net.naming import channel_labels, name_ids
+from ag2net.naming import SEPARATOR, channel_labels, name_ids
 
 
 def _id(name: str) -> str:
-    """A 32-hex id, quoted or not, captured as ``name``."""
-    return rf"'?(?P<{name}>[0-9a-f]{{32}})'?"
+    """A participant as the hub says it, captured as ``name``: a 32-hex id (quoted or not) or, since the hub
+    names whom it knows (``expects critic to speak, got root``), a name."""
+    return rf"'?(?P<{name}>[0-9a-f]{{32}}|[^'\s,;][^',;]*?)'?"
+
+
+def _chan() -> str:
+    """A channel as the hub says it, captured as ``cid``: ``channel '<32-hex id>'`` or a label
+    (``discussion·7d80``), with its type or the word "channel" before it or not."""
+    return rf"(?:[\w.-]+ )?(?:channel )?'?(?P<cid>[0-9a-f]{{32}}|[\w.-]+{SEPARATOR}[0-9a-f]{{4,32}})'?"
+
+
+#: the end of a refusal's last participant (a name may hold spaces, so the token runs to the end).
+_END = r"(?=\s*(?:$|[;(—]))"
 
 
 @dataclass(slots=True)
@@ -42,17 +53,24 @@ class Namer:
         name = self.name_for(agent_id)
         if name and name != agent_id:
             return name
-        return f"{agent_id[:8]}…" if len(agent_id) > 12 else agent_id
+        return f"{agent_id[:8]}…" if _HEX.fullmatch(agent_id) else agent_id  # an id, or already a name
 
     def who(self, agent_id: str) -> str:
         """``you`` for the person at the keyboard, else :meth:`agent`."""
-        return "you" if self.me is not None and agent_id == self.me else self.agent(agent_id)
+        if self.me is not None and agent_id in (self.me, self.name_for(self.me)):
+            return "you"  # the hub said the id, or the name it knows the person by
+        return self.agent(agent_id)
+
 
     def channel(self, channel_id: str) -> str:
         """The channel's label, or ``channel 18ecd5ae…`` when it is not known."""
         label = self.labels.get(channel_id)
         if label:
             return label
+        if SEPARATOR in channel_id:  # the hub's label: the workbench's own when it knows the channel
+            kind, _, tail = channel_id.rpartition(SEPARATOR)
+            mine = [v for k, v in self.labels.items() if k.endswith(tail) and v.startswith(kind + SEPARATOR)]
+            return mine[0] if len(mine) == 1 else channel_id
         return f"channel {channel_id[:8]}…" if len(channel_id) > 12 else f"channel {channel_id}"
 
     def mapping(self, text: str) -> dict[str, str]:
@@ -69,6 +87,9 @@ class Namer:
         return found
 
 
+_HEX = re.compile(r"[0-9a-f]{32}")
+
+
 def _possessive(name: str) -> str:
     return "your" if name == "you" else f"{name}'s"
 
@@ -76,7 +97,7 @@ def _possessive(name: str) -> str:
 def _turn(namer: Namer, m: re.Match[str]) -> str:
     cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
     who = namer.agent(expected)
-    if namer.me is not None and got == namer.me:
+    if namer.who(got) == "you":
         return f"{who}'s turn — you can speak after {who}"
     return f"{who}'s turn in {namer.channel(cid)} — {namer.who(got)} can speak after {who}"
 
@@ -139,52 +160,52 @@ _Rule = tuple[re.Pattern[str], Callable[[Namer, re.Match[str]], str]]
 _RULES: list[_Rule] = [
     (
         re.compile(
-            rf"(?:discussion channel|workflow) {_id('cid')} expects "
-            rf"{_id('expected')} to speak, got {_id('got')}"
+            rf"{_chan()} expects "
+            rf"{_id('expected')} to speak, got {_id('got')}{_END}"
         ),
         _turn,
     ),
     (
         re.compile(
-            rf"consulting channel {_id('cid')} expects reply from respondent "
-            rf"{_id('expected')}, got {_id('got')}"
+            rf"{_chan()} expects reply from respondent "
+            rf"{_id('expected')}, got {_id('got')}{_END}"
         ),
         _consult_reply,
     ),
     (
         re.compile(
-            rf"consulting channel {_id('cid')} expects first send from initiator "
-            rf"{_id('expected')}, got {_id('got')}"
+            rf"{_chan()} expects first send from initiator "
+            rf"{_id('expected')}, got {_id('got')}{_END}"
         ),
         _consult_first,
     ),
-    (re.compile(rf"consulting channel {_id('cid')} already complete"), _complete),
+    (re.compile(rf"{_chan()} already complete"), _complete),
     (
         re.compile(
-            rf"channel {_id('cid')} is (?P<state>closed|expired|closing)(?P<rest>.*)$",
+            rf"{_chan()} is (?P<state>closed|expired|closing)(?P<rest>.*)$",
             re.S,
         ),
         _terminal,
     ),
     (
         re.compile(
-            rf"channel {_id('cid')} not active \(state=(?P<state>\w+)\)",
+            rf"{_chan()} not active \(state=(?P<state>\w+)\)",
         ),
         _pending,
     ),
     (
         re.compile(
-            rf"channel {_id('cid')} only accepts sends from participants, "
-            rf"got {_id('got')}"
+            rf"{_chan()} only accepts sends from participants, "
+            rf"got {_id('got')}{_END}"
         ),
         _not_participant,
     ),
     (
-        re.compile(rf"{_id('who')} is not one of channel {_id('cid')}"),
+        re.compile(rf"(?:^|;\s*){_id('who')} is not one of {_chan()}"),
         _audience,
     ),
     (re.compile(rf"channel not found: {_id('cid')}"), _not_found),
-    (re.compile(rf"channel {_id('cid')} ack timeout"), _ack_timeout),
+    (re.compile(rf"{_chan()} ack timeout"), _ack_timeout),
 ]
 
 

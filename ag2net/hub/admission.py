@@ -31,6 +31,7 @@ from ag2net.hub.core import (
     admit_sender,
     apply,
     is_peer_cancel,
+    name_refusal,
 )
 from ag2net.hub.gate import ChannelGate
 from ag2net.hub.records import AgentRecord
@@ -86,6 +87,7 @@ class Admission(HubShape):
         try:
             return await self._admit(envelope)
         except NetworkError as exc:
+            name_refusal(self.core, exc)  # channels and participants by name, not by 32-hex id
             hub_log.info(
                 "refused %s from %s on channel %s: %s",
                 envelope.event_type,

@@ -8,6 +8,8 @@ awaits here: the shell (``ag2net.hub.admission``) drives them around the durable
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,7 @@ from ag2net.envelope import EV_TASK_CANCEL_REQUEST, Envelope, check_shape, is_pr
 from ag2net.errors import NetworkError, NotFoundError, ProtocolError
 from ag2net.hub import rules
 from ag2net.hub.records import TERMINAL, TERMINAL_TASKS, AgentRecord
+from ag2net.naming import SEPARATOR, channel_label, name_ids
 from ag2net.tasks import TaskMetadata
 
 if TYPE_CHECKING:
@@ -297,7 +300,58 @@ def admit(core: HubCore, env: Envelope) -> Admitted | Refused:
                     )
         return admit_send(core, env, sender, gated)
     except NetworkError as exc:
-        return Refused(exc)
+        return Refused(name_refusal(core, exc))
+
+
+class _Names(Mapping[str, str]):
+    """Ids the hub knows, as people read them: an agent's name, a channel's label (``discussion·7d80``)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: HubCore) -> None:
+        self._core = core
+
+    def __getitem__(self, key: str) -> str:
+        rec = self._core.identities.agents.get(key)
+        if rec is not None:
+            return rec.passport.name
+        md = self._core.channel_table.channels.get(key)
+        if md is not None:
+            return channel_label(md.manifest.type, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:  # pragma: no cover - looked up by id only
+        return iter(())
+
+    def __len__(self) -> int:  # pragma: no cover
+        return 0
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{32}")
+
+#: "discussion channel discussion·7d80", "workflow workflow·7d80", "channel consulting·7d80" once the id is
+#: named: the label says it is a channel, and of which type.
+_REPEATED_TYPE = re.compile(r"\b([a-z][\w.-]*) (?:channel )?(?=\1" + SEPARATOR + ")")
+_CHANNEL_WORD = re.compile(r"\bchannel (?=[a-z][\w.-]*" + SEPARATOR + r"[0-9a-f]{4,32}\b)")
+
+
+def named_text(core: HubCore, text: str) -> str:
+    """``text`` with the agent and channel ids the hub knows named: ``discussion·7d80 expects critic to
+    speak, got root`` for ``discussion channel '<id>' expects '<id>' to speak, got '<id>'``."""
+    if not _HEX_ID.search(text):
+        return text
+    named = name_ids(text, _Names(core))
+    return _CHANNEL_WORD.sub("", _REPEATED_TYPE.sub("", named))
+
+
+def name_refusal(core: HubCore, error: NetworkError) -> NetworkError:
+    """A refusal's message naming the channels and participants it mentions instead of their 32-hex ids
+    (its class and notes stay: it is the same exception)."""
+    if error.args and isinstance(error.args[0], str):
+        text = named_text(core, error.args[0])
+        if text != error.args[0]:
+            error.args = (text, *error.args[1:])
+    return error
 
 
 def apply(core: HubCore, admitted: Admitted) -> int:
@@ -345,4 +399,6 @@ __all__ = [
     "admit_sender",
     "apply",
     "is_peer_cancel",
+    "name_refusal",
+    "named_text",
 ]

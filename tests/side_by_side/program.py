@@ -71,6 +71,7 @@ GOSSIP = "acme.gossip"  # the custom event type the arbiter refuses
 NOTE = "acme.note"  # a custom event type it lets through
 
 ANY_ID = re.compile(r"\b[0-9a-f]{32}\b")  # an id nobody labelled
+HUB_LABEL = re.compile(r"\b[\w.-]+·([0-9a-f]{4,32})\b")  # ag2net's refusals name a channel discussion·7d80
 transcript: list[dict[str, Any]] = []
 labels: dict[str, str] = {}  # id -> stable label (agent names, channel labels)
 
@@ -84,7 +85,12 @@ def norm(value: Any) -> Any:
     if isinstance(value, str):
         for ident, label in labels.items():
             value = value.replace(ident, label)
-        return ANY_ID.sub("<id>", value)
+
+        def by_tail(match: re.Match[str]) -> str:
+            known = [label for ident, label in labels.items() if ident.endswith(match.group(1))]
+            return known[0] if len(known) == 1 else match.group(0)
+
+        return ANY_ID.sub("<id>", HUB_LABEL.sub(by_tail, value))
     if isinstance(value, list | tuple):
         return [norm(v) for v in value]
     if isinstance(value, dict):
