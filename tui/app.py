@@ -15,6 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Event, Key, MouseDown, MouseScrollDown, MouseScrollUp, Resize
+from textual.notifications import SeverityLevel
 from textual.widget import Widget
 from textual.widgets import (
     DataTable,
@@ -60,18 +61,19 @@ from tui.screens.fork import ForkForm
 from tui.screens.jump import JumpOverlay
 from tui.screens.open_channel import OpenChannelForm
 from tui.screens.replay_compare import ReplayCompare
-from tui.settings import Settings, check_keymap
+from tui.settings import Settings, check_keymap, keymap_conflicts
 from tui.source import HubSource
-from tui.widgets.channel_list import ChannelList
+from tui.widgets.channel_list import ChannelList, ChannelTable
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.fitted_footer import FittedFooter
+from tui.widgets.keys_panel import BindingIdsPanel
 from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
 from tui.widgets.status_bar import StatusBar
-from tui.wording import humanize, namer_for
+from tui.wording import humanize, namer_for, plural
 
 DemoStarter = Callable[[], Awaitable[Any]]
 
@@ -219,11 +221,15 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         """When Python's full garbage collections run: not while the workbench starts, not mid-typing."""
         self._query_mode = "filter"
         self._focus_before_chat: Widget | None = None
+        self._bottom_height = 0
+        """The chat, status and footer bars' height: toasts sit above them."""
         self.active_pane = "tail"
         """The pane that has (or last had) the keyboard: channels, tail, view or peers."""
         self.middle = "tail"
         """What the middle shows in a medium-width terminal: the tail, or the right pane (view / peers)."""
         check_keymap(self.settings, self.binding_ids())
+        self.keymap_warning = keymap_conflicts(self.settings, type(self), self.binding_classes()[1:])
+        """One sentence when ``[keys]`` gives two bindings that apply together the same key ('' if not)."""
         if self.settings.keys:
             self.set_keymap(self.settings.keys)
 
@@ -286,12 +292,13 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         return self.query_one("#peers", PeersPane)
 
     @classmethod
-    def binding_ids(cls) -> set[str]:
-        """Every binding id a user may remap in ``[keys]``."""
-        classes: list[type] = [
+    def binding_classes(cls) -> list[type]:
+        """The classes whose bindings a user may remap in ``[keys]`` (the app's first)."""
+        return [
             cls,
             EnvelopeTail,
             ChannelList,
+            ChannelTable,
             ChatInput,
             ProjectedView,
             PeersPane,
@@ -303,8 +310,12 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             ReplayCompare,
             *DEBUG_BINDING_CLASSES,
         ]
+
+    @classmethod
+    def binding_ids(cls) -> set[str]:
+        """Every binding id a user may remap in ``[keys]``."""
         ids: set[str] = set()
-        for klass in classes:
+        for klass in cls.binding_classes():
             for binding in getattr(klass, "BINDINGS", []):
                 if isinstance(binding, Binding) and binding.id:
                     ids.add(binding.id)
@@ -321,6 +332,8 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
                 f"(choose one of {', '.join(sorted(self.available_themes)[:6])}…)",
                 severity="warning",
             )
+        if self.keymap_warning:
+            self.notify(self.keymap_warning, severity="warning", timeout=15)
         self.status.connection = self.source.connection_label
         self.status.progress = "loading channels…"
         self.tail.focus()
@@ -368,6 +381,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             self._sync_selected_channel()
             # a state change (pending → active → closed) changes the tools the agent view shows as offered
             self.projected_view.note_activity({event.channel_id})
+            self.refresh_bindings()  # ^w Close channel goes from the footer once the channel is closed
 
     @on(FeedBatch)
     def _feed_batch(self, event: FeedBatch) -> None:
@@ -649,6 +663,8 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             self.tail.focus()
         elif focused is self.chat.input:
             self.leave_chat()
+        elif focused is self.channel_list.filter_input:
+            self.channel_list.action_clear_filter()  # esc clears the channel filter
         else:
             home = self._pane_home(self.pane_of(focused) if focused is not None else None)
             (home or self.tail).focus()
@@ -889,6 +905,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         """Focus moved (keys, mouse, jump): the pane it went to becomes the active one."""
         if self.screen is not self.screen_stack[0] or not self.is_running:
             return
+        self.call_after_refresh(self.lift_toasts)  # toasts go above a text field low on the screen
         pane = self.pane_of(focused)
         if pane is not None and pane != self.active_pane:
             self._set_active_pane(pane)
@@ -897,10 +914,35 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         if self.is_running and self.screen_stack:
             self.call_after_refresh(self._show_panes)
 
-    def lift_toasts(self, bottom_height: int) -> None:
-        """Keep notifications above the chat, status and footer bars (the chat's refusal stays readable)."""
-        for rack in self.screen_stack[0].query("ToastRack"):
-            rack.styles.margin = (0, 0, bottom_height, 0)
+    def lift_toasts(self, bottom_height: int | None = None) -> None:
+        """Keep notifications above the chat, status and footer bars (the chat's refusal stays readable),
+        and above the focused text field when it sits in the lower half of the screen (the query bar under
+        the tail): a toast never covers the input it talks about."""
+        if bottom_height is not None:
+            self._bottom_height = bottom_height
+        if not self.screen_stack:
+            return
+        main = self.screen_stack[0]
+        margin = self._bottom_height
+        focused = main.focused
+        if isinstance(focused, (Input, TextArea)) and focused.region.height:
+            below = main.size.height - focused.region.y
+            if below <= main.size.height // 2:
+                margin = max(margin, below)
+        for rack in main.query("ToastRack"):
+            rack.styles.margin = (0, 0, margin, 0)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        self.lift_toasts()  # placed where the focused field is now, not where it was when focus came
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def _pane_home(self, pane: str | None) -> Widget | None:
         """The widget that takes the keyboard when ``pane`` is chosen: a list, never a text field."""
@@ -969,7 +1011,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             existing.remove()
         else:
             self.screen.query(HelpPanel).remove()
-            self.screen.mount(KeyPanel(classes="-keys-only"))
+            self.screen.mount(BindingIdsPanel(classes="-keys-only"))  # with the ids [keys] remaps
 
     # ------------------------------------------------------------------ palette
 
@@ -1018,7 +1060,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             commands.append(
                 DomainCommand(
                     f"Select channel {row.label} ({', '.join(row.participants)})",
-                    f"{row.state}, {row.count} envelopes",
+                    f"{row.state}, {plural(row.count, 'envelope')}",
                     lambda channel_id=channel_id: self.channel_list.select(channel_id),
                     discover=False,
                 )

@@ -23,6 +23,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import ALL_EVENT_TYPES, Envelope
 from ag2net.errors import NetworkError
 from tui.models import ChannelRow, PeerInfo, TailItem
+from tui.wording import plural
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -575,7 +576,8 @@ class LiveFeed:
         self._post(
             HealthChanged(
                 self,
-                f"{health.get('active_channels', 0)} active · {health.get('registered_agents', 0)} identities",
+                f"{health.get('active_channels', 0)} active · "
+                + plural(int(health.get("registered_agents", 0)), "identity", "identities"),
             )
         )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -125,11 +126,61 @@ def check_keymap(settings: Settings, known_ids: set[str]) -> None:
             raise SettingsError(f"[keys] {binding_id!r} in {where} is not a binding id; {hint}")
 
 
+def _keys_of(keys: str) -> list[str]:
+    return [key.strip() for key in keys.split(",") if key.strip()]
+
+
+def keymap_conflicts(settings: Settings, app_class: type, classes: Iterable[type]) -> str:
+    """One sentence when ``[keys]`` gives a binding a key that another binding where it applies already
+    has ('' when there is no clash): the keys of one widget class, and the app's keys, which apply
+    everywhere. Only clashes a remapping makes count (the defaults' own overlaps are deliberate: escape
+    leaves a field and clears a filter)."""
+    remapped = settings.keys
+    if not remapped:
+        return ""
+
+    def bindings(klass: type) -> list[tuple[str, str]]:
+        found = []
+        for binding in getattr(klass, "BINDINGS", []):
+            binding_id = getattr(binding, "id", None)
+            if binding_id:
+                keys = remapped.get(binding_id) or str(binding.key)
+                found.extend((key, binding_id) for key in _keys_of(keys))
+        return found
+
+    app_keys = bindings(app_class)
+    clashes: list[tuple[str, str, str]] = []
+    for klass in [app_class, *classes]:
+        scope = app_keys if klass is app_class else bindings(klass) + app_keys
+        owner: dict[str, str] = {}
+        for key, binding_id in scope:
+            other = owner.setdefault(key, binding_id)
+            if other != binding_id and (binding_id in remapped or other in remapped):
+                first, second = sorted((binding_id, other), key=lambda i: i not in remapped)
+                clash = (key, first, second)
+                if clash not in clashes:
+                    clashes.append(clash)
+    if not clashes:
+        return ""
+    key, mine, other = clashes[0]
+    where = settings.source or default_config_path()
+    more = (
+        f" ({len(clashes) - 1} more clash{'es' if len(clashes) > 2 else ''} like it)"
+        if len(clashes) > 1
+        else ""
+    )
+    return (
+        f"[keys] {mine!r} = {remapped.get(mine, key)!r} in {where} clashes with {other!r}, which also uses "
+        f"{key!r}{more}; give one of them another key (? lists the ids)"
+    )
+
+
 __all__ = [
     "Settings",
     "SettingsError",
     "check_keymap",
     "default_config_path",
     "default_database_path",
+    "keymap_conflicts",
     "load_settings",
 ]

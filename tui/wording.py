@@ -47,6 +47,25 @@ class Namer:
     name_for: Callable[[str], str] = field(default=lambda agent_id: agent_id)
     labels: Mapping[str, str] = field(default_factory=dict)
     me: str | None = None
+    order: tuple[str, ...] = ()
+    """The speaking order of the channel a refusal is about (ids), when it is a round robin: whose turn
+    comes before the person's ("you can speak after critic and researcher")."""
+
+    def before(self, expected: str, got: str) -> str:
+        """Who speaks from ``expected`` (whose turn it is) until ``got`` may, in ``order``: ``critic and
+        researcher``; just ``expected``'s name when the order does not tell."""
+        first = self.agent(expected)
+        names = [self.agent(agent_id) for agent_id in self.order]
+        mine = self.who(got)
+        spots = [i for i, agent_id in enumerate(self.order) if self.who(agent_id) == mine]
+        if first not in names or len(spots) != 1:
+            return first
+        start, stop = names.index(first), spots[0]
+        count = (stop - start) % len(names)
+        speakers = [names[(start + i) % len(names)] for i in range(count)] or [first]
+        if len(speakers) == 1:
+            return speakers[0]
+        return ", ".join(speakers[:-1]) + " and " + speakers[-1]
 
     def agent(self, agent_id: str) -> str:
         """The agent's name, or the id cut to 8 digits and an ellipsis when unknown."""
@@ -60,7 +79,6 @@ class Namer:
         if self.me is not None and agent_id in (self.me, self.name_for(self.me)):
             return "you"  # the hub said the id, or the name it knows the person by
         return self.agent(agent_id)
-
 
     def channel(self, channel_id: str) -> str:
         """The channel's label, or ``channel 18ecd5ae…`` when it is not known."""
@@ -98,8 +116,8 @@ def _turn(namer: Namer, m: re.Match[str]) -> str:
     cid, expected, got = m.group("cid"), m.group("expected"), m.group("got")
     who = namer.agent(expected)
     if namer.who(got) == "you":
-        return f"{who}'s turn — you can speak after {who}"
-    return f"{who}'s turn in {namer.channel(cid)} — {namer.who(got)} can speak after {who}"
+        return f"{who}'s turn — you can speak after {namer.before(expected, got)}"
+    return f"{who}'s turn in {namer.channel(cid)} — {namer.who(got)} can speak after {namer.before(expected, got)}"
 
 
 def _consult_reply(namer: Namer, m: re.Match[str]) -> str:
@@ -223,6 +241,14 @@ def humanize(text: str, namer: Namer) -> str:
     return name_ids(text, namer.mapping(text))
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``count`` and ``word``, in the plural unless the count is one: ``1 identity``, ``7 identities``
+    (``many`` names a plural that is not ``word`` + ``s``)."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many if many is not None else word + 's'}"
+
+
 def labels_for(metadata: Mapping[str, Any]) -> dict[str, str]:
     """``{channel_id: label}`` for channel metadata (``ChannelMetadata`` values), labels unique in the set."""
     pairs = []
@@ -249,8 +275,22 @@ def app_labels(app: Any) -> dict[str, str]:
     return labels
 
 
-def namer_for(app: Any) -> Namer:
-    """A :class:`Namer` over what a workbench app knows (its ``source``); an app without one names nothing."""
+def _speaking_order(source: Any, channel_id: str | None) -> tuple[str, ...]:
+    """The participants of ``channel_id`` in speaking order when it is a round-robin discussion."""
+    metadata = getattr(source, "metadata", None)
+    md = metadata.get(channel_id) if isinstance(metadata, Mapping) and channel_id else None
+    manifest = getattr(md, "manifest", None)
+    if getattr(manifest, "type", None) != "discussion":
+        return ()
+    if (getattr(md, "knobs", None) or {}).get("ordering", "round_robin") != "round_robin":
+        return ()
+    people = sorted(getattr(md, "participants", []), key=lambda p: getattr(p, "order", 0))
+    return tuple(str(p.agent_id) for p in people)
+
+
+def namer_for(app: Any, channel_id: str | None = None) -> Namer:
+    """A :class:`Namer` over what a workbench app knows (its ``source``); an app without one names nothing.
+    With ``channel_id``, a round-robin discussion's speaking order too (whose turns come first)."""
     source = getattr(app, "source", None)
     if source is None:
         return Namer()
@@ -264,7 +304,8 @@ def namer_for(app: Any) -> Namer:
         name_for=name_for,
         labels=app_labels(app),
         me=me if isinstance(me, str) else None,
+        order=_speaking_order(source, channel_id),
     )
 
 
-__all__ = ["Namer", "app_labels", "humanize", "labels_for", "namer_for"]
+__all__ = ["Namer", "app_labels", "humanize", "labels_for", "namer_for", "plural"]

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from ag2net.cli_replay import answered_summary, divergence_summary, envelope_summary, turn_summary
+from tui.wording import plural
 
 WIDE = 100
 """From this many columns the two sides stand side by side."""
@@ -97,7 +98,7 @@ the turns, **Escape** goes back to the workbench.
         text = Text()
         text.append(self.label, style="bold")
         text.append(
-            f" forked after seq {self.at_seq} · {len(result.replayed)} envelopes vs {len(result.original)}\n"
+            f" forked after seq {self.at_seq} · {plural(len(result.replayed), 'envelope')} vs {len(result.original)}\n"
         )
         if self.overrides:
             text.append(

@@ -32,6 +32,7 @@ from ag2net.views import registered_views
 from ag2net.views.wal import WalLog
 from tui.filtering import FilterError, FilterSpec
 from tui.formatting import event_family, preview, short_type
+from tui.wording import plural
 
 PAGE = 50
 """Envelopes per page (with a filter: matching envelopes per page, over at most ``SPAN`` seqs)."""
@@ -299,7 +300,7 @@ class VisibilityMatrixScreen(ModalScreen[None]):
         parts = [
             f"seq {first}–{last} of {n}",
             f"page {self.page + 1}/{len(self.pages)}",
-            f"{len(self.shown)} rows",
+            plural(len(self.shown), "row"),
             f"{self.elapsed_ms:.0f} ms",
             "enter explains a cell",
         ]

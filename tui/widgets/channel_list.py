@@ -27,6 +27,7 @@ from ag2net.naming import ChannelRefError, channel_labels, resolve_channel_ref
 from tui.formatting import short_time
 from tui.models import ChannelRow
 from tui.widgets.quiet_label import QuietLabel
+from tui.wording import plural
 
 if TYPE_CHECKING:
     from typing import Self
@@ -35,6 +36,18 @@ if TYPE_CHECKING:
 ALL_KEY = "__all__"
 SORTS: tuple[str, ...] = ("activity", "type", "state", "envelopes")
 STATE_ORDER = {"active": 0, "pending": 1, "closed": 2, "expired": 3}
+SORT_MARKS: dict[str, tuple[str, str, str]] = {
+    # sort: (column key, the header of that column, the mark: ▲ ascending, ▼ descending)
+    "activity": ("state", "last", "▼"),
+    "type": ("channel", "channel", "▲"),
+    "state": ("state", "state", "▲"),
+    "envelopes": ("env", "env", "▼"),
+}
+HEADERS = {"channel": "channel", "state": "state", "env": "env"}
+STATE_WIDTH = 8
+"""The state column: a state (``pending``) over the last activity's time (``22:37:02``)."""
+MIN_CHANNEL_WIDTH = 20
+"""The channel column is never narrower than this (the table scrolls sideways in a narrower pane)."""
 FIGURES_INTERVAL = 1.0
 """Under a stream of envelopes, the table shows new counts and re-sorts at most this often (seconds):
 each repaint of the table also repaints most of the screen, as the dirty regions of one frame are
@@ -42,7 +55,37 @@ painted as their bounding box (the list at the left, the tail, the status bar at
 
 
 class ChannelTable(DataTable[Text]):
-    """The channels' table: figures that change on every batch are updated row by row."""
+    """The channels' table: figures that change on every batch are updated row by row.
+
+    Its keys are the ones that mean something on a table of rows: up/down, page up/down, Home/End (the
+    first and last row) and Enter; DataTable's column and sideways-scroll keys are hidden (``check_action``)
+    so that help and the footer list only these.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select channel", show=False, id="channels.select"),
+        Binding("up", "cursor_up", "Previous channel", show=False, id="channels.up"),
+        Binding("down", "cursor_down", "Next channel", show=False, id="channels.down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="channels.page_up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="channels.page_down"),
+        Binding("home", "first_row", "First row", show=False, id="channels.first"),
+        Binding("end", "last_row", "Last row", show=False, id="channels.last"),
+    ]
+    HIDDEN_ACTIONS = frozenset(
+        {
+            "cursor_left",
+            "cursor_right",
+            "scroll_home",
+            "scroll_end",
+            "scroll_top",
+            "scroll_bottom",
+            "page_left",
+            "page_right",
+            "scroll_left",
+            "scroll_right",
+        }
+    )
+    """DataTable's (and its scroll container's) actions that mean nothing here: one column of rows."""
 
     _rows_only = False
 
@@ -58,6 +101,26 @@ class ChannelTable(DataTable[Text]):
             return self  # update_rows repaints the rows it changed
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.HIDDEN_ACTIONS:
+            return False
+        return super().check_action(action, parameters)
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
+
+    def on_resize(self) -> None:
+        parent = self.parent
+        while parent is not None and not isinstance(parent, ChannelList):
+            parent = parent.parent
+        if isinstance(parent, ChannelList):
+            parent.refit()
+
     def update_rows(self, updates: dict[str, dict[str, Text]]) -> bool:
         """Set cells (``{row key: {column key: value}}``) and repaint only their rows (``update_cell``
         repaints the whole table). False, changing nothing, when a value is wider than its column."""
@@ -66,7 +129,7 @@ class ChannelTable(DataTable[Text]):
             for column_key, value in cells.items():
                 column = columns[column_key]
                 width = max(cell_len(line) for line in value.plain.split("\n"))
-                if column.auto_width and width > column.content_width:
+                if width > (column.content_width if column.auto_width else column.width):
                     return False
         self._rows_only = True
         try:
@@ -91,9 +154,11 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
 - **Enter** selects a channel: the WAL tail and the agent view follow it. The first row,
   *all channels*, shows everything again.
+- **Home** / **End** go to the first / last row.
 - Type in the filter box (**ctrl+f**) to narrow by type, state, participant, label
-  (`discussion·7d80`, or `discussion.7d80`) or id; **Escape** leaves it. **o** cycles the sort
-  (activity, type, state, envelopes).
+  (`discussion·7d80`, or `discussion.7d80`, in any case) or id; **Escape** clears the filter.
+  **o** cycles the sort (activity, type, state, envelopes); the header marks the sorted column
+  (▲ ascending, ▼ descending).
 - **ctrl+o** opens a new channel, **ctrl+w** closes the selected one (from the command palette too).
 """
 
@@ -102,10 +167,10 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         Binding("ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels"),
         Binding(
             "escape",
-            "leave_filter",
-            "Leave filter",
-            id="channels.leave_filter",
-            tooltip="Back to the channel table (the filter stays)",
+            "clear_filter",
+            "Clear filter",
+            id="channels.clear_filter",
+            tooltip="Clear the channel filter and go back to the table",
         ),
     ]
 
@@ -144,14 +209,14 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         self._figures_shown = -FIGURES_INTERVAL
         self._figures_due = False
         self._figures_asked = 0.0
+        self._fitted_width: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter channels… (ctrl+f)", compact=True, id="channels-filter")
         yield QuietLabel("", id="channels-filter-status", classes="-empty")
         table = ChannelTable(cursor_type="row", zebra_stripes=True, id="channels-table")
-        table.add_column("channel", key="channel")
-        table.add_column("state", key="state")
-        table.add_column("env", key="env")
+        for key in HEADERS:
+            table.add_column(self._header(key), key=key)
         yield table
 
     @property
@@ -177,6 +242,10 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         """The channel's label in this list (unique among the channels listed)."""
         row = self._rows.get(channel_id)
         return self._labels.get(channel_id) or (row.label if row is not None else channel_id)
+
+    @property
+    def filter_input(self) -> Input:
+        return self.query_one("#channels-filter", Input)
 
     @property
     def filter_query(self) -> str:
@@ -295,18 +364,34 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     def action_focus_filter(self) -> None:
         self.query_one("#channels-filter", Input).focus()
 
-    def action_leave_filter(self) -> None:
+    def action_clear_filter(self) -> None:
+        """Escape in the filter box or on a filtered table: every channel shows again, the table has the keys."""
+        box = self.query_one("#channels-filter", Input)
+        if box.value:
+            box.value = ""
+            self._rebuild()
         self.table.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "leave_filter":
-            # Escape means something only inside the filter box; elsewhere it falls through
-            return self.query_one("#channels-filter", Input).has_focus
+        if action == "clear_filter":
+            # Escape means something only in the filter box or while a filter hides channels; elsewhere
+            # it falls through
+            box = self.query_one("#channels-filter", Input)
+            return box.has_focus or bool(box.value)
         return True
 
     def watch_sort_by(self) -> None:
         if self.is_mounted:
             self._rebuild()
+
+    def sort_header(self) -> tuple[str, str]:
+        """The column the sort marks and its header (``("env", "env ▼")``)."""
+        column = SORT_MARKS[self.sort_by][0]
+        return column, self._header(column)
+
+    def _header(self, column: str) -> str:
+        key, name, mark = SORT_MARKS[self.sort_by]
+        return f"{name} {mark}" if key == column else HEADERS[column]
 
     @on(Input.Changed, "#channels-filter")
     def _filter_changed(self) -> None:
@@ -384,7 +469,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         shown = self._sorted()
         query = self.filter_query
         total = sum(r.count for r in shown)
-        count = f"{len(shown)} of {len(self._rows)} channels" if query else f"{len(self._rows)} channels"
+        every = plural(len(self._rows), "channel")
+        count = f"{len(shown)} of {every}" if query else every
         table.add_row(
             Text.assemble(("all channels", "bold"), "\n", (count, "dim")),
             Text(""),
@@ -398,20 +484,50 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         elif not shown:
             message = f"no channel matches {query!r} · esc leaves the filter"
         else:
-            message = f"filtered by {query!r}: {len(shown)} of {len(self._rows)} channels"
+            message = f"filtered by {query!r}: {len(shown)} of {every}"
         status.show(message)
         status.set_class(not message, "-empty")
+        width = self._fit_columns(total, len(shown))
         for row in shown:
             who = ", ".join(row.participants)
             label = Text(
                 self._labels.get(row.channel_id, row.label), style="bold" if row.state == "active" else ""
             )
             label.append("\n")
-            label.append(who if len(who) <= 20 else who[:19] + "…", style="dim")
+            label.append(who if len(who) <= width else who[: width - 1] + "…", style="dim")
             state, count = self._figures(row)
             table.add_row(label, state, count, key=row.channel_id, height=2)
         if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:
             table.move_cursor(row=table.get_row_index(cursor_key), animate=False)
+
+    def refit(self) -> None:
+        """The table's width changed: the channel column takes what the others leave."""
+        if self.is_mounted and self.table.size.width != self._fitted_width:
+            self._rebuild()
+
+    def _fit_columns(self, total: int, rows: int) -> int:
+        """Set the columns' headers and widths for ``rows`` channels counting ``total`` envelopes: state
+        and env as wide as their contents, the channel column the rest of the table's width (never less
+        than ``MIN_CHANNEL_WIDTH``). Returns the channel column's width."""
+        table = self.table
+        self._fitted_width = table.size.width
+        counts = [total, *(r.count for r in self._rows.values())]
+        widths = {
+            "state": max(STATE_WIDTH, cell_len(self._header("state"))),
+            "env": max(max(len(str(n)) for n in counts), cell_len(self._header("env"))),
+        }
+        padding = 2 * table.cell_padding * len(HEADERS)
+        height = 1 + 2 * (rows + 1)  # the header, then two lines a row (with *all channels*)
+        scrollbar = table.styles.scrollbar_size_vertical if height > table.size.height else 0
+        room = table.size.width - scrollbar - padding - widths["state"] - widths["env"]
+        widths["channel"] = max(MIN_CHANNEL_WIDTH, room)
+        for key, column in table.columns.items():
+            name = str(key.value)
+            column.label = Text(self._header(name))
+            column.auto_width = False
+            column.width = widths[name]
+        table.refresh(layout=True)
+        return widths["channel"]
 
 
 __all__ = ["ChannelList", "ChannelRow"]

@@ -108,6 +108,9 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.suggester = MentionSuggester()
         self.history: list[str] = []
         self._history_index: int | None = None
+        """Where up/down stand in ``history`` (None: at the line being typed, below the newest)."""
+        self._recalled: str | None = None
+        """The line up/down put in the input; any other change starts the walk again from the newest."""
         self.sending = False
 
     def compose(self) -> ComposeResult:
@@ -137,6 +140,8 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
         self.channel_id = channel_id
         self.channel_label = label
         self.suggester.names = list(names)
+        self._history_index = None
+        self._recalled = None
         self.query_one("#chat-prompt", Label).update(f"{label} ›" if channel_id else "no channel ›")
         self.input.placeholder = (
             f"message {label} · @name to address someone"
@@ -150,18 +155,23 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
 
         A hub refusal is reworded with names (``critic's turn — you can speak after critic``)."""
         if reason:
-            reason = humanize(reason, namer_for(self.app))
+            reason = humanize(reason, namer_for(self.app, self.channel_id))
         label = self.query_one("#chat-reason", Label)
         label.update(reason)
         label.set_class(not reason, "-empty")
         self.sending = False
 
-    def sent(self, text: str) -> None:
-        """The hub admitted ``text``: remember it and clear the input."""
-        self.sending = False
+    def remember(self, text: str) -> None:
+        """``text`` is the newest line of the history (sent, or refused and kept in the input)."""
         if not self.history or self.history[-1] != text:
             self.history.append(text)
         self._history_index = None
+        self._recalled = None
+
+    def sent(self, text: str) -> None:
+        """The hub admitted ``text``: remember it and clear the input."""
+        self.sending = False
+        self.remember(text)
         if self.input.value.strip() == text.strip():
             self.input.value = ""
         self.show_reason("")
@@ -184,12 +194,17 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
             self.show_reason(f"'{unknown[0]}' is not a participant of {self.channel_label}; check the name.")
             return
         self.sending = True
+        self.remember(text)  # the newest line, even if the hub refuses it
         self.post_message(self.Submitted(self, self.channel_id, text, audience, body))
 
     @on(Input.Changed, "#chat-text")
     def _changed(self) -> None:
         if self.reason and not self.sending:
             self.show_reason("")
+        if self._recalled is not None and self.input.value != self._recalled:
+            # edited: the next up starts again from the newest line
+            self._history_index = None
+            self._recalled = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "accept_completion":
@@ -219,14 +234,18 @@ Type and press **Enter** to post an `ag2.msg.text` into the selected channel as 
             if step > 0:
                 return
             self._history_index = len(self.history) - 1
+            if self.history[-1] == self.input.value.strip() and len(self.history) > 1:
+                self._history_index -= 1  # the refused line still in the input: up gives the one before
         else:
             self._history_index += step
         if self._history_index >= len(self.history):
             self._history_index = None
+            self._recalled = None
             self.input.value = ""
             return
         self._history_index = max(0, self._history_index)
-        self.input.value = self.history[self._history_index]
+        self._recalled = self.history[self._history_index]
+        self.input.value = self._recalled
         self.input.cursor_position = len(self.input.value)
 
 

@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 
 from ag2net.skills import parse_skill_frontmatter
 from tui.models import PeerInfo
+from tui.wording import plural
 
 
 def _cell(value: Any) -> str:
@@ -276,7 +277,8 @@ Every registered agent and human with its skill card.
         online = sum(1 for p in self._peers if p.online)
         presence = f" · {online} online" if any(p.online is not None for p in self._peers) else ""
         self.query_one("#peers-count", Label).update(
-            (f"{len(self._shown)} of {total} peers" if query.strip() else f"{total} peers") + presence
+            (f"{len(self._shown)} of {plural(total, 'peer')}" if query.strip() else plural(total, "peer"))
+            + presence
         )
         if not self._shown:
             self.card.peer = None
