@@ -4,7 +4,7 @@ A channel's label is its type and the tail of its id (ids start with a time pref
 opened together share their first digits; the last 16 hex digits are random): ``discussion·7d80``.
 Four digits are used unless two channels of a set share them, then as many as tell them apart.
 :func:`resolve_channel_ref` takes a label back (also typed with ``.``, ``:``, ``-`` or ``/`` for
-``·``), a bare tail, a full id or an id prefix.
+``·``, in any case: ``Discussion·7D80``), a bare tail, a full id or an id prefix.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def resolve_channel_ref(ref: str, channels: Iterable[tuple[str, str]]) -> str:
     """The channel id ``ref`` names among ``(channel_type, channel_id)`` pairs.
 
     Accepted: a full id, a unique id prefix, a label (``discussion·7d80``, or with ``.``, ``:``,
-    ``-``, ``/`` instead of ``·``), or a bare tail (``7d80``). Raises :class:`ChannelRefError` with one
+    ``-``, ``/`` instead of ``·``), or a bare tail (``7d80``), in any letter case (``Discussion·7D80``; a type
+    written exactly as it is wins over one that differs only in case). Raises :class:`ChannelRefError` with one
     sentence naming the reference and the fix when nothing or more than one channel matches.
     """
     pairs = list(dict.fromkeys(channels))
@@ -69,10 +70,16 @@ def resolve_channel_ref(ref: str, channels: Iterable[tuple[str, str]]) -> str:
     by_id = {cid: t for t, cid in pairs}
     if text in by_id:
         return text
+    by_lower = {cid.lower(): cid for cid in by_id}
+    if text.lower() in by_lower:
+        return by_lower[text.lower()]
     kind, tail = _split_ref(text)
     tail_lower = tail.lower()
     if kind is not None:
-        matches = [cid for t, cid in pairs if t == kind and cid.endswith(tail_lower)]
+        matches = [cid for t, cid in pairs if t == kind and cid.lower().endswith(tail_lower)]
+        if not matches:
+            folded = kind.casefold()
+            matches = [cid for t, cid in pairs if t.casefold() == folded and cid.lower().endswith(tail_lower)]
     else:
         matches = [cid for t, cid in pairs if cid.endswith(tail_lower)]
         if not matches:
