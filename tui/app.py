@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.events import Event, Key, MouseDown, MouseScrollDown, MouseScrollUp, Resize
+from textual.events import DeliveryFailed, Event, Key, MouseDown, MouseScrollDown, MouseScrollUp, Resize
 from textual.notifications import SeverityLevel
 from textual.widget import Widget
 from textual.widgets import (
@@ -61,14 +61,14 @@ from tui.screens.fork import ForkForm
 from tui.screens.jump import JumpOverlay
 from tui.screens.open_channel import OpenChannelForm
 from tui.screens.replay_compare import ReplayCompare
-from tui.settings import Settings, check_keymap, keymap_conflicts
+from tui.settings import Settings, check_keymap, keymap_conflicts, screenshot_directory, screenshot_failure
 from tui.source import HubSource
 from tui.widgets.channel_list import ChannelList, ChannelTable
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.fitted_footer import FittedFooter
-from tui.widgets.keys_panel import BindingIdsPanel
+from tui.widgets.keys_panel import BindingIdsPanel, ScrollingHelpPanel
 from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
@@ -1003,7 +1003,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             self.action_hide_help_panel()
         else:
             self.screen.query(KeyPanel).remove()
-            self.action_show_help_panel()
+            self.screen.mount(ScrollingHelpPanel())  # scrolls as one page instead of cutting the text
 
     def action_toggle_keys(self) -> None:
         existing = self.screen.query(KeyPanel).filter(".-keys-only")
@@ -1012,6 +1012,21 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         else:
             self.screen.query(HelpPanel).remove()
             self.screen.mount(BindingIdsPanel(classes="-keys-only"))  # with the ids [keys] remaps
+
+    # ------------------------------------------------------------------ screenshot
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of the screen in ``~/Downloads``, the pictures folder or the current directory
+        (whichever exists first); the toast says where, or why it could not."""
+        self._screenshot_folder = Path(path) if path else screenshot_directory()
+        self.deliver_screenshot(filename, str(self._screenshot_folder))
+
+    @on(DeliveryFailed)
+    def _screenshot_failed(self, event: DeliveryFailed) -> None:
+        if event.name == "screenshot":
+            event.prevent_default()  # instead of Textual's "Failed to save screenshot", which says no why
+            folder = getattr(self, "_screenshot_folder", None) or screenshot_directory()
+            self.notify(screenshot_failure(folder, event.exception), title="Screenshot", severity="error")
 
     # ------------------------------------------------------------------ palette
 

@@ -45,6 +45,27 @@ def default_database_path() -> Path:
     return _xdg("XDG_DATA_HOME", ".local/share") / "ag2net" / "workbench.db"
 
 
+def screenshot_directory() -> Path:
+    """Where the workbench's screenshot (ctrl+p, "Save screenshot") goes: ``~/Downloads`` when it exists,
+    else the XDG pictures folder (``$XDG_PICTURES_DIR`` or ``~/Pictures``) when it exists, else the
+    current directory. Never a folder that is not there (Textual's default fails without ``~/Downloads``)."""
+    pictures = os.environ.get("XDG_PICTURES_DIR")
+    for folder in (
+        Path.home() / "Downloads",
+        Path(pictures).expanduser() if pictures else None,
+        Path.home() / "Pictures",
+    ):
+        if folder is not None and folder.is_dir():
+            return folder
+    return Path.cwd()
+
+
+def screenshot_failure(folder: Path, error: BaseException) -> str:
+    """One sentence saying why a screenshot was not saved in ``folder`` and what to do."""
+    reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    return f"the screenshot was not saved in {folder} ({reason}); make the folder writable or start the workbench elsewhere"
+
+
 class Settings(BaseModel):
     """Everything the workbench reads from its settings file."""
 
@@ -183,4 +204,6 @@ __all__ = [
     "default_database_path",
     "keymap_conflicts",
     "load_settings",
+    "screenshot_directory",
+    "screenshot_failure",
 ]

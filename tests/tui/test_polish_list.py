@@ -7,7 +7,7 @@ import io
 
 import pytest
 from rich.console import Console
-from textual.widgets import Footer
+from textual.widgets import Footer, HelpPanel
 from textual.widgets._footer import FooterKey
 from tui_network import close, small_network, until
 
@@ -236,3 +236,113 @@ async def test_chat_history_first_up_gives_the_newest_line(network) -> None:
         await pilot.pause()
         await pilot.press("up")
         assert app.chat.input.value == "third line"
+
+
+async def test_a_screenshot_without_downloads_saves_in_the_current_directory_and_says_so(
+    network, tmp_path, monkeypatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_PICTURES_DIR", raising=False)
+    monkeypatch.chdir(here)
+    app = await started(network)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(lambda: app.ready)
+        app.action_screenshot()
+        await until(lambda: any(n.title == "Screenshot" for n in app._notifications))
+        await pilot.pause()
+        saved = list(here.glob("*.svg"))
+        assert len(saved) == 1, list(here.iterdir())
+        said = [n.message for n in app._notifications if n.title == "Screenshot"]
+        assert str(saved[0]) in said[0], said
+        assert not (home / "Downloads").exists()
+
+
+async def test_a_screenshot_that_cannot_be_written_says_why(network, tmp_path) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(lambda: app.ready)
+        missing = tmp_path / "gone"
+        app.action_screenshot(path=str(missing))
+        await until(lambda: any(n.title == "Screenshot" for n in app._notifications))
+        await pilot.pause()
+        said = [n.message for n in app._notifications if n.title == "Screenshot"]
+        assert len(said) == 1 and str(missing) in said[0] and "No such file" in said[0], said
+
+
+async def test_f1_help_scrolls_to_its_last_line_at_80x24(network) -> None:
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.press("1")
+        await pilot.press("f1")
+        for _ in range(3):
+            await pilot.pause()
+        panel = app.screen.query_one(HelpPanel)
+        text = screen_text(app)
+        assert "Every channel the hub" in text
+        assert "ctrl+w" not in text.replace("**", "")  # the help's last line is below the fold
+        assert panel.max_scroll_y > 0
+        markdown = panel.query_one("#widget-help")
+        bottom = markdown.virtual_region_with_margin.bottom
+        panel.scroll_to(y=bottom - panel.scrollable_content_region.height, animate=False)
+        for _ in range(3):
+            await pilot.pause()
+        text = " ".join(line.split("▏")[-1].strip() for line in screen_text(app).splitlines())
+        assert "closes the selected one" in text, text
+
+
+async def test_counts_of_one_are_singular() -> None:
+    from ag2net import Hub, HubClient, Passport
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    hc = HubClient.local(hub)
+    human = await hc.register_human(Passport(name="ana", kind="human"))
+    app = await build_app(hc, human, Settings())
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready and bool(app.status.health) and bool(app.peers.peers))
+            await pilot.pause()
+            assert app.status.health == "0 active · 1 identity"
+            assert str(app.peers.query_one("#peers-count").render()).startswith("1 peer")
+    finally:
+        await hc.close()
+        await hub.close()
+
+
+def contrast(a, b) -> float:
+    """The WCAG contrast ratio of two rich colours."""
+
+    def luminance(color) -> float:
+        def channel(value: int) -> float:
+            c = value / 255
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b_ = color.get_truecolor()
+        return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b_)
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+async def test_composer_preview_json_is_legible_on_a_light_theme(network) -> None:
+    from textual.widgets import TextArea
+
+    app = await started(network, Settings(theme="textual-light"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(lambda: app.ready)
+        app.channel_list.select(network.conversation)
+        await pilot.pause()
+        await pilot.press("ctrl+e")
+        await until(lambda: bool(app.screen.query("#composer-preview")))
+        await pilot.pause()
+        area = app.screen.query_one("#composer-preview", TextArea)
+        theme = area._theme
+        background = theme.base_style.bgcolor
+        for name in ("punctuation.delimiter", "punctuation.bracket", "number", "json.null", "string"):
+            style = theme.syntax_styles.get(name)
+            if style is not None and style.color is not None:
+                assert contrast(style.color, background) >= 3.0, (name, style, background)

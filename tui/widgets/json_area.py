@@ -53,9 +53,22 @@ def _json_language() -> Any:
     return _language
 
 
+class JsonTextArea(TextArea):
+    """A ``TextArea`` whose syntax colours follow the app's theme: Textual's default (``css``) colours JSON
+    as on a dark background whatever the theme, so on a light theme punctuation, numbers and ``null``
+    are pale grey on white; a light theme gets ``github_light``."""
+
+    def on_mount(self) -> None:
+        self._follow_theme()
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._follow_theme())
+
+    def _follow_theme(self) -> None:
+        self.theme = "css" if self.app.current_theme.dark else "github_light"
+
+
 def json_text_area(text: str = "", **kwargs: Any) -> TextArea:
     """A ``TextArea`` highlighting JSON (plain text when tree-sitter is not installed)."""
-    area = TextArea(text, **kwargs)
+    area = JsonTextArea(text, **kwargs)
     language = _json_language()
     if language is not None:
         area.register_language("json", language, JSON_HIGHLIGHTS)
@@ -63,4 +76,4 @@ def json_text_area(text: str = "", **kwargs: Any) -> TextArea:
     return area
 
 
-__all__ = ["json_text_area"]
+__all__ = ["JsonTextArea", "json_text_area"]

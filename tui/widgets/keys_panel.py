@@ -1,4 +1,5 @@
-"""The keys panel (``?``): every key that applies where the focus is, with its binding id.
+"""The help panels: F1's help for the focused pane, scrolling as one page, and the keys panel (``?``):
+every key that applies where the focus is, with its binding id.
 
 The id is what ``[keys]`` in the settings file remaps (``"tail.follow" = "F"``); a key without an id
 cannot be remapped and shows none.
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import KeyPanel, Static
+from textual.widgets import HelpPanel, KeyPanel, Static
 
 
 class BindingIdsTable(Static):
@@ -24,7 +25,7 @@ class BindingIdsTable(Static):
     def render(self) -> Table:
         table = Table.grid(padding=(0, 1))
         table.add_column(justify="right", style="bold")
-        table.add_column()
+        table.add_column(overflow="fold")
         seen: set[tuple[int, str]] = set()
         last_group: object = None
         for node, binding, enabled, tooltip in self.screen.active_bindings.values():
@@ -56,5 +57,24 @@ class BindingIdsTable(Static):
 class BindingIdsPanel(KeyPanel):
     """``?``: the keys that apply here and the id of each, so that a user can remap it in ``[keys]``."""
 
+    DEFAULT_CSS = """
+    BindingIdsPanel { min-width: 38; }
+    """
+
     def compose(self) -> ComposeResult:
         yield BindingIdsTable(shrink=True, expand=False)
+
+
+class ScrollingHelpPanel(HelpPanel):
+    """F1: the focused pane's help and its keys as one page that scrolls (the mouse wheel, the scrollbar),
+    never cut: Textual's panel gives the text at most half its height and clips the rest, which at 80x24
+    leaves a pane's help at its first sentence."""
+
+    DEFAULT_CSS = """
+    ScrollingHelpPanel {
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
+        & #widget-help { max-height: initial; height: auto; }
+        & KeyPanel#keys-help { height: auto; overflow-y: hidden; }
+    }
+    """
