@@ -88,6 +88,8 @@ KNOWN_WINDOWS: dict[str, int] = {
     "llama3.2": 131_072,
     "llama-3.3": 131_072,
     "llama3.3": 131_072,
+    # ag2net's own demo: its scripted agents stand in for a small model, so the budget bar has a window
+    "ag2net-demo": 8_192,
 }
 """Published context windows (tokens) by model name; the longest matching name wins."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ag2net.adapters import AgentTarget, FromSpeaker, TerminateTarget, Transition, TransitionGraph
 from ag2net.agent import Agent, ModelError, ScriptedModel
+from ag2net.agent.budget import model_name_of
 from ag2net.agent.tool import CHANNEL_DEP, Tool
 from ag2net.client.agent_client import AgentClient
 from ag2net.client.handler import default_handler, run_turn
@@ -287,6 +288,19 @@ async def _coder_handler(demo: DemoNetwork, coder: AgentClient, envelope: Envelo
     await default_handler(envelope, coder)
 
 
+DEMO_MODEL = "ag2net-demo"
+"""The model name on the scripted demo agents' passports: a name with a known context window
+(``ag2net.agent.budget.KNOWN_WINDOWS``, 8,192 tokens), so the workbench's budget bar shows a fraction."""
+
+
+def passport_model(model: Any) -> str:
+    """The model name a demo agent's passport carries: :data:`DEMO_MODEL` for a scripted brain, the real
+    model's own name (``gpt-4o-mini``) otherwise."""
+    if isinstance(model, ScriptedModel):
+        return DEMO_MODEL
+    return model_name_of(model) or DEMO_MODEL
+
+
 async def _register(
     hc: HubClient,
     role: Role,
@@ -311,7 +325,7 @@ async def _register(
         return await hc.attach(agent, role.name)
     return await hc.register(
         agent,
-        Passport(name=role.name, provider="ag2net-demo", model="scripted", cost=role.cost),
+        Passport(name=role.name, provider="ag2net-demo", model=passport_model(model), cost=role.cost),
         Resume(
             claimed_capabilities=list(role.capabilities), domains=list(role.domains), summary=role.summary
         ),
@@ -372,4 +386,12 @@ async def start_demo(
     return demo
 
 
-__all__ = ["CONVERSATION_TURNS", "WRAP_UP_GRACE", "DemoNetwork", "ModelFactory", "ToolCallTap", "start_demo"]
+__all__ = [
+    "CONVERSATION_TURNS",
+    "DEMO_MODEL",
+    "WRAP_UP_GRACE",
+    "DemoNetwork",
+    "ModelFactory",
+    "ToolCallTap",
+    "start_demo",
+]

@@ -57,14 +57,14 @@ async def network():
 
 
 async def test_a_demo_turn_shows_its_budget_with_the_right_figures() -> None:
-    set_context_window("scripted", 128_000)  # the demo's passports name the model "scripted"
+    set_context_window("ag2net-demo", 128_000)  # the demo's passports name the model "ag2net-demo"
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     hc = HubClient.local(hub)
     human = await hc.register_human(Passport(name="ana", kind="human"))
     demo = await start_demo(hc)
     try:
         planner = await hc.get_agent("planner")
-        assert planner.agent_id and planner.model == "scripted"
+        assert planner.agent_id and planner.model == "ag2net-demo"
         turns: list[Any] = []
         for _ in range(500):
             turns = await hc.list_turns(agent_id=planner.agent_id, limit=1)
@@ -90,8 +90,10 @@ async def test_a_demo_turn_shows_its_budget_with_the_right_figures() -> None:
             )
             data = view.data
             assert data is not None and data.turn is not None
-            expected = turn_budget(data.turn, model="scripted", agents=["planner"])
-            assert expected.window == ContextWindow(128_000, "configured for model scripted", "scripted")
+            expected = turn_budget(data.turn, model="ag2net-demo", agents=["planner"])
+            assert expected.window == ContextWindow(
+                128_000, "configured for model ag2net-demo", "ag2net-demo"
+            )
             assert view.shown_turn_budget == expected
             assert expected.input > 0 and expected.history > 0 and expected.system > 0
             view.query_one("#pv-tabs", TabbedContent).active = "pv-tab-turn"
@@ -104,7 +106,7 @@ async def test_a_demo_turn_shows_its_budget_with_the_right_figures() -> None:
             assert "⚠" not in text
             # the projection now (the next turn) has its own bar above the tabs
             top = shown(view, "#pv-budget", 120)
-            now = turn_budget(data.preview, model="scripted")
+            now = turn_budget(data.preview, model="ag2net-demo")
             assert view.budget == now and "next turn" in top
             assert f"{compact(now.total)} / 128k tokens (estimate)" in top
     finally:
