@@ -98,6 +98,16 @@ PAGE = """<!DOCTYPE html>
       const terminal = document.getElementById("terminal");
       terminal.dataset.sessionWebsocketUrl =
         (location.protocol === "https:" ? "wss://" : "ws://") + location.host + terminal.dataset.wsPath;
+      // keys go to the workbench from the start: the terminal's input has the focus once it exists
+      // (textual.js makes it on load), without a click first
+      window.addEventListener("load", () => {{
+        const focusTerminal = (tries) => {{
+          const input = terminal.querySelector(".xterm-helper-textarea");
+          if (input) input.focus();
+          else if (tries > 0) setTimeout(() => focusTerminal(tries - 1), 50);
+        }};
+        focusTerminal(100);
+      }});
     </script>
   </body>
 </html>
