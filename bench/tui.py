@@ -16,7 +16,12 @@ Prints one JSON line per figure:
   the app (as the terminal driver delivers it) to the next refreshed frame after the tail's cursor moved
   (median and p95 over 60 presses), and this process's CPU time over each press (median and p95: far
   below the wall time means the press waited for another process on the core).
-Usage: python bench/tui.py [--n 100000] [--skip-db]
+- ``first_rows_from_command``: what a person waits for. ``ag2net tui --memory --demo`` (and, without
+  ``--skip-db``, ``ag2net tui --db`` on the 100,000-envelope database) run as a subprocess under a
+  pseudo-terminal of 120x36; seconds from the exec to the first frame (the title on screen) and to the
+  first tail rows on screen (an event type of a row written to the terminal), median and max of 3 runs.
+  Everything counts: the interpreter, importing ``tui.app``, opening the hub, the demo's first post.
+Usage: python bench/tui.py [--n 100000] [--skip-db] [--only jump|command]
 """
 
 from __future__ import annotations
@@ -29,9 +34,19 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import json
+import os
+import pty
+import re
+import select
+import signal
 import statistics
+import struct
+import subprocess
 import tempfile
+import termios
 import time
 import tracemalloc
 from pathlib import Path
@@ -233,6 +248,101 @@ async def first_paint(path: Path) -> dict[str, float]:
     }
 
 
+_ANSI = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[()][A-Za-z0-9]|[=>78DEHMNOPZc])"
+)
+_TITLE = b"ag2net workbench"
+_TAIL_ROW = re.compile(rb"channel\.invite|channel\.opened|msg\.text")
+
+
+def command_first_rows(argv: list[str], home: Path, timeout: float = 60.0) -> dict[str, float]:
+    """Run ``argv`` under a 120x36 pseudo-terminal; seconds from the exec to the title and to the first
+    tail row on screen (what the terminal was sent, escape sequences removed). The process is ended after."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "COLUMNS": "120",
+        "LINES": "36",
+        "HOME": str(home),  # nothing of the person's: no config, no per-user database, no screenshots
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+    }
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    title = rows = None
+    try:
+        while rows is None:
+            left = timeout - (time.perf_counter() - start)
+            if left <= 0:
+                raise TimeoutError(f"{' '.join(argv)} showed no tail row in {timeout:.0f} s: {seen[-300:]!r}")
+            ready, _, _ = select.select([master], [], [], min(left, 0.5))
+            if not ready:
+                if child.poll() is not None:
+                    raise RuntimeError(f"{' '.join(argv)} exited {child.returncode}: {seen[-300:]!r}")
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                raise RuntimeError(f"{' '.join(argv)} exited {child.poll()}: {seen[-300:]!r}") from None
+            now = time.perf_counter()
+            seen = (seen + _ANSI.sub(b"", chunk))[-20000:]
+            if title is None and _TITLE in seen:
+                title = now - start
+            if title is not None and _TAIL_ROW.search(seen):
+                rows = now - start
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGTERM)
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        os.close(master)
+    return {"first_frame_seconds": title or rows, "first_rows_seconds": rows}
+
+
+def first_rows_figure(label: str, argv: list[str], runs: int = 3) -> None:
+    """Emit ``first_rows_from_command`` for ``argv``: median and max of ``runs`` cold starts."""
+    frames, rows = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            got = command_first_rows(argv, Path(tmp))
+        frames.append(got["first_frame_seconds"])
+        rows.append(got["first_rows_seconds"])
+    emit(
+        bench="first_rows_from_command",
+        command=label,
+        first_frame_median_s=round(statistics.median(frames), 2),
+        first_frame_max_s=round(max(frames), 2),
+        first_rows_median_s=round(statistics.median(rows), 2),
+        first_rows_max_s=round(max(rows), 2),
+        runs=runs,
+    )
+
+
+def import_seconds() -> float:
+    """Seconds a fresh interpreter takes to import ``tui.app`` (part of every start-up above)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import tui.app"], check=True)
+    return time.perf_counter() - start
+
+
+def command_figures(db: Path | None) -> None:
+    ag2net = str(Path(sys.executable).with_name("ag2net"))
+    emit(bench="import_tui_app", seconds=round(import_seconds(), 2))
+    first_rows_figure("ag2net tui --memory --demo", [ag2net, "tui", "--memory", "--demo"])
+    if db is not None:
+        first_rows_figure(
+            "ag2net tui --db DB --as ana (100,000 envelopes)", [ag2net, "tui", "--db", str(db), "--as", "ana"]
+        )
+
+
 async def next_frame(app: App) -> None:
     """Wait until the screen has been refreshed (the next frame after now)."""
     done = asyncio.get_running_loop().create_future()
@@ -336,10 +446,18 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--skip-db", action="store_true", help="skip the 100k database (slow to build)")
-    parser.add_argument("--only", choices=["jump"], help="run one figure only")
+    parser.add_argument("--only", choices=["jump", "command"], help="run one figure only")
     args = parser.parse_args()
     if args.only == "jump":
         await jump_figure(args.n)
+        return
+    if args.only == "command":
+        if args.skip_db:
+            command_figures(None)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            await build_database(Path(tmp) / "bench.db", args.n)
+            command_figures(Path(tmp) / "bench.db")
         return
     timed = await append_run(args.n, trace=False)
     traced = await append_run(args.n, trace=True)
@@ -368,6 +486,9 @@ async def main() -> None:
                 rows_first_page=paint["rows_first_page"],
                 budget_seconds=1.5,
             )
+            command_figures(path)
+    else:
+        command_figures(None)
     await jump_figure(args.n)
     latency = await key_latency()
     emit(
