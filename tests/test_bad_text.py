@@ -17,7 +17,7 @@ from ag2net import Envelope, HubClient, Passport, ProtocolError, Resume
 from ag2net.hub import Hub
 from ag2net.server import serve_ws
 from ag2net.store import MemoryStore, SqliteStore, StoreError
-from ag2net.store.sqlite import _APPEND
+from ag2net.store.sql import APPEND as _APPEND
 
 LONE = "\ud800"
 

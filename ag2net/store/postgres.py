@@ -47,22 +47,27 @@ Every error is a StoreError of one sentence that names the URL without its passw
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from ag2net.ids import utc_now
-from ag2net.store.base import (
-    StoreError,
-    check_text,
-    duplicate_envelope,
-    encode,
-    optional_text,
-    record_key,
-    slice_seqs,
+from ag2net.store.base import StoreError, check_text, duplicate_envelope
+from ag2net.store.sql import (
+    APPEND,
+    APPENDS,
+    AUDIT,
+    DELETE_AGENT,
+    KNOWLEDGE,
+    READ_RANGE,
+    UPSERT_SQL,
+    Op,
+    SqlStore,
+    numbered,
+    resolve,
+    runs,
 )
 
 SCHEMES = ("postgresql", "postgres")
@@ -226,29 +231,9 @@ def schema_version() -> int:
     return len(UPGRADES)
 
 
-# --- the writer's operations ---
+# --- the writer's statements ---
 
-_APPEND, _AGENT, _DELETE_AGENT, _CHANNEL, _AUDIT, _TASK, _CURSOR, _KNOWLEDGE, _TURN, _META, _BARRIER = range(
-    11
-)
-_APPEND_GROUP = 11
-
-_UPSERT_SQL = {
-    _AGENT: "INSERT INTO agents (agent_id, name, kind, record) VALUES ($1, $2, $3, $4) "
-    "ON CONFLICT (agent_id) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
-    "record = excluded.record",
-    _CHANNEL: "INSERT INTO channels (channel_id, metadata) VALUES ($1, $2) "
-    "ON CONFLICT (channel_id) DO UPDATE SET metadata = excluded.metadata",
-    _TASK: "INSERT INTO tasks (task_id, record) VALUES ($1, $2) "
-    "ON CONFLICT (task_id) DO UPDATE SET record = excluded.record",
-    _CURSOR: "INSERT INTO cursors (agent_id, channel_id, envelope_id) VALUES ($1, $2, $3) "
-    "ON CONFLICT (agent_id, channel_id) DO UPDATE SET envelope_id = excluded.envelope_id",
-    _TURN: "INSERT INTO turns (turn_id, channel_id, agent_id, trigger_envelope_id, record) "
-    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (turn_id) DO UPDATE SET channel_id = excluded.channel_id, "
-    "agent_id = excluded.agent_id, trigger_envelope_id = excluded.trigger_envelope_id, "
-    "record = excluded.record",
-    _META: "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-}
+_UPSERT_SQL = {kind: numbered(sql) for kind, sql in UPSERT_SQL.items()}
 
 # One statement per run of appends: each channel's head read once (the primary key's last entry), the
 # rows numbered from it in call order.
@@ -292,9 +277,7 @@ WITH RECURSIVE heads (channel_id) AS (
 SELECT channel_id, (SELECT MAX(seq) FROM wal WHERE wal.channel_id = heads.channel_id)
 FROM heads WHERE channel_id IS NOT NULL
 """
-_READ_BLOCK = "SELECT envelope FROM wal WHERE channel_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq"
-
-_Op = tuple[int, tuple, asyncio.Future]
+_READ_BLOCK = numbered(READ_RANGE)
 
 # --- fencing: the leader row and the check every write transaction of a fenced store runs first ---
 
@@ -337,6 +320,12 @@ class _Unsaved(Exception):
         super().__init__(str(cause))
         self.cause = cause
         self.committing = committing
+
+
+def _first_line(exc: BaseException, default: str = "") -> str:
+    """The first line of ``exc``'s message, for a one-sentence error (``default``, else its type, when empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else default or type(exc).__name__
 
 
 def _no_nul(what: str, value: Any, *, empty_ok: bool = False) -> str:
@@ -387,13 +376,16 @@ class _BlockReader:
             self._loop.close()
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """The Store on a PostgreSQL database: ``PostgresStore("postgresql://user@host/dbname")``.
 
     ``durable`` is True: an acknowledged write is committed in the database.
     """
 
-    durable = True
+    _WAL_HEADS = _WAL_HEADS
+    _CHECK_ALL_TEXT = True  # U+0000 is ASCII
+    _arg = staticmethod(_no_nul)
+    _column = staticmethod(_no_nul)
 
     def __init__(
         self,
@@ -434,7 +426,7 @@ class PostgresStore:
         self._block_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
-        self._pending: list[_Op] = []
+        self._pending: list[Op] = []
         self._writer_task: asyncio.Task | None = None
         self._fence_epoch: int | None = None
         self._fenced: StoreFenced | None = None
@@ -444,13 +436,6 @@ class PostgresStore:
     def __repr__(self) -> str:
         state = "open" if self._pool is not None else "closed"
         return f"PostgresStore({self.where!r}, {state})"
-
-    async def __aenter__(self) -> PostgresStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     # --- open / close ---
 
@@ -541,7 +526,7 @@ class PostgresStore:
         except StoreError:
             raise
         except Exception as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            detail = _first_line(exc)
             raise StoreError(f"cannot take the leadership of {self.where} ({detail})") from exc
         self._fence_epoch = epoch
         self._fenced = None
@@ -564,7 +549,7 @@ class PostgresStore:
     def _fenced_out(self, exc: BaseException) -> StoreFenced:
         """Record that another holder fenced this store out; tell ``on_fenced`` once."""
         if self._fenced is None:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "fenced"
+            detail = _first_line(exc, "fenced")
             self._fenced = StoreFenced(
                 f"another hub took the leadership of {self.where} ({detail}); this hub may no longer write "
                 "there, and this write was not saved"
@@ -686,7 +671,7 @@ class PostgresStore:
         user, _, database = _where(self.url)
         asyncpg = _asyncpg()
         errors = asyncpg.exceptions
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = _first_line(exc)
         if isinstance(exc, errors.InvalidPasswordError) or (
             isinstance(exc, errors.InvalidAuthorizationSpecificationError) and "password" in detail
         ):
@@ -756,10 +741,6 @@ class PostgresStore:
                 if block_reader is not None:
                     await asyncio.to_thread(block_reader.close)
 
-    async def flush(self) -> None:
-        """Wait until every write submitted so far is committed."""
-        await self._submit(_BARRIER, ())
-
     def _closed_error(self) -> StoreError:
         if self.read_only and self._pool is not None:
             return StoreError(f"the store {self.where} is open read-only; open it without read_only to write")
@@ -781,12 +762,12 @@ class PostgresStore:
         return await fut
 
     async def _write_loop(self) -> None:
-        batch: list[_Op] = []
+        batch: list[Op] = []
         try:
             while self._pending:
                 limit = self._batch_limit
                 batch, self._pending = self._pending[:limit], self._pending[limit:]
-                self._resolve(batch, await self._write_batch(batch))
+                resolve(batch, await self._write_batch(batch))
                 batch = []
         except BaseException as exc:
             # Only a cancelled loop gets here (the event loop shutting down): nobody must wait forever.
@@ -798,16 +779,6 @@ class PostgresStore:
             raise
         finally:
             self._writer_task = None
-
-    @staticmethod
-    def _resolve(batch: list[_Op], results: list) -> None:
-        for (_, _, fut), result in zip(batch, results, strict=True):
-            if fut.done():
-                continue  # the caller was cancelled; its write still happened
-            if isinstance(result, BaseException):
-                fut.set_exception(result)
-            else:
-                fut.set_result(result)
 
     async def _writer(self) -> _Connection:
         conn = self._writer_conn
@@ -822,7 +793,7 @@ class PostgresStore:
         self._writer_conn = conn
         return conn
 
-    async def _write_batch(self, ops: list[_Op]) -> list:
+    async def _write_batch(self, ops: list[Op]) -> list:
         """Apply ``ops`` in one transaction; if it fails, retry them one by one in savepoints.
 
         One caller's bad write must never fail the other callers' writes that shared its group commit.
@@ -857,16 +828,24 @@ class PostgresStore:
         epoch = self._fence_epoch
         return "BEGIN" if epoch is None else f"BEGIN; SELECT ag2net_fence({int(epoch)})"
 
-    async def _transaction(self, conn: _Connection, ops: list[_Op]) -> list:
+    async def _transaction(self, conn: _Connection, ops: list[Op]) -> list:
+        if not self._one_statement(ops):
+            return await self._in_transaction(conn, lambda: self._apply(conn, ops))
+        # A single statement commits on its own (atomically): one round trip instead of three.
+        try:
+            return await self._apply(conn, ops)
+        except Exception as exc:
+            if conn.is_closed():
+                raise _Unsaved(exc, True) from exc
+            raise
+
+    async def _in_transaction(self, conn: _Connection, body: Callable[[], Awaitable[list]]) -> list:
+        """``body()`` between BEGIN (with the fence check) and COMMIT; ``_Unsaved`` when the connection fails."""
         committing = False
         try:
-            if self._one_statement(ops):
-                # A single statement commits on its own (atomically): one round trip instead of three.
-                committing = True
-                return await self._apply(conn, ops)
             await conn.execute(self._begin())
             try:
-                results = await self._apply(conn, ops)
+                results = await body()
             except BaseException:
                 if not conn.is_closed():
                     await conn.execute("ROLLBACK")
@@ -879,61 +858,50 @@ class PostgresStore:
                 raise _Unsaved(exc, committing) from exc
             raise
 
-    def _one_statement(self, ops: list[_Op]) -> bool:
+    def _one_statement(self, ops: list[Op]) -> bool:
         """True when ``_apply`` runs ``ops`` as one SQL statement: a run of appends and append groups,
         of audit records or of knowledge items, or a single upsert. For a fenced store only a run of
         appends, whose statement checks the fence itself."""
         first = ops[0][0]
-        if first in (_APPEND, _APPEND_GROUP):
-            return all(op[0] in (_APPEND, _APPEND_GROUP) for op in ops)
+        if first in APPENDS:
+            return all(op[0] in APPENDS for op in ops)
         if self._fence_epoch is not None:
             return False
-        if first in (_AUDIT, _KNOWLEDGE):
+        if first in (AUDIT, KNOWLEDGE):
             return all(op[0] == first for op in ops)
         return len(ops) == 1 and first in _UPSERT_SQL
 
-    async def _one_by_one(self, conn: _Connection, ops: list[_Op]) -> list:
-        committing = False
-        asyncpg = _asyncpg()
-        try:
-            await conn.execute(self._begin())
-            results: list = []
-            try:
-                for op in ops:
-                    await conn.execute("SAVEPOINT op")
-                    try:
-                        results.extend(await self._apply(conn, [op]))
-                    except (asyncpg.PostgresError, StoreError) as exc:
-                        if conn.is_closed():
-                            raise
-                        await conn.execute("ROLLBACK TO SAVEPOINT op")
-                        results.append(self._op_error(op, exc))
-                    await conn.execute("RELEASE SAVEPOINT op")
-            except BaseException:
-                if not conn.is_closed():
-                    await conn.execute("ROLLBACK")
-                raise
-            committing = True
-            await conn.execute("COMMIT")
-            return results
-        except Exception as exc:
-            if conn.is_closed():
-                raise _Unsaved(exc, committing) from exc
-            raise
+    async def _one_by_one(self, conn: _Connection, ops: list[Op]) -> list:
+        return await self._in_transaction(conn, lambda: self._each_in_a_savepoint(conn, ops))
 
-    def _op_error(self, op: _Op, exc: Exception) -> StoreError:
+    async def _each_in_a_savepoint(self, conn: _Connection, ops: list[Op]) -> list:
+        asyncpg = _asyncpg()
+        results: list = []
+        for op in ops:
+            await conn.execute("SAVEPOINT op")
+            try:
+                results.extend(await self._apply(conn, [op]))
+            except (asyncpg.PostgresError, StoreError) as exc:
+                if conn.is_closed():
+                    raise
+                await conn.execute("ROLLBACK TO SAVEPOINT op")
+                results.append(self._op_error(op, exc))
+            await conn.execute("RELEASE SAVEPOINT op")
+        return results
+
+    def _op_error(self, op: Op, exc: Exception) -> StoreError:
         """The error of one op that failed on its own (the others of its batch were committed)."""
         if isinstance(exc, StoreError):
             return exc
         kind, params, _ = op
         constraint = getattr(exc, "constraint_name", None) or ""
         detail = getattr(exc, "detail", None) or ""
-        if kind in (_APPEND, _APPEND_GROUP):
+        if kind in APPENDS:
             if constraint == "wal_envelope_id_unique":
                 found = re.search(r"\(envelope_id\)=\((.*)\) already exists", detail)
                 if found:
                     return duplicate_envelope(found.group(1))
-                return duplicate_envelope(params[1] if kind == _APPEND else params[1][0][0])
+                return duplicate_envelope(params[1] if kind == APPEND else params[1][0][0])
             if constraint == "wal_pkey":
                 return StoreError(
                     f"channel {params[0]!r} got WAL rows from another writer during this append; only one "
@@ -944,7 +912,7 @@ class PostgresStore:
     def _write_error(self, exc: BaseException, committing: bool) -> StoreError:
         if isinstance(exc, StoreError):
             return exc
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = _first_line(exc)
         if committing:
             return StoreError(
                 f"the connection to {self.where} was lost while committing ({detail}); the write may or may "
@@ -954,45 +922,36 @@ class PostgresStore:
             f"cannot write to the store {self.where} ({detail}); nothing of this batch was saved"
         )
 
-    async def _apply(self, conn: _Connection, ops: Sequence[_Op]) -> list:
+    async def _apply(self, conn: _Connection, ops: Sequence[Op]) -> list:
         results: list = []
-        count = len(ops)
-        i = 0
-        while i < count:
-            kind = ops[i][0]
-            appends = kind in (_APPEND, _APPEND_GROUP)
-            j = i + 1
-            while j < count and (ops[j][0] == kind or (appends and ops[j][0] in (_APPEND, _APPEND_GROUP))):
-                j += 1
-            run = ops[i:j]
-            if appends:
+        for kind, run in runs(ops, appends_together=True):
+            if kind in APPENDS:
                 results.extend(await self._apply_appends(conn, run))
             elif kind in _UPSERT_SQL:
                 await conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
                 results.extend([None] * len(run))
-            elif kind == _AUDIT:
+            elif kind == AUDIT:
                 rows = await conn.fetch(_INSERT_AUDIT, [op[1][0] for op in run])
                 results.extend(sorted(row[0] for row in rows))
-            elif kind == _KNOWLEDGE:
+            elif kind == KNOWLEDGE:
                 columns = [list(column) for column in zip(*(op[1] for op in run), strict=True)]
                 rows = await conn.fetch(_INSERT_KNOWLEDGE, *columns)
                 results.extend(sorted(row[0] for row in rows))
-            elif kind == _DELETE_AGENT:
+            elif kind == DELETE_AGENT:
                 ids = [op[1][0] for op in run]
                 await conn.execute("DELETE FROM agents WHERE agent_id = ANY($1::text[])", ids)
                 await conn.execute("DELETE FROM cursors WHERE agent_id = ANY($1::text[])", ids)
                 results.extend([None] * len(run))
-            else:  # _BARRIER
+            else:  # BARRIER
                 results.extend([None] * len(run))
-            i = j
         return results
 
-    async def _apply_appends(self, conn: _Connection, run: Sequence[_Op]) -> list:
+    async def _apply_appends(self, conn: _Connection, run: Sequence[Op]) -> list:
         channels: list[str] = []
         ids: list[str] = []
         texts: list[str] = []
         for kind, params, _ in run:
-            if kind == _APPEND:
+            if kind == APPEND:
                 channels.append(params[0])
                 ids.append(params[1])
                 texts.append(params[2])
@@ -1012,7 +971,7 @@ class PostgresStore:
             raise StoreError("an envelope id appears twice in one batch")  # a duplicate inside the batch
         results: list = []
         for kind, params, _ in run:
-            if kind == _APPEND:
+            if kind == APPEND:
                 results.append(seqs[params[1]])
             else:
                 results.append([seqs[envelope_id] for envelope_id, _ in params[1]])
@@ -1025,101 +984,17 @@ class PostgresStore:
         if pool is None:
             raise self._closed_error()
         try:
-            return await pool.fetch(sql, *args)
+            return await pool.fetch(numbered(sql), *args)
         except Exception as exc:
             if self._pool is None:
                 raise self._closed_error() from None
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            detail = _first_line(exc)
             raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
 
-    # --- agents ---
+    def _any(self, column: str, values: list[str]) -> tuple[str, list]:
+        return f"{column} = ANY(?::text[])", [values]
 
-    async def put_agent(self, record: dict) -> None:
-        agent_id = _no_nul("agent_id", record_key("agent record", record, "agent_id"))
-        text = encode(f"agent record {agent_id!r}", record)
-        name = record.get("name")
-        kind = record.get("kind")
-        await self._submit(
-            _AGENT,
-            (
-                agent_id,
-                _no_nul("agent name", name) if isinstance(name, str) and name else "",
-                _no_nul("agent kind", kind) if isinstance(kind, str) and kind else "",
-                text,
-            ),
-        )
-
-    async def delete_agent(self, agent_id: str) -> None:
-        _no_nul("agent_id", agent_id)
-        await self._submit(_DELETE_AGENT, (agent_id,))
-
-    async def load_agents(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM agents ORDER BY ord")]
-
-    # --- channels ---
-
-    async def put_channel(self, metadata: dict) -> None:
-        channel_id = _no_nul("channel_id", record_key("channel metadata", metadata, "channel_id"))
-        await self._submit(_CHANNEL, (channel_id, encode(f"channel metadata {channel_id!r}", metadata)))
-
-    async def load_channels(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT metadata FROM channels ORDER BY ord")]
-
-    # --- WAL ---
-
-    async def append(self, channel_id: str, envelope_id: str, envelope_json: str) -> int:
-        _no_nul("channel_id", channel_id)
-        _no_nul("envelope_id", envelope_id)
-        _no_nul("envelope_json", envelope_json)
-        return await self._submit(_APPEND, (channel_id, envelope_id, envelope_json))
-
-    async def append_group(self, channel_id: str, items: list[tuple[str, str]]) -> list[int]:
-        """Append ``(envelope_id, envelope_json)`` pairs to one channel's WAL, all or none, in order;
-        returns their seqs. They commit with whatever else shares the batch, as ``append`` does."""
-        seen: set[str] = set()
-        for envelope_id, envelope_json in items:
-            _no_nul("envelope_id", envelope_id)
-            _no_nul("envelope_json", envelope_json)
-            if envelope_id in seen:
-                raise duplicate_envelope(envelope_id)
-            seen.add(envelope_id)
-        _no_nul("channel_id", channel_id)
-        if not items:
-            return []
-        return await self._submit(_APPEND_GROUP, (channel_id, tuple(items)))
-
-    async def wal_count(self, channel_id: str) -> int:
-        rows = await self._fetch("SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = $1", channel_id)
-        return int(rows[0][0])
-
-    async def wal_counts(self) -> dict[str, int]:
-        return {row[0]: int(row[1]) for row in await self._fetch(_WAL_HEADS)}
-
-    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[str]:
-        if since >= 0 and (until is None or until >= 0):
-            first, last = since + 1, until  # no count needed: seq = index + 1
-        else:
-            first, last = slice_seqs(await self.wal_count(channel_id), since, until)
-        if last is None:
-            rows = await self._fetch(
-                "SELECT envelope FROM wal WHERE channel_id = $1 AND seq >= $2 ORDER BY seq", channel_id, first
-            )
-        elif last < first:
-            return []
-        else:
-            rows = await self._fetch(_READ_BLOCK, channel_id, first, last)
-        return [row[0] for row in rows]
-
-    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, str]]:
-        if last_seq < first_seq:
-            return []
-        rows = await self._fetch(
-            "SELECT seq, envelope FROM wal WHERE channel_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
-            channel_id,
-            first_seq,
-            last_seq,
-        )
-        return [(int(row[0]), row[1]) for row in rows]
+    # --- reads the engine answers its own way ---
 
     def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
         """``read_wal_seq``'s JSON texts, read synchronously: the caller's thread waits for one indexed
@@ -1139,162 +1014,15 @@ class PostgresStore:
                 _READ_BLOCK, channel_id, first_seq, last_seq, timeout=(self._command_timeout or 60.0) + 5
             )
         except Exception as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            detail = _first_line(exc)
             raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
         return [row[0] for row in rows]
 
-    async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
-        size = self._iter_batch
-        if channel_ids is None:
-            # Keyset pagination on (channel_id, seq): each batch is one primary-key range scan, and no
-            # transaction stays open between batches.
-            after: tuple[str, int] = ("", 0)
-            while True:
-                rows = await self._fetch(
-                    "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > ($1, $2) "
-                    "ORDER BY channel_id, seq LIMIT $3",
-                    *after,
-                    size,
-                )
-                for row in rows:
-                    yield row[0], int(row[1]), row[2]
-                if len(rows) < size:
-                    return
-                after = (rows[-1][0], int(rows[-1][1]))
-        for channel_id in channel_ids:
-            seq = 0
-            while True:
-                rows = await self._fetch(
-                    "SELECT seq, envelope FROM wal WHERE channel_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                    channel_id,
-                    seq,
-                    size,
-                )
-                for row in rows:
-                    yield channel_id, int(row[0]), row[1]
-                if len(rows) < size:
-                    break
-                seq = int(rows[-1][0])
-
     async def find_seq(self, channel_id: str, envelope_id: str) -> int | None:
         rows = await self._fetch(
-            "SELECT seq FROM wal WHERE envelope_id = $1 AND channel_id = $2", envelope_id, channel_id
+            "SELECT seq FROM wal WHERE envelope_id = ? AND channel_id = ?", envelope_id, channel_id
         )
         return int(rows[0][0]) if rows else None
-
-    # --- audit ---
-
-    async def append_audit(self, record: dict) -> int:
-        if not isinstance(record, dict):
-            raise StoreError(f"audit record must be a dict, got {type(record).__name__}")
-        return await self._submit(_AUDIT, (encode("audit record", record),))
-
-    async def read_audit(self, *, since: int = 0, limit: int | None = None) -> list[tuple[int, dict]]:
-        rows = await self._fetch(
-            "SELECT pos, record FROM audit WHERE pos > $1 ORDER BY pos LIMIT $2",
-            since,
-            None if limit is None else max(limit, 0),
-        )
-        return [(int(row[0]), json.loads(row[1])) for row in rows]
-
-    # --- tasks ---
-
-    async def put_task(self, record: dict) -> None:
-        task_id = _no_nul("task_id", record_key("task record", record, "task_id"))
-        await self._submit(_TASK, (task_id, encode(f"task record {task_id!r}", record)))
-
-    async def load_tasks(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM tasks ORDER BY ord")]
-
-    # --- delivery cursors ---
-
-    async def set_cursor(self, agent_id: str, channel_id: str, envelope_id: str) -> None:
-        _no_nul("agent_id", agent_id)
-        _no_nul("channel_id", channel_id)
-        _no_nul("envelope_id", envelope_id, empty_ok=True)
-        await self._submit(_CURSOR, (agent_id, channel_id, envelope_id))
-
-    async def load_cursors(self) -> dict[str, dict[str, str]]:
-        cursors: dict[str, dict[str, str]] = {}
-        for row in await self._fetch(
-            "SELECT agent_id, channel_id, envelope_id FROM cursors ORDER BY agent_id, channel_id"
-        ):
-            cursors.setdefault(row[0], {})[row[1]] = row[2]
-        return cursors
-
-    # --- knowledge ---
-
-    async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
-        _no_nul("agent_id", agent_id)
-        _no_nul("knowledge text", text, empty_ok=True)
-        _no_nul("knowledge source", source, empty_ok=True)
-        return await self._submit(_KNOWLEDGE, (agent_id, text, source, self._clock()))
-
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict]:
-        # Filtered here, not in SQL, exactly as the other stores do: casefold() folds all of Unicode.
-        needle = query.casefold()
-        found = [item for item in await self.list_knowledge(agent_id) if needle in item["text"].casefold()]
-        return found[: max(limit, 0)]
-
-    async def list_knowledge(self, agent_id: str) -> list[dict]:
-        rows = await self._fetch(
-            "SELECT id, text, source, at FROM knowledge WHERE agent_id = $1 ORDER BY id", agent_id
-        )
-        return [{"id": int(row[0]), "text": row[1], "source": row[2], "at": row[3]} for row in rows]
-
-    # --- turn records ---
-
-    async def put_turn(self, record: dict) -> None:
-        turn_id = _no_nul("turn_id", record_key("turn record", record, "turn_id"))
-        text = encode(f"turn record {turn_id!r}", record)
-        columns = []
-        for key in ("channel_id", "agent_id", "trigger_envelope_id"):
-            value = optional_text(record, key)
-            columns.append(None if value is None else _no_nul(f"turn record {key}", value, empty_ok=True))
-        await self._submit(_TURN, (turn_id, *columns, text))
-
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: Collection[str] | None = None,
-    ) -> list[dict]:
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("channel_id", channel_id),
-            ("agent_id", agent_id),
-            ("trigger_envelope_id", trigger_envelope_id),
-        ):
-            if value is not None:
-                params.append(value)
-                where.append(f"{column} = ${len(params)}")
-        if agent_ids is not None:
-            wanted = sorted({a for a in agent_ids if isinstance(a, str)})
-            if not wanted:
-                return []
-            params.append(wanted)
-            where.append(f"agent_id = ANY(${len(params)}::text[])")
-        sql = "SELECT record FROM turns"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        params.append(max(limit, 0))
-        sql += f" ORDER BY ord DESC LIMIT ${len(params)}"
-        return [json.loads(row[0]) for row in await self._fetch(sql, *params)]
-
-    # --- settings ---
-
-    async def get_meta(self, key: str) -> str | None:
-        rows = await self._fetch("SELECT value FROM meta WHERE key = $1", key)
-        return rows[0][0] if rows else None
-
-    async def set_meta(self, key: str, value: str) -> None:
-        _no_nul("meta key", key)
-        _no_nul(f"meta value for {key!r}", value, empty_ok=True)
-        await self._submit(_META, (key, value))
 
 
 __all__ = ["UPGRADES", "PostgresStore", "StoreFenced", "is_postgres_url", "redact_url", "schema_version"]

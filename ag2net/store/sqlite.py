@@ -35,25 +35,31 @@ commit: the writer keeps the ids of recent rows in memory and moves them into ``
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import queue
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ag2net.ids import utc_now
-from ag2net.store.base import (
-    StoreError,
-    check_text,
-    duplicate_envelope,
-    encode,
-    optional_text,
-    record_key,
-    slice_seqs,
+from ag2net.store.base import StoreError, duplicate_envelope
+from ag2net.store.sql import (
+    APPEND,
+    APPEND_GROUP,
+    APPENDS,
+    AUDIT,
+    BARRIER,
+    DELETE_AGENT,
+    KNOWLEDGE,
+    READ_RANGE,
+    UPSERT_SQL,
+    Op,
+    SqlStore,
+    resolve,
+    runs,
 )
 
 # --- schema: step i upgrades a database from user_version i to i + 1 ---
@@ -135,34 +141,13 @@ def schema_version() -> int:
     return len(UPGRADES)
 
 
-# --- the writer's operations ---
-
-_APPEND, _AGENT, _DELETE_AGENT, _CHANNEL, _AUDIT, _TASK, _CURSOR, _KNOWLEDGE, _TURN, _META, _BARRIER = range(
-    11
-)
-_APPEND_GROUP = 11  # several envelopes of one channel, all or none (one op, so one savepoint on a retry)
+# --- the writer's state ---
 
 # Counter keys beside the per-channel seq counters (which are keyed by channel id strings).
 _AUDIT_KEY = 0
 _KNOWLEDGE_KEY = 1
 _POS_KEY = 2
 
-_UPSERT_SQL = {
-    _AGENT: "INSERT INTO agents (agent_id, name, kind, record) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (agent_id) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
-    "record = excluded.record",
-    _CHANNEL: "INSERT INTO channels (channel_id, metadata) VALUES (?, ?) "
-    "ON CONFLICT (channel_id) DO UPDATE SET metadata = excluded.metadata",
-    _TASK: "INSERT INTO tasks (task_id, record) VALUES (?, ?) "
-    "ON CONFLICT (task_id) DO UPDATE SET record = excluded.record",
-    _CURSOR: "INSERT INTO cursors (agent_id, channel_id, envelope_id) VALUES (?, ?, ?) "
-    "ON CONFLICT (agent_id, channel_id) DO UPDATE SET envelope_id = excluded.envelope_id",
-    _TURN: "INSERT INTO turns (turn_id, channel_id, agent_id, trigger_envelope_id, record) "
-    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (turn_id) DO UPDATE SET channel_id = excluded.channel_id, "
-    "agent_id = excluded.agent_id, trigger_envelope_id = excluded.trigger_envelope_id, "
-    "record = excluded.record",
-    _META: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-}
 _INSERT_WAL = "INSERT INTO wal (pos, channel_id, seq, envelope_id, envelope) VALUES (?, ?, ?, ?, ?)"
 _INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
 _SET_IDS_UPTO = (
@@ -189,8 +174,6 @@ WITH RECURSIVE heads (channel_id) AS (
 SELECT channel_id, (SELECT MAX(seq) FROM wal WHERE wal.channel_id = heads.channel_id)
 FROM heads WHERE channel_id IS NOT NULL
 """
-
-_Op = tuple[int, tuple, asyncio.Future]
 
 
 def _settle(future: asyncio.Future, ok: bool, result: Any) -> None:
@@ -284,14 +267,15 @@ class _ReaderThread:
 _WRITERS = ("auto", "inline", "thread")
 
 
-class SqliteStore:
+class SqliteStore(SqlStore):
     """The Store on a SQLite file: ``SqliteStore(path, fsync=False)``.
 
     ``fsync=False`` (``synchronous=NORMAL``): an acknowledged write survives the process being killed.
     ``fsync=True`` (``synchronous=FULL``): it also survives power loss, at the cost of an fsync per batch.
     """
 
-    durable = True
+    _NO_LIMIT = -1
+    _WAL_HEADS = _WAL_HEADS
 
     def __init__(
         self,
@@ -325,7 +309,7 @@ class SqliteStore:
 
     def _reset_writer_state(self) -> None:
         self._accepting = False
-        self._pending: list[_Op] = []
+        self._pending: list[Op] = []
         self._flush_scheduled = False  # inline: a leader is waiting to flush
         self._kick_scheduled = False  # thread: a batch start is queued on the loop
         self._busy = False  # thread: a batch is on the writer thread
@@ -341,13 +325,6 @@ class SqliteStore:
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
         return f"SqliteStore({str(self.path)!r}, fsync={self.fsync}, writer={self.writer!r}, {state})"
-
-    async def __aenter__(self) -> SqliteStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     # --- open / close ---
 
@@ -513,10 +490,6 @@ class SqliteStore:
                 # The last connection to close checkpoints the WAL into the database file.
                 await asyncio.to_thread(conn.close)
 
-    async def flush(self) -> None:
-        """Wait until every write submitted so far is committed."""
-        await self._submit(_BARRIER, ())
-
     async def _drain(self) -> None:
         if self.writer == "inline":
             self._flush_inline()
@@ -525,7 +498,7 @@ class SqliteStore:
         assert loop is not None, "the writer runs only while the store is open"
         while self._pending or self._busy:
             fut = loop.create_future()
-            self._pending.append((_BARRIER, (), fut))
+            self._pending.append((BARRIER, (), fut))
             if not self._busy and not self._kick_scheduled:
                 self._kick_thread()
             await fut
@@ -538,12 +511,16 @@ class SqliteStore:
     async def _submit(self, kind: int, params: tuple) -> Any:
         raise self._closed_error()
 
-    async def _submit_inline(self, kind: int, params: tuple) -> Any:
+    def _enqueue(self, kind: int, params: tuple) -> tuple[asyncio.AbstractEventLoop, asyncio.Future]:
         loop = self._loop
         if not self._accepting or loop is None:
             raise self._closed_error()
         fut = loop.create_future()
         self._pending.append((kind, params, fut))
+        return loop, fut
+
+    async def _submit_inline(self, kind: int, params: tuple) -> Any:
+        loop, fut = self._enqueue(kind, params)
         if self._flush_scheduled:
             return await fut
         # Lead the batch: yield once so every write issued in this loop iteration joins it.
@@ -571,15 +548,11 @@ class SqliteStore:
         limit = self._batch_limit
         for start in range(0, len(pending), limit):
             batch = pending if len(pending) <= limit else pending[start : start + limit]
-            self._resolve(batch, self._write_batch(batch))
+            resolve(batch, self._write_batch(batch))
         self._maybe_checkpoint()
 
     async def _submit_thread(self, kind: int, params: tuple) -> Any:
-        loop = self._loop
-        if not self._accepting or loop is None:
-            raise self._closed_error()
-        fut = loop.create_future()
-        self._pending.append((kind, params, fut))
+        loop, fut = self._enqueue(kind, params)
         if not self._busy and not self._kick_scheduled:
             self._kick_scheduled = True
             loop.call_soon(self._kick_thread)
@@ -599,13 +572,13 @@ class SqliteStore:
         done = executor.submit(self._write_batch, batch)
         done.add_done_callback(lambda f: loop.call_soon_threadsafe(self._finish_thread, batch, f))
 
-    def _finish_thread(self, batch: list[_Op], done: Any) -> None:
+    def _finish_thread(self, batch: list[Op], done: Any) -> None:
         self._busy = False
         try:
             results = done.result()
         except BaseException as exc:
             results = [self._write_error(exc) for _ in batch]
-        self._resolve(batch, results)
+        resolve(batch, results)
         self._maybe_checkpoint()
         if self._paused:
             if self._idle is not None and not self._idle.done():
@@ -613,19 +586,9 @@ class SqliteStore:
         elif self._pending:
             self._kick_thread()
 
-    @staticmethod
-    def _resolve(batch: list[_Op], results: list) -> None:
-        for (_, _, fut), result in zip(batch, results, strict=True):
-            if fut.done():
-                continue  # the caller was cancelled; its write still happened
-            if isinstance(result, BaseException):
-                fut.set_exception(result)
-            else:
-                fut.set_result(result)
-
     # --- the writer: execution (loop thread or writer thread, never both) ---
 
-    def _write_batch(self, ops: list[_Op]) -> list:
+    def _write_batch(self, ops: list[Op]) -> list:
         """Apply ``ops`` in one transaction; if it fails for any reason, retry them one by one.
 
         One caller's bad write (a constraint, text SQLite cannot bind, a fault raised by the database)
@@ -657,7 +620,7 @@ class SqliteStore:
             except sqlite3.Error:
                 pass
 
-    def _write_one_by_one(self, ops: list[_Op]) -> list:
+    def _write_one_by_one(self, ops: list[Op]) -> list:
         """After a failed batch: each op in its own savepoint, so only the faulty ones fail; the rest commit."""
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
@@ -690,7 +653,7 @@ class SqliteStore:
         self._committed(counters, new_ids, indexed)
         return results
 
-    def _op_error(self, op: _Op, exc: Exception) -> StoreError:
+    def _op_error(self, op: Op, exc: Exception) -> StoreError:
         """The error of one op that failed on its own (the others of its batch were committed)."""
         if isinstance(exc, sqlite3.IntegrityError):
             return self._integrity_error(op, exc)
@@ -738,46 +701,38 @@ class SqliteStore:
         self._wal_estimate += (len(counters) + 1) * 4096
 
     def _apply(
-        self, ops: list[_Op], counters: dict[Any, int], new_ids: dict[str, tuple[str, int, int]]
+        self, ops: list[Op], counters: dict[Any, int], new_ids: dict[str, tuple[str, int, int]]
     ) -> list:
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
         results: list = []
-        count = len(ops)
-        i = 0
-        while i < count:
-            kind = ops[i][0]
-            j = i + 1
-            while j < count and ops[j][0] == kind:
-                j += 1
-            run = ops if j - i == count else ops[i:j]
-            if kind == _APPEND:
+        for kind, run in runs(ops, appends_together=False):
+            if kind == APPEND:
                 results.extend(self._apply_appends(run, counters, new_ids))
-            elif kind == _APPEND_GROUP:
+            elif kind == APPEND_GROUP:
                 for _, (channel_id, items), _ in run:
-                    group = [(_APPEND, (channel_id, envelope_id, text), None) for envelope_id, text in items]
+                    group = [(APPEND, (channel_id, envelope_id, text), None) for envelope_id, text in items]
                     results.append(self._apply_appends(group, counters, new_ids))
-            elif kind in _UPSERT_SQL:
-                conn.executemany(_UPSERT_SQL[kind], [op[1] for op in run])
+            elif kind in UPSERT_SQL:
+                conn.executemany(UPSERT_SQL[kind], [op[1] for op in run])
                 results.extend([None] * len(run))
-            elif kind == _AUDIT:
+            elif kind == AUDIT:
                 rows = [(self._next(_AUDIT_KEY, counters), op[1][0]) for op in run]
                 conn.executemany("INSERT INTO audit (pos, record) VALUES (?, ?)", rows)
                 results.extend(row[0] for row in rows)
-            elif kind == _KNOWLEDGE:
+            elif kind == KNOWLEDGE:
                 rows = [(self._next(_KNOWLEDGE_KEY, counters), *op[1]) for op in run]
                 conn.executemany(
                     "INSERT INTO knowledge (id, agent_id, text, source, at) VALUES (?, ?, ?, ?, ?)", rows
                 )
                 results.extend(row[0] for row in rows)
-            elif kind == _DELETE_AGENT:
+            elif kind == DELETE_AGENT:
                 params = [op[1] for op in run]
                 conn.executemany("DELETE FROM agents WHERE agent_id = ?", params)
                 conn.executemany("DELETE FROM cursors WHERE agent_id = ?", params)
                 results.extend([None] * len(run))
-            else:  # _BARRIER
+            else:  # BARRIER
                 results.extend([None] * len(run))
-            i = j
         return results
 
     def _apply_appends(
@@ -854,11 +809,11 @@ class SqliteStore:
             ).fetchone()
         return row[0]
 
-    def _integrity_error(self, op: _Op, exc: sqlite3.IntegrityError) -> StoreError:
+    def _integrity_error(self, op: Op, exc: sqlite3.IntegrityError) -> StoreError:
         kind, params, _ = op
         if isinstance(exc, _DuplicateEnvelope):
             return duplicate_envelope(exc.envelope_id)
-        if kind in (_APPEND, _APPEND_GROUP):
+        if kind in APPENDS:
             # Our counters disagree with the file: someone else wrote to it. Reload before the next try.
             self._last.pop(params[0], None)
             self._last.pop(_POS_KEY, None)
@@ -915,78 +870,16 @@ class SqliteStore:
 
     # --- reads (the reader thread) ---
 
-    async def _fetch(self, sql: str, params: tuple = ()) -> list:
+    async def _fetch(self, sql: str, *args: Any) -> list:
         reader = self._reader
         if reader is None:
             raise self._closed_error()
         try:
-            return await reader.execute_fetchall(sql, params)
+            return await reader.execute_fetchall(sql, args)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
 
-    # --- agents ---
-
-    async def put_agent(self, record: dict) -> None:
-        agent_id = record_key("agent record", record, "agent_id")
-        text = encode(f"agent record {agent_id!r}", record)
-        name = record.get("name")
-        kind = record.get("kind")
-        await self._submit(
-            _AGENT,
-            (agent_id, name if isinstance(name, str) else "", kind if isinstance(kind, str) else "", text),
-        )
-
-    async def delete_agent(self, agent_id: str) -> None:
-        check_text("agent_id", agent_id)
-        await self._submit(_DELETE_AGENT, (agent_id,))
-
-    async def load_agents(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM agents ORDER BY ord")]
-
-    # --- channels ---
-
-    async def put_channel(self, metadata: dict) -> None:
-        channel_id = record_key("channel metadata", metadata, "channel_id")
-        await self._submit(_CHANNEL, (channel_id, encode(f"channel metadata {channel_id!r}", metadata)))
-
-    async def load_channels(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT metadata FROM channels ORDER BY ord")]
-
-    # --- WAL ---
-
-    async def append(self, channel_id: str, envelope_id: str, envelope_json: str) -> int:
-        if (
-            type(channel_id) is not str
-            or type(envelope_id) is not str
-            or type(envelope_json) is not str
-            or not channel_id
-            or not envelope_id
-            or not envelope_json
-            or not envelope_json.isascii()  # the hub's JSON is ASCII-escaped: this costs nothing
-        ):
-            check_text("channel_id", channel_id)
-            check_text("envelope_id", envelope_id)
-            check_text("envelope_json", envelope_json)
-        return await self._submit(_APPEND, (channel_id, envelope_id, envelope_json))
-
-    async def append_group(self, channel_id: str, items: list[tuple[str, str]]) -> list[int]:
-        """Append ``(envelope_id, envelope_json)`` pairs to one channel's WAL, all or none, in order;
-        returns their seqs. They commit with whatever else shares the batch, as ``append`` does."""
-        for envelope_id, envelope_json in items:
-            if (
-                type(envelope_id) is not str
-                or not envelope_id
-                or type(envelope_json) is not str
-                or not envelope_json
-            ):
-                check_text("envelope_id", envelope_id)
-                check_text("envelope_json", envelope_json)
-            elif not envelope_json.isascii():
-                check_text("envelope_json", envelope_json)
-        check_text("channel_id", channel_id)
-        if not items:
-            return []
-        return await self._submit(_APPEND_GROUP, (channel_id, tuple(items)))
+    # --- reads the engine answers its own way ---
 
     async def wal_count(self, channel_id: str) -> int:
         if self._reader is None:
@@ -994,38 +887,7 @@ class SqliteStore:
         known = self._last.get(channel_id)
         if known is not None:
             return known
-        rows = await self._fetch("SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (channel_id,))
-        return rows[0][0]
-
-    async def wal_counts(self) -> dict[str, int]:
-        return {channel_id: count for channel_id, count in await self._fetch(_WAL_HEADS)}
-
-    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[str]:
-        if since >= 0 and (until is None or until >= 0):
-            first, last = since + 1, until  # no count needed: seq = index + 1
-        else:
-            first, last = slice_seqs(await self.wal_count(channel_id), since, until)
-        if last is None:
-            rows = await self._fetch(
-                "SELECT envelope FROM wal WHERE channel_id = ? AND seq >= ? ORDER BY seq", (channel_id, first)
-            )
-        elif last < first:
-            return []
-        else:
-            rows = await self._fetch(
-                "SELECT envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-                (channel_id, first, last),
-            )
-        return [row[0] for row in rows]
-
-    async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, str]]:
-        if last_seq < first_seq:
-            return []
-        rows = await self._fetch(
-            "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (channel_id, first_seq, last_seq),
-        )
-        return [(row[0], row[1]) for row in rows]
+        return await super().wal_count(channel_id)
 
     def read_wal_block(self, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
         """``read_wal_seq``'s JSON texts, read synchronously on the caller's thread.
@@ -1046,44 +908,10 @@ class SqliteStore:
                 raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
             self._block_reader = conn
         try:
-            rows = conn.execute(
-                "SELECT envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-                (channel_id, first_seq, last_seq),
-            ).fetchall()
+            rows = conn.execute(READ_RANGE, (channel_id, first_seq, last_seq)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
         return [row[0] for row in rows]
-
-    async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
-        size = self._iter_batch
-        if channel_ids is None:
-            # Keyset pagination on (channel_id, seq): each batch is one indexed range scan, and no read
-            # transaction stays open between batches.
-            after: tuple[str, int] = ("", 0)
-            while True:
-                rows = await self._fetch(
-                    "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > (?, ?) "
-                    "ORDER BY channel_id, seq LIMIT ?",
-                    (*after, size),
-                )
-                for row in rows:
-                    yield row
-                if len(rows) < size:
-                    return
-                after = (rows[-1][0], rows[-1][1])
-        for channel_id in channel_ids:
-            seq = 0
-            while True:
-                rows = await self._fetch(
-                    "SELECT channel_id, seq, envelope FROM wal WHERE channel_id = ? AND seq > ? "
-                    "ORDER BY seq LIMIT ?",
-                    (channel_id, seq, size),
-                )
-                for row in rows:
-                    yield row
-                if len(rows) < size:
-                    break
-                seq = rows[-1][1]
 
     async def find_seq(self, channel_id: str, envelope_id: str) -> int | None:
         if self._reader is None:
@@ -1093,127 +921,9 @@ class SqliteStore:
         if recent is not None:
             return recent[1] if recent[0] == channel_id else None
         rows = await self._fetch(
-            "SELECT seq FROM wal_ids WHERE envelope_id = ? AND channel_id = ?", (envelope_id, channel_id)
+            "SELECT seq FROM wal_ids WHERE envelope_id = ? AND channel_id = ?", envelope_id, channel_id
         )
         return rows[0][0] if rows else None
-
-    # --- audit ---
-
-    async def append_audit(self, record: dict) -> int:
-        if not isinstance(record, dict):
-            raise StoreError(f"audit record must be a dict, got {type(record).__name__}")
-        return await self._submit(_AUDIT, (encode("audit record", record),))
-
-    async def read_audit(self, *, since: int = 0, limit: int | None = None) -> list[tuple[int, dict]]:
-        rows = await self._fetch(
-            "SELECT pos, record FROM audit WHERE pos > ? ORDER BY pos LIMIT ?",
-            (since, -1 if limit is None else max(limit, 0)),
-        )
-        return [(row[0], json.loads(row[1])) for row in rows]
-
-    # --- tasks ---
-
-    async def put_task(self, record: dict) -> None:
-        task_id = record_key("task record", record, "task_id")
-        await self._submit(_TASK, (task_id, encode(f"task record {task_id!r}", record)))
-
-    async def load_tasks(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM tasks ORDER BY ord")]
-
-    # --- delivery cursors ---
-
-    async def set_cursor(self, agent_id: str, channel_id: str, envelope_id: str) -> None:
-        check_text("agent_id", agent_id)
-        check_text("channel_id", channel_id)
-        check_text("envelope_id", envelope_id, empty_ok=True)
-        await self._submit(_CURSOR, (agent_id, channel_id, envelope_id))
-
-    async def load_cursors(self) -> dict[str, dict[str, str]]:
-        cursors: dict[str, dict[str, str]] = {}
-        for agent_id, channel_id, envelope_id in await self._fetch(
-            "SELECT agent_id, channel_id, envelope_id FROM cursors ORDER BY agent_id, channel_id"
-        ):
-            cursors.setdefault(agent_id, {})[channel_id] = envelope_id
-        return cursors
-
-    # --- knowledge ---
-
-    async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
-        check_text("agent_id", agent_id)
-        check_text("knowledge text", text, empty_ok=True)
-        check_text("knowledge source", source, empty_ok=True)
-        return await self._submit(_KNOWLEDGE, (agent_id, text, source, self._clock()))
-
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict]:
-        # Filtered here, not in SQL: SQLite's lower()/LIKE fold ASCII only, casefold() folds Unicode.
-        needle = query.casefold()
-        found = [item for item in await self.list_knowledge(agent_id) if needle in item["text"].casefold()]
-        return found[: max(limit, 0)]
-
-    async def list_knowledge(self, agent_id: str) -> list[dict]:
-        rows = await self._fetch(
-            "SELECT id, text, source, at FROM knowledge WHERE agent_id = ? ORDER BY id", (agent_id,)
-        )
-        return [{"id": row[0], "text": row[1], "source": row[2], "at": row[3]} for row in rows]
-
-    # --- turn records ---
-
-    async def put_turn(self, record: dict) -> None:
-        turn_id = record_key("turn record", record, "turn_id")
-        text = encode(f"turn record {turn_id!r}", record)
-        await self._submit(
-            _TURN,
-            (
-                turn_id,
-                optional_text(record, "channel_id"),
-                optional_text(record, "agent_id"),
-                optional_text(record, "trigger_envelope_id"),
-                text,
-            ),
-        )
-
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: Collection[str] | None = None,
-    ) -> list[dict]:
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("channel_id", channel_id),
-            ("agent_id", agent_id),
-            ("trigger_envelope_id", trigger_envelope_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if agent_ids is not None:
-            wanted = sorted({a for a in agent_ids if isinstance(a, str)})
-            if not wanted:
-                return []
-            where.append(f"agent_id IN ({', '.join('?' * len(wanted))})")
-            params.extend(wanted)
-        sql = "SELECT record FROM turns"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY ord DESC LIMIT ?"
-        params.append(max(limit, 0))
-        return [json.loads(row[0]) for row in await self._fetch(sql, tuple(params))]
-
-    # --- settings ---
-
-    async def get_meta(self, key: str) -> str | None:
-        rows = await self._fetch("SELECT value FROM meta WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
-    async def set_meta(self, key: str, value: str) -> None:
-        check_text("meta key", key)
-        check_text(f"meta value for {key!r}", value, empty_ok=True)
-        await self._submit(_META, (key, value))
 
 
 __all__ = ["UPGRADES", "SqliteStore", "schema_version"]
