@@ -32,8 +32,10 @@ from ag2net.ids import ManualClock
 from ag2net.store import MemoryStore, PostgresStore, SqliteStore, Store, StoreError, open_store
 from ag2net.store.base import BlockReader
 
-KINDS = ["memory", "sqlite", "postgres"]
-DURABLE = ["sqlite", "postgres"]
+# "sqlite" is SqliteStore's default writer (inline, on the event loop), "sqlite-thread" its writer thread
+# (the default with fsync=True).
+KINDS = ["memory", "sqlite", "sqlite-thread", "postgres"]
+DURABLE = ["sqlite", "sqlite-thread", "postgres"]
 
 
 @pytest.fixture(scope="session")
@@ -61,9 +63,12 @@ async def make_backend(request, kind: str, tmp_path: Path) -> Backend:
     if kind == "memory":
         store = MemoryStore(clock=ManualClock())
         return Backend(kind, None, lambda **_: store)
-    if kind == "sqlite":
+    if kind in ("sqlite", "sqlite-thread"):
         path = str(tmp_path / "store.db")
-        return Backend(kind, path, lambda **tuning: SqliteStore(path, clock=ManualClock(), **tuning))
+        writer = "thread" if kind == "sqlite-thread" else "auto"
+        return Backend(
+            kind, path, lambda **tuning: SqliteStore(path, clock=ManualClock(), writer=writer, **tuning)
+        )
     server = request.getfixturevalue("pg_server")
     url = await server.fresh_url()
     return Backend(kind, url, lambda **tuning: PostgresStore(url, clock=ManualClock(), **tuning))
@@ -72,8 +77,9 @@ async def make_backend(request, kind: str, tmp_path: Path) -> Backend:
 def small_batches(kind: str) -> dict[str, Any]:
     """Small batches and pages so the chunking and pagination paths run in every test."""
     if kind == "sqlite":
+        # Envelope ids also move to their index every few appends.
         return {"batch_limit": 8, "iter_batch": 5, "ids_batch": 5}
-    if kind == "postgres":
+    if kind in ("sqlite-thread", "postgres"):
         return {"batch_limit": 8, "iter_batch": 5}
     return {}
 
@@ -643,8 +649,23 @@ async def test_a_closed_durable_store_says_so_and_can_be_reopened(durable_backen
 
 async def test_open_store_maps_the_backend_target(backend):
     store = open_store(backend.target) if backend.target is not None else None
-    expected = {"memory": type(None), "sqlite": SqliteStore, "postgres": PostgresStore}[backend.kind]
-    assert isinstance(store, expected)
+    expected = {"memory": type(None), "sqlite": SqliteStore, "sqlite-thread": SqliteStore}
+    assert isinstance(store, expected.get(backend.kind, PostgresStore))
+
+
+async def test_open_store_maps_its_argument(tmp_path):
+    assert isinstance(open_store(None), MemoryStore)
+    assert isinstance(open_store(":memory:"), MemoryStore)
+    from_str = open_store(str(tmp_path / "a.db"))
+    from_path = open_store(tmp_path / "b.db", fsync=True)
+    assert isinstance(from_str, SqliteStore) and isinstance(from_path, SqliteStore)
+    assert from_str.writer == "inline" and from_path.fsync and from_path.writer == "thread"
+    existing = MemoryStore()
+    assert open_store(existing) is existing
+    with pytest.raises(StoreError, match="cannot use int as a store"):
+        open_store(42)
+    with pytest.raises(StoreError, match="empty"):
+        open_store("")
 
 
 # --- the hub end to end, across a restart ---
