@@ -1,5 +1,6 @@
 """Persistence for the hub: the Store protocol, SqliteStore (durable, the default), PostgresStore (a
-PostgreSQL server, ``postgresql://…``) and MemoryStore (tests)."""
+PostgreSQL server, ``postgresql://…``) and MemoryStore (tests). The two SQL stores share their table
+operations and queries (``sql.SqlStore``); each keeps its connections, writer and schema."""
 
 from __future__ import annotations
 

@@ -50,11 +50,21 @@ import asyncio
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from typing import Any
 
 from ag2net.ids import utc_now
 from ag2net.store.base import StoreError, check_text, duplicate_envelope
+from ag2net.store.pg_driver import (
+    BlockReader,
+    Connection,
+    Pool,
+    Record,
+    first_line,
+    is_postgres_url,
+    load_asyncpg,
+    open_error,
+    redact_url,
+)
 from ag2net.store.sql import (
     APPEND,
     APPENDS,
@@ -69,89 +79,6 @@ from ag2net.store.sql import (
     resolve,
     runs,
 )
-
-SCHEMES = ("postgresql", "postgres")
-
-# --- asyncpg, typed as far as this module uses it (asyncpg ships no type information) ---
-
-
-class _Record(Protocol):
-    def __getitem__(self, key: int | str, /) -> Any: ...
-
-
-class _Transaction(Protocol):
-    async def __aenter__(self) -> Any: ...
-    async def __aexit__(self, *exc: object) -> Any: ...
-
-
-class _Connection(Protocol):
-    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str: ...
-    async def executemany(self, command: str, args: Any, *, timeout: float | None = None) -> None: ...
-    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[_Record]: ...
-    async def fetchval(
-        self, query: str, *args: Any, column: int = 0, timeout: float | None = None
-    ) -> Any: ...
-    def transaction(self) -> _Transaction: ...
-    def is_closed(self) -> bool: ...
-    async def close(self, *, timeout: float | None = None) -> None: ...
-    def terminate(self) -> None: ...
-
-
-class _Pool(Protocol):
-    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[_Record]: ...
-    async def acquire(self, *, timeout: float | None = None) -> _Connection: ...
-    async def release(self, connection: _Connection, *, timeout: float | None = None) -> None: ...
-    async def close(self) -> None: ...
-    def terminate(self) -> None: ...
-
-
-def _asyncpg() -> Any:
-    try:
-        import asyncpg
-    except ImportError:
-        raise StoreError(
-            "a postgresql:// database needs the asyncpg package, which is not installed; "
-            "pip install 'ag2net[postgres]'"
-        ) from None
-    return asyncpg
-
-
-# --- URLs ---
-
-
-def is_postgres_url(text: str) -> bool:
-    """True for ``postgresql://…`` and ``postgres://…``."""
-    scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` query parameter), for messages."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return "postgresql://…"
-    rest, _, _fragment = rest.partition("#")
-    rest, qmark, query = rest.partition("?")
-    slash = rest.find("/")
-    netloc, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
-    userinfo, at, hosts = netloc.rpartition("@")
-    if at:
-        user = userinfo.partition(":")[0]
-        netloc = f"{user}@{hosts}" if user else hosts
-    if qmark:
-        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k.lower() != "password"]
-        query = urlencode(kept, safe="/,:")
-    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
-
-
-def _where(url: str) -> tuple[str, str, str]:
-    """(user, host, database) named by ``url``, for messages (empty when the URL leaves them out)."""
-    try:
-        parts = urlsplit(url)
-        return unquote(parts.username or ""), parts.hostname or "", unquote(parts.path.lstrip("/"))
-    except ValueError:
-        return "", "", ""
-
 
 # --- schema: step i upgrades a database from version i to i + 1 ---
 
@@ -322,12 +249,6 @@ class _Unsaved(Exception):
         self.committing = committing
 
 
-def _first_line(exc: BaseException, default: str = "") -> str:
-    """The first line of ``exc``'s message, for a one-sentence error (``default``, else its type, when empty)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else default or type(exc).__name__
-
-
 def _no_nul(what: str, value: Any, *, empty_ok: bool = False) -> str:
     text = check_text(what, value, empty_ok=empty_ok)
     if "\x00" in text:
@@ -335,45 +256,6 @@ def _no_nul(what: str, value: Any, *, empty_ok: bool = False) -> str:
             f"{what} holds the character U+0000, which PostgreSQL text cannot store; remove it or encode it"
         )
     return text
-
-
-class _BlockReader:
-    """A connection of its own, driven by a daemon thread's event loop, for synchronous reads."""
-
-    def __init__(self, connect: Callable[[], Awaitable[Any]]) -> None:
-        self._connect = connect
-        self._conn: Any = None
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="ag2net-pg-block-reader", daemon=True
-        )
-        self._thread.start()
-
-    async def _fetch(self, sql: str, args: tuple) -> list:
-        if self._conn is None or self._conn.is_closed():
-            self._conn = await self._connect()
-        return await self._conn.fetch(sql, *args)
-
-    def fetch(self, sql: str, *args: Any, timeout: float) -> list:
-        return asyncio.run_coroutine_threadsafe(self._fetch(sql, args), self._loop).result(timeout)
-
-    async def _close_conn(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                await conn.close(timeout=5)
-            except Exception:
-                conn.terminate()
-
-    def close(self) -> None:
-        try:
-            asyncio.run_coroutine_threadsafe(self._close_conn(), self._loop).result(10)
-        except Exception:
-            pass
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        if not self._thread.is_alive():
-            self._loop.close()
 
 
 class PostgresStore(SqlStore):
@@ -420,9 +302,9 @@ class PostgresStore(SqlStore):
         self._command_timeout = command_timeout
         self.read_only = read_only
         self._open_lock = asyncio.Lock()
-        self._pool: _Pool | None = None
-        self._writer_conn: _Connection | None = None
-        self._block_reader: _BlockReader | None = None
+        self._pool: Pool | None = None
+        self._writer_conn: Connection | None = None
+        self._block_reader: BlockReader | None = None
         self._block_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
@@ -464,9 +346,9 @@ class PostgresStore(SqlStore):
         """A new asyncpg connection to this store's database, outside the pool (the caller closes it):
         for a session of its own, such as the one holding the leadership lock."""
         try:
-            return await _asyncpg().connect(**self._connect_kwargs(**server_settings))
+            return await load_asyncpg().connect(**self._connect_kwargs(**server_settings))
         except Exception as exc:
-            raise self._open_error(exc) from None
+            raise open_error(exc, self.url) from None
 
     # --- fencing ---
 
@@ -526,7 +408,7 @@ class PostgresStore(SqlStore):
         except StoreError:
             raise
         except Exception as exc:
-            detail = _first_line(exc)
+            detail = first_line(exc)
             raise StoreError(f"cannot take the leadership of {self.where} ({detail})") from exc
         self._fence_epoch = epoch
         self._fenced = None
@@ -549,7 +431,7 @@ class PostgresStore(SqlStore):
     def _fenced_out(self, exc: BaseException) -> StoreFenced:
         """Record that another holder fenced this store out; tell ``on_fenced`` once."""
         if self._fenced is None:
-            detail = _first_line(exc, "fenced")
+            detail = first_line(exc, "fenced")
             self._fenced = StoreFenced(
                 f"another hub took the leadership of {self.where} ({detail}); this hub may no longer write "
                 "there, and this write was not saved"
@@ -566,13 +448,13 @@ class PostgresStore(SqlStore):
         async with self._open_lock:
             if self._pool is not None:
                 return
-            asyncpg = _asyncpg()
+            asyncpg = load_asyncpg()
             try:
                 pool = await asyncpg.create_pool(
                     min_size=self._min_connections, max_size=self._max_connections, **self._connect_kwargs()
                 )
             except Exception as exc:
-                raise self._open_error(exc) from None
+                raise open_error(exc, self.url) from None
             try:
                 conn = await pool.acquire()
                 try:
@@ -591,7 +473,7 @@ class PostgresStore(SqlStore):
                 if isinstance(exc, StoreError):
                     raise
                 if isinstance(exc, Exception):
-                    raise self._open_error(exc) from None
+                    raise open_error(exc, self.url) from None
                 raise
             self._loop = asyncio.get_running_loop()
             self._pool = pool
@@ -599,7 +481,7 @@ class PostgresStore(SqlStore):
             self._pending = []
             self._accepting = not self.read_only
 
-    async def _check_version(self, conn: _Connection) -> None:
+    async def _check_version(self, conn: Connection) -> None:
         """Read-only: the database must hold an ag2net store of this code's schema version."""
         target = schema_version()
         schema = await conn.fetchval("SELECT current_schema()")
@@ -623,7 +505,7 @@ class PostgresStore(SqlStore):
                 f"{target} this ag2net reads; open it once with ag2net serve or ag2net tui to upgrade it"
             )
 
-    async def _upgrade(self, conn: _Connection) -> None:
+    async def _upgrade(self, conn: Connection) -> None:
         target = schema_version()
         while True:
             async with conn.transaction():
@@ -663,56 +545,6 @@ class PostgresStore(SqlStore):
                     return
                 await UPGRADES[version](conn)
                 await conn.execute(f"UPDATE {_VERSION_TABLE} SET version = $1", version + 1)
-
-    def _open_error(self, exc: BaseException) -> StoreError:
-        """One sentence for a database that cannot be used: what went wrong, with the URL, and the fix."""
-        if isinstance(exc, StoreError):
-            return exc
-        user, _, database = _where(self.url)
-        asyncpg = _asyncpg()
-        errors = asyncpg.exceptions
-        detail = _first_line(exc)
-        if isinstance(exc, errors.InvalidPasswordError) or (
-            isinstance(exc, errors.InvalidAuthorizationSpecificationError) and "password" in detail
-        ):
-            return StoreError(
-                f"the PostgreSQL server refused the login of {self.where} ({detail}); fix the user name and "
-                "password in the URL (or PGPASSWORD, ~/.pgpass)"
-            )
-        if isinstance(exc, errors.InvalidAuthorizationSpecificationError):
-            return StoreError(
-                f"the PostgreSQL server refused the login of {self.where} ({detail}); use a user the server "
-                "knows and admits (its pg_hba.conf) in the URL"
-            )
-        if isinstance(exc, errors.InvalidCatalogNameError):
-            return StoreError(
-                f"the PostgreSQL database {database or '(default)'!r} of {self.where} does not exist ({detail}); "
-                f"create it (createdb {database or 'NAME'}) or name an existing one in the URL"
-            )
-        if isinstance(exc, errors.InsufficientPrivilegeError):
-            return StoreError(
-                f"the PostgreSQL user {user or '(default)'!r} may not create the store's tables in "
-                f"{self.where} ({detail}); grant it CREATE on the schema or use a database it owns"
-            )
-        if isinstance(exc, errors.TooManyConnectionsError | errors.CannotConnectNowError):
-            return StoreError(
-                f"the PostgreSQL server at {self.where} takes no connection now ({detail}); wait and retry, "
-                "or raise its max_connections"
-            )
-        if isinstance(exc, OSError | TimeoutError | asyncio.TimeoutError):
-            return StoreError(
-                f"cannot reach the PostgreSQL server at {self.where} ({detail or 'timed out'}); start the server "
-                "or fix the host and port in the URL"
-            )
-        if isinstance(exc, ValueError | TypeError):
-            return StoreError(
-                f"the database URL {self.where} is not valid ({detail}); write it as "
-                "postgresql://user[:password]@host[:port]/dbname"
-            )
-        return StoreError(
-            f"cannot use the PostgreSQL database {self.where} ({detail}); check the URL, the server and "
-            "the user's rights"
-        )
 
     async def close(self) -> None:
         async with self._open_lock:
@@ -780,7 +612,7 @@ class PostgresStore(SqlStore):
         finally:
             self._writer_task = None
 
-    async def _writer(self) -> _Connection:
+    async def _writer(self) -> Connection:
         conn = self._writer_conn
         if conn is not None and not conn.is_closed():
             return conn
@@ -789,7 +621,7 @@ class PostgresStore(SqlStore):
         self._writer_conn = None
         if conn is not None:
             conn.terminate()
-        conn = await _asyncpg().connect(**self._connect_kwargs(**self._writer_settings()))
+        conn = await load_asyncpg().connect(**self._connect_kwargs(**self._writer_settings()))
         self._writer_conn = conn
         return conn
 
@@ -828,7 +660,7 @@ class PostgresStore(SqlStore):
         epoch = self._fence_epoch
         return "BEGIN" if epoch is None else f"BEGIN; SELECT ag2net_fence({int(epoch)})"
 
-    async def _transaction(self, conn: _Connection, ops: list[Op]) -> list:
+    async def _transaction(self, conn: Connection, ops: list[Op]) -> list:
         if not self._one_statement(ops):
             return await self._in_transaction(conn, lambda: self._apply(conn, ops))
         # A single statement commits on its own (atomically): one round trip instead of three.
@@ -839,7 +671,7 @@ class PostgresStore(SqlStore):
                 raise _Unsaved(exc, True) from exc
             raise
 
-    async def _in_transaction(self, conn: _Connection, body: Callable[[], Awaitable[list]]) -> list:
+    async def _in_transaction(self, conn: Connection, body: Callable[[], Awaitable[list]]) -> list:
         """``body()`` between BEGIN (with the fence check) and COMMIT; ``_Unsaved`` when the connection fails."""
         committing = False
         try:
@@ -871,11 +703,11 @@ class PostgresStore(SqlStore):
             return all(op[0] == first for op in ops)
         return len(ops) == 1 and first in _UPSERT_SQL
 
-    async def _one_by_one(self, conn: _Connection, ops: list[Op]) -> list:
+    async def _one_by_one(self, conn: Connection, ops: list[Op]) -> list:
         return await self._in_transaction(conn, lambda: self._each_in_a_savepoint(conn, ops))
 
-    async def _each_in_a_savepoint(self, conn: _Connection, ops: list[Op]) -> list:
-        asyncpg = _asyncpg()
+    async def _each_in_a_savepoint(self, conn: Connection, ops: list[Op]) -> list:
+        asyncpg = load_asyncpg()
         results: list = []
         for op in ops:
             await conn.execute("SAVEPOINT op")
@@ -912,7 +744,7 @@ class PostgresStore(SqlStore):
     def _write_error(self, exc: BaseException, committing: bool) -> StoreError:
         if isinstance(exc, StoreError):
             return exc
-        detail = _first_line(exc)
+        detail = first_line(exc)
         if committing:
             return StoreError(
                 f"the connection to {self.where} was lost while committing ({detail}); the write may or may "
@@ -922,7 +754,7 @@ class PostgresStore(SqlStore):
             f"cannot write to the store {self.where} ({detail}); nothing of this batch was saved"
         )
 
-    async def _apply(self, conn: _Connection, ops: Sequence[Op]) -> list:
+    async def _apply(self, conn: Connection, ops: Sequence[Op]) -> list:
         results: list = []
         for kind, run in runs(ops, appends_together=True):
             if kind in APPENDS:
@@ -946,7 +778,7 @@ class PostgresStore(SqlStore):
                 results.extend([None] * len(run))
         return results
 
-    async def _apply_appends(self, conn: _Connection, run: Sequence[Op]) -> list:
+    async def _apply_appends(self, conn: Connection, run: Sequence[Op]) -> list:
         channels: list[str] = []
         ids: list[str] = []
         texts: list[str] = []
@@ -979,7 +811,7 @@ class PostgresStore(SqlStore):
 
     # --- reads (the pool) ---
 
-    async def _fetch(self, sql: str, *args: Any) -> list[_Record]:
+    async def _fetch(self, sql: str, *args: Any) -> list[Record]:
         pool = self._pool
         if pool is None:
             raise self._closed_error()
@@ -988,7 +820,7 @@ class PostgresStore(SqlStore):
         except Exception as exc:
             if self._pool is None:
                 raise self._closed_error() from None
-            detail = _first_line(exc)
+            detail = first_line(exc)
             raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
 
     def _any(self, column: str, values: list[str]) -> tuple[str, list]:
@@ -1006,15 +838,15 @@ class PostgresStore(SqlStore):
                 raise self._closed_error()
             reader = self._block_reader
             if reader is None:
-                asyncpg = _asyncpg()
+                asyncpg = load_asyncpg()
                 kwargs = self._connect_kwargs()
-                reader = self._block_reader = _BlockReader(lambda: asyncpg.connect(**kwargs))
+                reader = self._block_reader = BlockReader(lambda: asyncpg.connect(**kwargs))
         try:
             rows = reader.fetch(
                 _READ_BLOCK, channel_id, first_seq, last_seq, timeout=(self._command_timeout or 60.0) + 5
             )
         except Exception as exc:
-            detail = _first_line(exc)
+            detail = first_line(exc)
             raise StoreError(f"cannot read the store {self.where} ({detail})") from exc
         return [row[0] for row in rows]
 

@@ -2,7 +2,7 @@
 
 Writes (every ``append``/``put_*``/``set_*``/``add_*``) go through one ordered writer on a plain
 ``sqlite3`` connection; reads and background checkpoints go through a second connection served by a
-reader thread (``_ReaderThread``). Why the writes bypass that thread: an append must be committed
+reader thread (``store/sqlite_reader.py``). Why the writes bypass that thread: an append must be committed
 before it returns, so a one-at-a-time loop pays one commit per call, and a thread round trip (queue
 to the thread, wake the event loop back) costs more than the commit itself. The writer therefore runs its batch where it is cheapest:
 
@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,6 +59,7 @@ from ag2net.store.sql import (
     resolve,
     runs,
 )
+from ag2net.store.sqlite_reader import ReaderThread
 
 # --- schema: step i upgrades a database from user_version i to i + 1 ---
 
@@ -176,94 +175,6 @@ FROM heads WHERE channel_id IS NOT NULL
 """
 
 
-def _settle(future: asyncio.Future, ok: bool, result: Any) -> None:
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(result)
-    else:
-        future.set_exception(result)
-
-
-class _ReaderThread:
-    """The store's read connection, served by one daemon thread (so it never blocks interpreter exit).
-
-    Calls are queued in order and answered on the caller's event loop. ``ValueError`` after close,
-    ``sqlite3.Error`` as raised by the query.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._jobs: queue.SimpleQueue[tuple[asyncio.Future, Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._thread = threading.Thread(target=self._serve, name="ag2net-store-reader", daemon=True)
-
-    async def start(self) -> None:
-        self._thread.start()
-        try:
-            await self._call(self._connect)
-        except BaseException:
-            self._stop()
-            raise
-
-    def _connect(self) -> None:
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False, timeout=5.0)
-        try:
-            conn.execute("PRAGMA busy_timeout = 5000")
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
-
-    def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            future, call = job
-            try:
-                ok, result = True, call()
-            except BaseException as exc:  # handed to the caller
-                ok, result = False, exc
-            try:
-                future.get_loop().call_soon_threadsafe(_settle, future, ok, result)
-            except RuntimeError:
-                pass  # the caller's loop is closed: nobody is waiting
-
-    async def _call(self, call: Callable[[], Any]) -> Any:
-        if self._closed:
-            raise ValueError("the store's reader is closed")
-        future = asyncio.get_running_loop().create_future()
-        self._jobs.put((future, call))
-        return await future
-
-    async def execute_fetchall(self, sql: str, params: tuple = ()) -> list:
-        return await self._call(lambda: self._require().execute(sql, params).fetchall())
-
-    def _require(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise ValueError("the store's reader is closed")
-        return self._conn
-
-    def _close_conn(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def _stop(self) -> None:
-        self._closed = True
-        self._jobs.put(None)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        try:
-            await self._call(self._close_conn)
-        finally:
-            self._stop()
-
-
 _WRITERS = ("auto", "inline", "thread")
 
 
@@ -301,7 +212,7 @@ class SqliteStore(SqlStore):
         self._checkpoint_bytes = checkpoint_bytes
         self._open_lock = asyncio.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._reader: _ReaderThread | None = None
+        self._reader: ReaderThread | None = None
         self._block_reader: sqlite3.Connection | None = None  # read_wal_block's, opened on first use
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -334,7 +245,7 @@ class SqliteStore(SqlStore):
                 return
             self._reset_writer_state()
             conn = await asyncio.to_thread(self._connect_writer)
-            reader = _ReaderThread(self.path)
+            reader = ReaderThread(self.path)
             try:
                 await reader.start()
             except sqlite3.Error as exc:
@@ -594,10 +505,8 @@ class SqliteStore(SqlStore):
         One caller's bad write (a constraint, text SQLite cannot bind, a fault raised by the database)
         must never fail the other callers' writes that happened to share its group commit.
         """
-        conn = self._conn
-        assert conn is not None, "the writer runs only while the store is open"
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn = self._begin()
         except Exception as exc:
             return [self._write_error(exc) for _ in ops]
         try:
@@ -612,6 +521,12 @@ class SqliteStore(SqlStore):
         self._committed(counters, new_ids, indexed)
         return results
 
+    def _begin(self) -> sqlite3.Connection:
+        conn = self._conn
+        assert conn is not None, "the writer runs only while the store is open"
+        conn.execute("BEGIN IMMEDIATE")
+        return conn
+
     def _rollback(self) -> None:
         conn = self._conn
         if conn is not None and conn.in_transaction:
@@ -622,10 +537,8 @@ class SqliteStore(SqlStore):
 
     def _write_one_by_one(self, ops: list[Op]) -> list:
         """After a failed batch: each op in its own savepoint, so only the faulty ones fail; the rest commit."""
-        conn = self._conn
-        assert conn is not None, "the writer runs only while the store is open"
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn = self._begin()
         except Exception as exc:
             return [self._write_error(exc) for _ in ops]
         counters: dict[Any, int] = {}
