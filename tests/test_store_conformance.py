@@ -663,7 +663,7 @@ async def test_open_store_maps_its_argument(tmp_path):
     existing = MemoryStore()
     assert open_store(existing) is existing
     with pytest.raises(StoreError, match="cannot use int as a store"):
-        open_store(42)
+        open_store(42)  # type: ignore[arg-type]
     with pytest.raises(StoreError, match="empty"):
         open_store("")
 
@@ -676,7 +676,7 @@ async def test_the_hub_keeps_its_network_across_a_restart(backend):
     from ag2net.hub import Hub
     from ag2net.views import FullTranscript
 
-    quiet = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
+    quiet: dict[str, Any] = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
     hub = await Hub.open(backend.make(), cache_mb=0.05, wal_window=10, **quiet)
     try:
         hc = HubClient.local(hub)
