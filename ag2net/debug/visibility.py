@@ -186,9 +186,11 @@ def _why_not(
     hub: Hub, md: ChannelMetadata, then: ChannelMetadata, env: Envelope, pid: str, denied: Any
 ) -> str:
     """Why the dispatch did not address ``env`` to ``pid`` (it decided; this names the cause)."""
+    audience = env.audience
+    if pid == env.sender_id and (audience is None or pid not in audience):
+        return "sender"  # its own envelope, handshake or not: shown as the sender's own event
     if env.event_type in HANDSHAKE_ANSWERS:
         return "handshake"
-    audience = env.audience
     if audience is not None and pid not in audience:
         return "sender" if pid == env.sender_id else "audience"
     if audience is None and pid == env.sender_id:

@@ -183,7 +183,8 @@ async def test_tool_schemas_wrap_instead_of_being_cut(network) -> None:
 
 
 async def test_raw_agent_ids_in_a_projection_get_a_legend(network) -> None:
-    for text in ("one", "two", "three"):
+    planner_id = network.planner.agent_id
+    for text in ("one", "two", f"three, as {planner_id} asked"):
         await network.human.send(network.conversation, text)
     await until(lambda: len(network.planner.agent.model.calls) >= 4)
     await network.planner.idle()
@@ -198,11 +199,12 @@ async def test_raw_agent_ids_in_a_projection_get_a_legend(network) -> None:
         await pilot.pause()
         summary = view.data.preview.history[0]
         assert type(summary).__name__ == "CompactionSummary"
-        assert network.human.agent_id in summary.summary  # the model gets the id, and so do we
-        assert (network.human.agent_id, "ana") in view.legend
+        # the compaction summary names its senders (name_for); an id a participant typed stays an id
+        assert "ana" in summary.summary and network.human.agent_id not in summary.summary
+        assert (planner_id, "planner") in view.legend
         history = shown(view, "#pv-history")
-        assert network.human.agent_id in history
-        assert "Agent ids in this text" in history and "= ana" in "".join(history.split(" \n"))
+        assert planner_id in history
+        assert "Agent ids in this text" in history and "= planner" in "".join(history.split(" \n"))
 
 
 def test_tools_diff_by_name() -> None:
