@@ -80,9 +80,9 @@ async def test_visibility_reports_exactly_the_deliveries_of_every_demo_envelope(
                 if row.event_type == EV_CHANNEL_INVITE_ACK:
                     acks += 1
                     assert not reported
-                    assert {
-                        pid: cell.reason for pid, cell in row.cells.items() if pid != row.sender_id
-                    } == {pid: "handshake" for pid in row.cells if pid != row.sender_id}
+                    assert {pid: cell.reason for pid, cell in row.cells.items() if pid != row.sender_id} == {
+                        pid: "handshake" for pid in row.cells if pid != row.sender_id
+                    }
                     assert row.cells[row.sender_id].reason == "sender"  # its own event
         assert checked > 50 and acks > 0
         await demo.close()
