@@ -270,8 +270,8 @@ async def test_channels_seed_failure_closes_with_seed_failed(hub, hc):
     result = await call(
         alice, "channels", action="open", type="workflow", target="bob", knobs={"graph": graph}, message="go"
     )
-    assert result.startswith("Error: seed send failed: workflow ")
-    assert "expects" in result
+    assert result.startswith("Error: seed send failed: workflow·")  # the hub names the channel by its label
+    assert result.endswith("expects bob to speak, got alice")
     [md] = hub.query_channels(agent_id=alice.agent_id, include_terminal=True)
     assert md.close_reason == "seed_failed"
 
