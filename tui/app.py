@@ -439,6 +439,10 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
     @on(Ready)
     def _feed_ready(self) -> None:
         self.ready = True
+        if self.selected_channel is None:
+            asked = self._open_question()
+            if asked is not None:  # asked before this workbench started: shown as if asked now
+                self.channel_list.select(asked)
         self.set_timer(SETTLE_AFTER_READY, self.collector.settle, name="collector settle")
         if self.autostart_demo:
             self.start_demo()
@@ -449,6 +453,20 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
                 title="New here?",
                 timeout=12,
             )
+
+    def _open_question(self) -> str | None:
+        """The channel whose newest text asks the human and is still open (the demo's question to a web
+        tab that opened after it was asked), or None."""
+        seen: set[str] = set()
+        for row in reversed(self.tail.visible_rows()):
+            env = row.envelope
+            if env.event_type != EV_TEXT or env.channel_id in seen:
+                continue
+            seen.add(env.channel_id)  # only the newest text of a channel: an answered question is not open
+            md = self.source.metadata.get(env.channel_id)
+            if md is not None and not md.is_terminal() and self.source.addressed_to_human(env):
+                return env.channel_id
+        return None
 
     @on(HumanAsked)
     def _human_asked(self, event: HumanAsked) -> None:

@@ -346,3 +346,14 @@ async def test_composer_preview_json_is_legible_on_a_light_theme(network) -> Non
             style = theme.syntax_styles.get(name)
             if style is not None and style.color is not None:
                 assert contrast(style.color, background) >= 3.0, (name, style, background)
+
+
+async def test_a_question_asked_before_the_workbench_started_is_preselected(network) -> None:
+    channel = await network.critic.open(type="consulting", target=network.human.agent_id)
+    await channel.send("Is the budget final?")
+    app = await started(network)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready)
+        await pilot.pause()
+        await until(lambda: app.selected_channel == channel.channel_id)
+        assert app.chat.channel_id == channel.channel_id
