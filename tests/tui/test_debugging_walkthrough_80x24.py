@@ -9,6 +9,7 @@ as the tests of those screens set them; every other step is the key the README n
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from fork_app import RealTimeDemo, wait_for
@@ -21,6 +22,34 @@ from tui.screens.visibility_matrix import VisibilityMatrixScreen
 from tui.screenshots import channel_of, ready, settle
 
 SIZE = (80, 24)
+README = Path(__file__).parents[2] / "README.md"
+
+
+def walkthrough_text() -> str:
+    """The README's "Debugging a projection" section, its whitespace collapsed (lines wrap anywhere)."""
+    section = (
+        README.read_text(encoding="utf-8").split("### Debugging a projection", 1)[1].split("\n## ", 1)[0]
+    )
+    return " ".join(section.split())
+
+
+def test_the_walkthrough_quotes_what_the_screen_shows() -> None:
+    """The sentences the pilot test below finds on screen are the ones the README quotes."""
+    text = walkthrough_text()
+    for quoted in (
+        "twenty envelopes, closed when the turns ran out (`reason: max_turns`)",
+        "`windowed_summary` with `recent_n=10`",
+        '"Earlier in this channel: 6 messages from coder, critic."',
+        "no `[coder]:` prefix",
+        '"1.8k / 8.2k tokens (estimate)"',
+        'round 2 of the conversation; expected: "no one in particular"',
+        '"faithful: 20/20 reproduced (a replay with no change from seq 4)"',
+        "\"stopped at seq 9: critic's model is `replay` and has no recorded reply for a changed request; "
+        'give critic `scripted` or `openai` to go on"',
+        '"first divergence at seq 5: different reply"',
+    ):
+        assert quoted in text, quoted
+    assert "the critic as the last speaker" not in text and "prefixed `[coder]:`" not in text
 
 
 def screen_text(app: Any) -> str:
@@ -88,7 +117,7 @@ async def test_the_readme_debugging_walkthrough_at_80x24() -> None:
         assert "Earlier in this channel: 6 messages from coder, critic." in text
         assert "[coder]:" not in text
         assert (
-            "window unknown" not in text and "/ 8.2k tokens (estimate)" in text
+            "window unknown" not in text and "1.8k / 8.2k tokens (estimate)" in text
         )  # the demo's model has a window
         turns = len(view.data.turns)
         assert turns >= 8
