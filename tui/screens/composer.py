@@ -18,6 +18,7 @@ import difflib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,14 @@ def event_type_warning(event_type: str) -> str:
     return ""
 
 
+def empty_text_warning(data: dict[str, Any]) -> str:
+    """A warning for an ``ag2.msg.text`` whose ``text`` is empty (it would post a message saying nothing)."""
+    text = data.get("text")
+    if isinstance(text, str) and not text.strip():
+        return 'the text is empty: this message would say nothing; write it in "text"'
+    return ""
+
+
 def parse_event_data(text: str) -> tuple[dict[str, Any] | None, str]:
     """Parse the editor's text: (object, "") or (None, one-sentence error)."""
     if not text.strip():
@@ -297,12 +306,22 @@ Build any envelope, including custom event types (`myapp.review_request`).
   sending: refused (and why) or admitted, who receives it, what each participant's model gets on its
   next turn, who is expected to speak after it and whether the channel would close.
 - The event type's text is selected when you enter the field: typing replaces it.
-- **Ctrl+S** sends, **Escape** closes (the draft is kept).
+- An `ag2.msg.text` whose `text` is empty gets a warning under the event data (it would say nothing).
+- **Ctrl+S** sends, **Escape** closes and keeps the draft (reopening shows it, until it is sent),
+  **Ctrl+D** discards the draft and closes.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s,ctrl+enter,ctrl+j", "send", "Send", id="composer.send", tooltip="Post the envelope"),
         Binding("escape", "close", "Close", id="composer.close", tooltip="Close; the draft is kept"),
+        Binding(  # priority: the fields' own ctrl+d (delete right; the Delete key does that too) yields
+            "ctrl+d",
+            "discard",
+            "Discard",
+            id="composer.discard",
+            tooltip="Forget the draft and close",
+            priority=True,
+        ),
     ]
 
     # The dry run's place follows the width (beside the preview from DRY_RUN_WIDE columns, else below it)
@@ -356,6 +375,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
         & #composer-row > Vertical:first-child { margin-right: 1; }
         & #composer-buttons { height: auto; margin-top: 1; }
         & #composer-buttons Button { margin-right: 1; width: 1fr; min-width: 8; max-width: 16; }
+        & #composer-buttons #composer-discard { min-width: 9; margin-right: 0; }
         & #composer-send-error {
             color: $text-error;
             border: tall $error;
@@ -408,6 +428,11 @@ Build any envelope, including custom event types (`myapp.review_request`).
         self.warnings: dict[str, str] = {}
         self.sending = False
         self._loading = True
+        self._draft_lock = threading.Lock()
+        self._draft_generation = 0
+        """The newest save asked for (each change, close and discard takes the next number)."""
+        self._draft_written = 0
+        """The newest save (or discard) that reached the file."""
         self._draft = self._read_draft()
         channel = initial_channel or self._draft.get("channel_id")
         if channel not in self.channels:
@@ -461,6 +486,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
                     id="composer-data",
                 )
                 yield Label("", classes="field-error", id="composer-data-msg")
+                yield Label("", classes="field-warning", id="composer-data-warning")
                 with Horizontal(id="composer-row"):
                     with Vertical():
                         yield Label("Priority", classes="field-label")
@@ -501,6 +527,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
                 with Horizontal(id="composer-buttons"):
                     yield Button("Send", variant="primary", id="composer-send")
                     yield Button("Close", id="composer-cancel")
+                    yield Button("Discard", variant="error", id="composer-discard")
         yield Footer()
 
     def _add_known_channels(self) -> None:
@@ -597,6 +624,8 @@ Build any envelope, including custom event types (`myapp.review_request`).
         data, data_error = parse_event_data(values["event_data"])
         if data_error:
             errors["data"] = data_error
+        elif event_type == EV_TEXT and data is not None:
+            warnings["data"] = empty_text_warning(data)
         ttl: int | None = None
         if values["ttl_seconds"] is not None:
             try:
@@ -633,6 +662,7 @@ Build any envelope, including custom event types (`myapp.review_request`).
             "channel" not in errors and "channel" in self.warnings, "-warning"
         )
         _set_message(self.query_one("#composer-type-warning", Label), self.warnings.get("type", ""))
+        _set_message(self.query_one("#composer-data-warning", Label), self.warnings.get("data", ""))
         self.query_one("#composer-send", Button).disabled = bool(errors) or self.sending
         self._update_preview(values, envelope)
         self._envelope = envelope
@@ -691,6 +721,10 @@ Build any envelope, including custom event types (`myapp.review_request`).
     def _cancel_pressed(self) -> None:
         self.action_close()
 
+    @on(Button.Pressed, "#composer-discard")
+    def _discard_pressed(self) -> None:
+        self.action_discard()
+
     def action_send(self) -> None:
         envelope = self.validate_form()
         if envelope is None:
@@ -712,7 +746,14 @@ Build any envelope, including custom event types (`myapp.review_request`).
         self.post_message(self.SendRequested(self, envelope))
 
     def action_close(self) -> None:
-        self._write_draft(self.form_values())
+        # written here, not in a worker: the screen's workers end with it, and the next opening reads
+        # the file at once (a draft saved by a thread that had not run yet came back as the old one)
+        self._store_draft(self.form_values(), self._next_draft_generation())
+        self.dismiss(None)
+
+    def action_discard(self) -> None:
+        """Forget the draft (the next opening starts afresh) and close."""
+        self._delete_draft()
         self.dismiss(None)
 
     # ------------------------------------------------------------------ called by the app
@@ -853,21 +894,41 @@ Build any envelope, including custom event types (`myapp.review_request`).
             return
         self._write_draft(self.form_values())
 
-    @work(thread=True, exclusive=True, group="composer-draft")
+    def _next_draft_generation(self) -> int:
+        self._draft_generation += 1
+        return self._draft_generation
+
     def _write_draft(self, values: dict[str, Any]) -> None:
+        if self.draft_path is not None:
+            self._write_draft_thread(values, self._next_draft_generation())
+
+    @work(thread=True, group="composer-draft")
+    def _write_draft_thread(self, values: dict[str, Any], generation: int) -> None:
+        self._store_draft(values, generation, from_thread=True)
+
+    def _store_draft(self, values: dict[str, Any], generation: int, *, from_thread: bool = False) -> None:
+        """Write ``values`` unless a newer save (or a discard) already happened: saves overlap, and an
+        older one landing last would bring back what the person had since changed or discarded."""
         if self.draft_path is None:
             return
-        try:
-            write_draft(self.draft_path, values)
-        except OSError as exc:
-            self.app.call_from_thread(
-                self.notify,
-                f"Could not save the draft to {self.draft_path}: {exc.strerror}.",
-                severity="warning",
-            )
+        with self._draft_lock:
+            if generation < self._draft_written:
+                return
+            self._draft_written = generation
+            try:
+                write_draft(self.draft_path, values)
+            except OSError as exc:
+                message = f"Could not save the draft to {self.draft_path}: {exc.strerror}."
+                if from_thread:
+                    self.app.call_from_thread(self.notify, message, severity="warning")
+                else:
+                    self.notify(message, severity="warning")
 
     def _delete_draft(self) -> None:
-        if self.draft_path is not None:
+        if self.draft_path is None:
+            return
+        with self._draft_lock:
+            self._draft_written = self._next_draft_generation()  # a save still in flight is older
             try:
                 self.draft_path.unlink(missing_ok=True)
             except OSError:
@@ -888,6 +949,7 @@ __all__ = [
     "EV_NAMES",
     "ChannelChoice",
     "EnvelopeComposer",
+    "empty_text_warning",
     "event_templates",
     "event_type_warning",
     "parse_event_data",

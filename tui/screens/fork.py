@@ -16,12 +16,18 @@ default), ``TOOL=live`` (the real function, when this process has it) or ``TOOL=
 between tools and ``*`` for all of them.
 
 Mistakes are one inline sentence naming the field (parsed with the same helpers as ``ag2net replay``).
+
+What a person typed stays between runs: closing the form (or a run giving way to the comparison) and
+opening it again on the same channel brings back every agent's overrides, the turn budget and the
+timeout (kept per workbench source and channel, for as long as the workbench runs). Enter in a field
+moves to the next one; only Ctrl+R runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -32,6 +38,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Select, Static
+from textual.widgets.select import InvalidSelectValueError
 from textual.worker import Worker, WorkerState
 
 from ag2net.cli_replay import openai_available, parse_model, parse_params, parse_tool_policy, parse_view
@@ -40,6 +47,20 @@ from ag2net.views import registered_views
 
 KEEP = "__keep__"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+FIELDS = ("view", "params", "model", "model-arg", "system", "tools")
+"""An agent's fields, ``#fork-<field>-<index>``."""
+
+_kept: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
+"""What the form held when it was last changed, per workbench source, then per channel id: the turn
+budget and timeout, and each agent's fields by agent name (the next form on that channel starts from it)."""
+
+
+def kept_form(source: Any, channel_id: str) -> dict[str, Any]:
+    """The fields the last form on ``channel_id`` held (``{}`` when none was changed)."""
+    try:
+        return dict(_kept.get(source, {}).get(channel_id, {}))
+    except TypeError:  # a source that cannot be weakly referenced keeps nothing
+        return {}
 
 
 @dataclass(slots=True)
@@ -64,7 +85,8 @@ Replays the channel from the seq in a sandbox hub (nothing is written to this on
 
 The line above the agents is the baseline: the replay with nothing changed ("faithful: 20/20 reproduced").
 
-**Ctrl+R** runs (progress below), **Escape** cancels a run or closes the form.
+**Ctrl+R** runs (progress below), **Escape** cancels a run or closes the form. **Enter** moves to the
+next field (it never runs). What you typed is still here when you open the form again on this channel.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -129,6 +151,8 @@ The line above the agents is the baseline: the replay with nothing changed ("fai
         """The no-change replay's outcome at the form's seq ("faithful: 20/20 reproduced"; tests read it)."""
         self.baseline: tuple[Any, Any] | None = None
         self._baseline_seq: int | None = None
+        self._restoring = True
+        """True until the agents' rows are up with what the last form held (changes then are not kept)."""
 
     # ------------------------------------------------------------------ layout
 
@@ -178,6 +202,7 @@ The line above the agents is the baseline: the replay with nothing changed ("fai
             self.query_one("#fork-seq", Input).value = str(self.at_seq)
         box = self.query_one("#fork-agents", VerticalScroll)
         await box.mount_all(self._agent_rows())
+        self._restore()
         if not agents:
             self.show_error(f"{self.label} has no agents to replay (only people take part in it).")
         self.query_one("#fork-seq", Input).focus()
@@ -388,11 +413,62 @@ The line above the agents is the baseline: the replay with nothing changed ("fai
                 overrides[agent.agent_id] = override
         return at, turns, timeout, overrides
 
+    # ------------------------------------------------------------------ kept between forms
+
+    def form_fields(self) -> dict[str, Any]:
+        """What the form holds now, as typed: turn budget, timeout and each agent's fields by name."""
+        agents: dict[str, dict[str, str]] = {}
+        for index, agent in enumerate(self.agents):
+            row: dict[str, str] = {}
+            for name in FIELDS:
+                widget = self.query_one(f"#fork-{name}-{index}")
+                value = widget.value if isinstance(widget, (Input, Select)) else None
+                row[name] = str(value)
+            agents[agent.name] = row
+        return {
+            "turns": self.query_one("#fork-turns", Input).value,
+            "timeout": self.query_one("#fork-timeout", Input).value,
+            "agents": agents,
+        }
+
+    def _restore(self) -> None:
+        kept = kept_form(self.source, self.channel_id)
+        for key in ("turns", "timeout"):
+            if key in kept:
+                self.query_one(f"#fork-{key}", Input).value = str(kept[key])
+        agents = kept.get("agents", {})
+        for index, agent in enumerate(self.agents):
+            for name, value in agents.get(agent.name, {}).items():
+                widget = self.query_one(f"#fork-{name}-{index}")
+                if isinstance(widget, Select):
+                    try:
+                        widget.value = value
+                    except InvalidSelectValueError:
+                        pass  # a view or model this process no longer offers: the default stays
+                elif isinstance(widget, Input):
+                    widget.value = value
+        self.call_after_refresh(self._restored)
+
+    def _restored(self) -> None:
+        self._restoring = False
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _keep(self) -> None:
+        if self._restoring or not self.agents:
+            return
+        try:
+            _kept.setdefault(self.source, {})[self.channel_id] = self.form_fields()
+        except TypeError:
+            pass  # a source that cannot be weakly referenced keeps nothing
+
     # ------------------------------------------------------------------ running
 
     @on(Input.Submitted)
-    def _submitted(self) -> None:
-        self.action_run()
+    def _submitted(self, event: Input.Submitted) -> None:
+        # Enter moves on, as in any form; a replay can take a minute and forks a sandbox: only ctrl+r runs
+        event.stop()
+        self.focus_next()
 
     def action_run(self) -> None:
         if self.running is not None and self.running.is_running:
@@ -502,4 +578,4 @@ def describe(override: Any) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["KEEP", "AgentRow", "ForkForm", "describe"]
+__all__ = ["KEEP", "AgentRow", "ForkForm", "describe", "kept_form"]

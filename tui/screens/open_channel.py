@@ -42,7 +42,8 @@ class OpenChannelForm(ModalScreen[None]):
 - **Knobs**: a JSON object passed to the adapter (e.g. `{"max_turns": 6}`).
 - **View override** sets the channel's `view_policy` knob for every participant.
 - **Ctrl+S** opens, **Escape** cancels. While the invitees have not accepted yet, a spinner and the
-  seconds waited show under the form (the hub gives up after its invite-ack timeout).
+  seconds waited show beside the buttons (the hub gives up after its invite-ack timeout); a refusal
+  shows there too, and the form stays as filled in.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -71,11 +72,13 @@ class OpenChannelForm(ModalScreen[None]):
         & .open-row { height: auto; }
         & .open-row > Vertical { width: 1fr; height: auto; }
         & .open-row > Vertical:first-child { margin-right: 1; }
-        & #open-buttons { height: auto; margin-top: 1; }
+        & #open-fields { height: 1fr; }
+        & #open-buttons { height: auto; min-height: 3; border-top: hkey $panel-lighten-1; }
         & #open-buttons Button { margin-right: 1; }
-        & #open-error { color: $text-error; border: tall $error; padding: 0 1; height: auto; margin-top: 1; }
+        & #open-outcome { width: 1fr; height: auto; max-height: 4; }
+        & #open-error { color: $text-error; height: auto; width: 1fr; }
         & #open-error.-empty { display: none; }
-        & #open-waiting { color: $text-accent; padding: 0 1; height: auto; margin-top: 1; }
+        & #open-waiting { color: $text-accent; height: auto; width: 1fr; }
         & #open-waiting.-empty { display: none; }
         & Footer { dock: bottom; }
     }
@@ -120,51 +123,57 @@ class OpenChannelForm(ModalScreen[None]):
         self._frame = 0
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="open-frame") as frame:
+        with Vertical(id="open-frame") as frame:
             frame.border_title = "Open a channel"
-            yield Label("Type", classes="field-label")
-            yield Select(
-                [(t, t) for t in self.channel_types],
-                value=self.initial_type,
-                allow_blank=False,
-                compact=True,
-                id="open-type",
-            )
-            yield Label("Targets (who to invite)", classes="field-label")
-            yield SelectionList[str](
-                *[Selection(name, agent_id) for agent_id, name in self.peers], compact=True, id="open-targets"
-            )
-            yield Label("", classes="field-error -empty", id="open-targets-msg")
-            with Horizontal(classes="open-row"):
-                with Vertical():
-                    yield Label("TTL seconds (empty: the default)", classes="field-label")
-                    yield Input(placeholder="default", compact=True, id="open-ttl")
-                    yield Label("", classes="field-error -empty", id="open-ttl-msg")
-                with Vertical():
-                    yield Label("Intent (optional)", classes="field-label")
-                    yield Input(placeholder="what this channel is for", compact=True, id="open-intent")
-            with Horizontal(classes="open-row"):
-                with Vertical():
-                    yield Label("View override", classes="field-label")
-                    yield Select(
-                        [("adapter default", NO_OVERRIDE), *((v, v) for v in registered_views())],
-                        value=NO_OVERRIDE,
-                        allow_blank=False,
-                        compact=True,
-                        id="open-view",
-                    )
-                with Vertical():
-                    yield Label("recent_n", classes="field-label")
-                    yield Input(placeholder="—", compact=True, id="open-recent")
-            yield Label("", classes="field-error -empty", id="open-view-msg")
-            yield Label("Knobs (JSON object)", classes="field-label")
-            yield json_text_area("{}", tab_behavior="focus", compact=True, id="open-knobs")
-            yield Label("", classes="field-error -empty", id="open-knobs-msg")
+            with VerticalScroll(id="open-fields"):
+                yield Label("Type", classes="field-label")
+                yield Select(
+                    [(t, t) for t in self.channel_types],
+                    value=self.initial_type,
+                    allow_blank=False,
+                    compact=True,
+                    id="open-type",
+                )
+                yield Label("Targets (who to invite)", classes="field-label")
+                yield SelectionList[str](
+                    *[Selection(name, agent_id) for agent_id, name in self.peers],
+                    compact=True,
+                    id="open-targets",
+                )
+                yield Label("", classes="field-error -empty", id="open-targets-msg")
+                with Horizontal(classes="open-row"):
+                    with Vertical():
+                        yield Label("TTL seconds (empty: the default)", classes="field-label")
+                        yield Input(placeholder="default", compact=True, id="open-ttl")
+                        yield Label("", classes="field-error -empty", id="open-ttl-msg")
+                    with Vertical():
+                        yield Label("Intent (optional)", classes="field-label")
+                        yield Input(placeholder="what this channel is for", compact=True, id="open-intent")
+                with Horizontal(classes="open-row"):
+                    with Vertical():
+                        yield Label("View override", classes="field-label")
+                        yield Select(
+                            [("adapter default", NO_OVERRIDE), *((v, v) for v in registered_views())],
+                            value=NO_OVERRIDE,
+                            allow_blank=False,
+                            compact=True,
+                            id="open-view",
+                        )
+                    with Vertical():
+                        yield Label("recent_n", classes="field-label")
+                        yield Input(placeholder="—", compact=True, id="open-recent")
+                yield Label("", classes="field-error -empty", id="open-view-msg")
+                yield Label("Knobs (JSON object)", classes="field-label")
+                yield json_text_area("{}", tab_behavior="focus", compact=True, id="open-knobs")
+                yield Label("", classes="field-error -empty", id="open-knobs-msg")
+            # the buttons and what came of pressing them (the spinner, the hub's refusal) stay in view below
+            # the fields, whatever the height: at 80x24 the fields scroll, the outcome does not
             with Horizontal(id="open-buttons"):
                 yield Button("Open", variant="primary", id="open-submit")
                 yield Button("Cancel", id="open-cancel")
-            yield Static("", id="open-waiting", classes="-empty")
-            yield Static("", id="open-error", classes="-empty")
+                with Vertical(id="open-outcome"):
+                    yield Static("", id="open-waiting", classes="-empty")
+                    yield Static("", id="open-error", classes="-empty")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -26,6 +26,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.message import Message
 from textual.reactive import reactive
 from textual.timer import Timer
@@ -55,6 +56,21 @@ REFRESH_DELAY = 0.4
 """Seconds of quiet before the view re-projects after activity in its channel or a new turn."""
 CONTEXT = 2
 """Unchanged events kept around each change when two turns are compared (the rest are folded)."""
+COMPACT_BELOW = 26
+"""Below this many rows the header folds to three lines (controls without labels; status beside the
+budget bar, no separate token line; tabs without their underline): at 80x24 the projection gets 14 of
+the pane's 19 rows instead of 9."""
+SCROLL_KEYS = ("up", "down", "pageup", "pagedown", "home", "end")
+"""Keys that scroll the shown tab from anywhere in the pane (its own fields keep the ones they use)."""
+
+
+class PaneSelect(Select[str], inherit_bindings=False):
+    """A compact picker that opens on Enter or Space only (Select's own also open it on up / down):
+    up / down scroll the pane it sits in, as they do everywhere else in it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "show_overlay", "Show menu", show=False),
+    ]
 
 
 class ProjectionLoader(Protocol):
@@ -225,6 +241,10 @@ names speakers by id) are shown as they are, with a legend naming them.
         Binding(
             "d", "compare", "Compare", id="view.compare", tooltip="Compare the shown turn with the one before"
         ),
+        *(
+            Binding(key, f"scroll_shown('{key}')", key, show=False, id=f"view.scroll_{key}")
+            for key in SCROLL_KEYS
+        ),
         Binding(
             "F",
             "fork_turn",
@@ -252,6 +272,18 @@ names speakers by id) are shown as they are, with a legend naming them.
         & TabbedContent { height: 1fr; }
         & TabPane { padding: 0; }
         & VerticalScroll { height: 1fr; }
+        & #pv-header { height: auto; }
+        & VerticalScroll:focus { background-tint: $primary 8%; }
+        &.-compact #pv-header { layout: grid; grid-size: 2; grid-columns: 48 1fr; grid-rows: 1; }
+        &.-compact #pv-controls .pv-label { display: none; }
+        &.-compact #pv-controls > Vertical { width: 20; }
+        &.-compact #pv-controls > #pv-recent-box { width: 8; }
+        &.-compact #pv-status { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+        &.-compact #pv-tokens { display: none; }
+        &.-compact #pv-budget { column-span: 2; height: 1; }
+        &.-compact #pv-tabs Tabs { height: 1; }
+        &.-compact #pv-tabs Underline { display: none; }
+        &.-compact #pv-tabs Tab.-active { text-style: bold underline; }
         & #pv-tools { padding: 0 1; }
         & #pv-compare-controls { height: auto; }
         & #pv-compare-controls > Vertical { height: auto; width: 1fr; }
@@ -315,22 +347,24 @@ names speakers by id) are shown as they are, with a legend naming them.
         """The ``TurnBudget`` of the turn the Turns tab shows."""
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="pv-controls"):
-            with Vertical():
-                yield Label("Participant", classes="pv-label")
-                yield Select([], prompt="pick a participant", compact=True, id="pv-participant")
-            with Vertical():
-                yield Label("View (preview only)", classes="pv-label")
-                yield Select(
-                    self._view_options(), value=IN_FORCE, allow_blank=False, compact=True, id="pv-view"
-                )
-            with Vertical(id="pv-recent-box"):
-                yield Label("recent_n", classes="pv-label")
-                yield Input(placeholder="—", compact=True, id="pv-recent", type="integer")
-        yield Static(NO_CHANNEL, id="pv-status")
+        # one container for the header: stacked lines, or a grid of three rows when the pane is short
+        with Vertical(id="pv-header"):
+            with Horizontal(id="pv-controls"):
+                with Vertical():
+                    yield Label("Participant", classes="pv-label")
+                    yield PaneSelect([], prompt="pick a participant", compact=True, id="pv-participant")
+                with Vertical():
+                    yield Label("View (preview only)", classes="pv-label")
+                    yield PaneSelect(
+                        self._view_options(), value=IN_FORCE, allow_blank=False, compact=True, id="pv-view"
+                    )
+                with Vertical(id="pv-recent-box"):
+                    yield Label("recent_n", classes="pv-label")
+                    yield Input(placeholder="—", compact=True, id="pv-recent", type="integer")
+            yield Static(NO_CHANNEL, id="pv-status")
+            yield Static("", id="pv-tokens")
+            yield Static("", id="pv-budget", classes="-empty")
         yield Static("", id="pv-error", classes="-empty")
-        yield Static("", id="pv-tokens")
-        yield Static("", id="pv-budget", classes="-empty")
         with TabbedContent(id="pv-tabs"):
             with TabPane("Projection", id="pv-tab-history"), VerticalScroll():
                 yield Static("", id="pv-history")
@@ -348,6 +382,50 @@ names speakers by id) are shown as they are, with a legend naming them.
                         yield Select([], prompt="turn", compact=True, id="pv-compare-b")
                 with VerticalScroll():
                     yield Static("", id="pv-compare")
+
+    def on_resize(self, event: Resize) -> None:
+        compact = event.size.height < COMPACT_BELOW
+        if compact != self.has_class("-compact"):
+            self.set_class(compact, "-compact")
+            if self.data is not None:
+                self.query_one("#pv-status", Static).update(self._status_text(self.data))
+
+    def _status_text(self, data: ProjectionData) -> str:
+        """The status line: who, the view in force (and the one previewed), the WAL's length; shorter when
+        the header is folded (it sits beside the pickers, which name the participant already)."""
+        preview = data.preview
+        who = self.name_for(data.participant_id)
+        private = " · turn records private (not an operator)" if preview.turns_private else ""
+        if self.has_class("-compact"):
+            if preview.view != data.in_force:
+                return f"previewing {spec_text(preview.view)} · in force {spec_text(data.in_force)}"
+            return f"in force: {spec_text(preview.view)} · {preview.wal_length} envelopes{private}"
+        if preview.view != data.in_force:
+            return (
+                f"{who} · in force: {spec_text(data.in_force)} · previewing: {spec_text(preview.view)} "
+                "(preview only — the channel keeps its view)"
+            )
+        return (
+            f"{who} · view in force: {spec_text(preview.view)} · WAL {preview.wal_length} envelopes{private}"
+        )
+
+    def action_scroll_shown(self, key: str) -> None:
+        """Scroll the shown tab's text (up, down, pageup, pagedown, home, end), wherever the focus is."""
+        pane = self.query_one("#pv-tabs", TabbedContent).active_pane
+        if pane is None:
+            return
+        scroll = next(iter(pane.query(VerticalScroll)), None)
+        if scroll is None:
+            return
+        actions = {
+            "up": scroll.scroll_up,
+            "down": scroll.scroll_down,
+            "pageup": scroll.scroll_page_up,
+            "pagedown": scroll.scroll_page_down,
+            "home": scroll.scroll_home,
+            "end": scroll.scroll_end,
+        }
+        actions[key](animate=False)
 
     @staticmethod
     def _view_options() -> list[tuple[str, str]]:
@@ -599,17 +677,7 @@ names speakers by id) are shown as they are, with a legend naming them.
         preview = data.preview
         switched = preview.view != data.in_force
         status = self.query_one("#pv-status", Static)
-        who = self.name_for(data.participant_id)
-        if switched:
-            status.update(
-                f"{who} · in force: {spec_text(data.in_force)} · previewing: {spec_text(preview.view)} "
-                "(preview only — the channel keeps its view)"
-            )
-        else:
-            status.update(
-                f"{who} · view in force: {spec_text(preview.view)} · WAL {preview.wal_length} envelopes"
-                + (" · turn records private (not an operator)" if preview.turns_private else "")
-            )
+        status.update(self._status_text(data))
         status.set_class(switched, "-switched")
         tokens = preview.tokens
         self.query_one("#pv-tokens", Static).update(
