@@ -131,12 +131,22 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "focus_pane('channels')", "Channels", show=False, id="app.focus_channels"),
-        Binding("2", "focus_pane('tail')", "Tail", show=False, id="app.focus_tail"),
-        Binding("3", "focus_pane('view')", "Agent view", show=False, id="app.focus_view"),
-        Binding("4", "focus_pane('peers')", "Peers", show=False, id="app.focus_peers"),
+        # priority: resolved when the app reads the key, so the keys typed after it (queued already) are
+        # routed to the pane it chose; a plain binding runs only once the key has bubbled back up from the
+        # old focus, after those keys went there (check_action leaves them to a text field or a modal)
         Binding(
-            "i", "focus_pane('chat')", "Chat", id="app.focus_chat", tooltip="Type into the selected channel"
+            "1", "focus_pane('channels')", "Channels", show=False, id="app.focus_channels", priority=True
+        ),
+        Binding("2", "focus_pane('tail')", "Tail", show=False, id="app.focus_tail", priority=True),
+        Binding("3", "focus_pane('view')", "Agent view", show=False, id="app.focus_view", priority=True),
+        Binding("4", "focus_pane('peers')", "Peers", show=False, id="app.focus_peers", priority=True),
+        Binding(
+            "i",
+            "focus_pane('chat')",
+            "Chat",
+            id="app.focus_chat",
+            tooltip="Type into the selected channel",
+            priority=True,
         ),
         Binding("ctrl+g", "jump", "Jump", id="app.jump", tooltip="Show a letter on every pane to jump to it"),
         Binding(
@@ -186,7 +196,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         ),
     ]
     MAIN_SCREEN_ACTIONS = frozenset(
-        {"compose_envelope", "open_channel", "close_channel", "leave_field", "fork_here"}
+        {"compose_envelope", "open_channel", "close_channel", "leave_field", "fork_here", "focus_pane"}
     )
     """App actions that act on the main screen only: on a modal their keys go to the modal's widgets."""
 
@@ -857,6 +867,8 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             return False  # a modal is up: the key is its widgets' (ctrl+e ends a line in its editor)
         if action == "leave_field":
             return self._in_text_field()
+        if action == "focus_pane" and self._in_text_field():
+            return False  # typed into the field (the bindings are priority ones)
         if action == "close_channel":
             md = self.source.metadata.get(self.current_channel or "")
             return md is not None and not md.is_terminal()

@@ -164,7 +164,9 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", id="channels.sort", tooltip="Cycle the sort order"),
-        Binding("ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels"),
+        Binding(  # priority: the keys typed right after it go to the filter box, not to the table
+            "ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels", priority=True
+        ),
         Binding(
             "escape",
             "clear_filter",
@@ -362,7 +364,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         self.notify(f"Channels sorted by {self.sort_by}.", timeout=2)
 
     def action_focus_filter(self) -> None:
-        self.query_one("#channels-filter", Input).focus()
+        field = self.query_one("#channels-filter", Input)
+        field.screen.set_focus(field)  # at once: the keys typed after ctrl+f are queued already
 
     def action_clear_filter(self) -> None:
         """Escape in the filter box or on a filtered table: every channel shows again, the table has the keys."""

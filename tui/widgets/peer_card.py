@@ -188,6 +188,7 @@ Every registered agent and human with its skill card.
             "Search peers",
             id="peers.search",
             tooltip="Search by capability or text",
+            priority=True,  # the keys typed right after it go to the search box, not to the list
         ),
     ]
 
@@ -252,7 +253,8 @@ Every registered agent and human with its skill card.
         return False
 
     def action_focus_search(self) -> None:
-        self.query_one("#peers-search", Input).focus()
+        field = self.query_one("#peers-search", Input)
+        field.screen.set_focus(field)  # at once: the keys typed after ctrl+f are queued already
 
     @on(Input.Changed, "#peers-search")
     def _search_changed(self) -> None:
