@@ -179,7 +179,7 @@ def test_workbench_exits_cleanly_on_sigterm(tmp_path):
 
 STUCK = """
 import asyncio, sys
-from ag2net.cli_support import run_until_stopped
+from ag2net.cli.support import run_until_stopped
 
 async def main():
     try:

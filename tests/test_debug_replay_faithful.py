@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ag2net import Hub, HubClient
-from ag2net.cli_replay import read_snapshot
+from ag2net.cli.replay import read_snapshot
 from ag2net.debug import compare, fork, replay
 from ag2net.debug.replay import ReplayModel
 from ag2net.demo import start_demo

@@ -1,7 +1,7 @@
 """The layering of the packages, counting every import (top level, ``TYPE_CHECKING`` and function-local).
 
 - The import graph between subpackages of ``ag2net/`` and ``tui/`` has no cycle. A node is a subpackage
-  (``ag2net.hub``, ``tui.widgets``) or a top-level module (``ag2net.cli``, ``tui.app``); the packages'
+  (``ag2net.hub``, ``tui.widgets``) or a top-level module (``ag2net.envelope``, ``tui.app``); the packages'
   own ``__init__`` files are the nodes ``ag2net`` and ``tui``.
 - ``ag2net/client``, ``ag2net/transport`` (the WebSocket link among them) and ``ag2net/protocol`` import
   nothing from ``ag2net/hub`` or ``ag2net/server``; ``ag2net/protocol`` imports neither client nor transport.

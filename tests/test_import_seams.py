@@ -2,8 +2,10 @@
 
 - ``ag2net.cli`` mounts ``tui.cli`` by name: importing it loads nothing of ``tui`` or textual, and resolving
   the ``tui`` command loads ``tui.cli`` but still not textual (only starting the workbench does).
-- No module of ``tui/`` imports ``ag2net.cli`` (counting function-local and ``TYPE_CHECKING`` imports), and
-  ``ag2net/cli_support.py`` imports nothing of ``tui``: the command line has no import circle.
+- No module of ``tui/`` imports the command group (``ag2net.cli`` itself, ``ag2net.cli.commands``,
+  ``ag2net.cli.serve``; counting function-local and ``TYPE_CHECKING`` imports): the workbench imports only the
+  helpers (``ag2net.cli.support``, ``replay``, ``wal``), which import nothing of ``tui`` and no command module,
+  and ``ag2net/cli/__init__.py`` imports none of its modules when it runs: the command line has no import circle.
 """
 
 from __future__ import annotations
@@ -101,19 +103,50 @@ def _imported_modules(path: Path) -> set[str]:
     return found
 
 
+CLI = ROOT / "ag2net" / "cli"
+HELPERS = ("ag2net.cli.support", "ag2net.cli.replay", "ag2net.cli.wal")
+"""The modules of ``ag2net/cli/`` the workbench may import: none of them is a command group."""
+
+
+def _cli_module(name: str) -> str | None:
+    """``ag2net.cli`` or the module of ``ag2net/cli/`` that an imported name belongs to (else ``None``)."""
+    parts = name.split(".")
+    if parts[:2] != ["ag2net", "cli"]:
+        return None
+    if len(parts) > 2 and (CLI / f"{parts[2]}.py").exists():
+        return ".".join(parts[:3])
+    return "ag2net.cli"
+
+
 def test_no_workbench_module_imports_the_library_cli() -> None:
     offenders = {
-        str(path.relative_to(ROOT)): sorted(m for m in _imported_modules(path) if m == "ag2net.cli")
+        str(path.relative_to(ROOT)): sorted(
+            m for m in _imported_modules(path) if (home := _cli_module(m)) and home not in HELPERS
+        )
         for path in sorted((ROOT / "tui").rglob("*.py"))
     }
     assert {k: v for k, v in offenders.items() if v} == {}
-    assert "ag2net.cli_support" in _imported_modules(ROOT / "tui" / "cli.py")
+    assert "ag2net.cli.support" in _imported_modules(ROOT / "tui" / "cli.py")
 
 
-def test_the_cli_helpers_import_nothing_of_the_workbench() -> None:
-    for name in ("cli_support.py", "cli.py"):
-        imported = _imported_modules(ROOT / "ag2net" / name)
-        assert not [m for m in imported if m.split(".")[0] in ("tui", "textual")], (name, imported)
+def test_the_cli_helpers_import_nothing_of_the_workbench_or_the_commands() -> None:
+    for path in sorted(CLI.glob("*.py")):
+        imported = _imported_modules(path)
+        assert not [m for m in imported if m.split(".")[0] in ("tui", "textual")], (path.name, imported)
+        if f"ag2net.cli.{path.stem}" in HELPERS:
+            homes = {_cli_module(m) for m in imported} - {None}
+            assert homes <= set(HELPERS), (path.name, sorted(homes))
+
+
+def test_the_cli_package_loads_none_of_its_modules_until_asked() -> None:
+    code = (
+        "import ag2net.cli\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('ag2net.cli.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_walker_sees_function_local_and_dynamic_imports(tmp_path: Path) -> None:

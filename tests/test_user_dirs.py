@@ -23,7 +23,7 @@ def test_home_and_the_xdg_folders_are_temporary(private_home, tmp_path_factory):
 
 
 def test_the_workbench_files_land_in_the_temporary_folders(tmp_path_factory):
-    from ag2net.cli_support import default_db_path
+    from ag2net.cli.support import default_db_path
     from tui.launch import log_to_file
     from tui.settings import Settings, default_config_path
 

@@ -1,8 +1,9 @@
 """The ``ag2net tui`` command: options → settings → :func:`tui.launch.launch`.
 
-``ag2net/cli.py`` mounts this command by name when its command group resolves ``tui`` (or lists its commands
-for ``--help``), so ``import ag2net.cli`` loads nothing of the workbench. This module imports the library's
-command-line helpers (``ag2net.cli_support``), never ``ag2net.cli``: the command line has no import circle.
+``ag2net/cli/commands.py`` mounts this command by name when its command group resolves ``tui`` (or lists
+its commands for ``--help``), so ``import ag2net.cli`` loads nothing of the workbench. This module imports the
+library's command-line helpers (``ag2net.cli.support``), never the command group itself: the command line has
+no import circle.
 Textual itself is loaded only when the workbench starts (``tui.launch`` imports the app inside ``launch``).
 ``python -m tui.cli`` runs the same command on its own.
 """
@@ -16,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ag2net.cli_support import (
+from ag2net.cli.support import (
     Stopped,
     UsageProblem,
     check_demo_seat,

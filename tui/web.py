@@ -14,8 +14,8 @@ An embedded hub on a PostgreSQL URL takes the database's leadership lock as ``ag
 (``tui.launch.take_leadership``): refused in one sentence while another hub holds it; if it loses the lock
 it stops writing, the tabs are stopped, and the command exits with code 3 after one sentence.
 
-``ag2net/cli.py`` mounts this command by name (``MOUNTED``), so importing the library loads none of it, and
-textual-serve (aiohttp) is imported only when the command runs.
+``ag2net/cli/commands.py`` mounts this command by name (``MOUNTED``), so importing the library loads none
+of it, and textual-serve (aiohttp) is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ag2net.cli_support import (
+from ag2net.cli.support import (
     UsageProblem,
     check_demo_seat,
     check_name,

@@ -41,8 +41,8 @@ from textual.widgets import Footer, Input, Label, Select, Static
 from textual.widgets.select import InvalidSelectValueError
 from textual.worker import Worker, WorkerState
 
-from ag2net.cli_replay import openai_available, parse_model, parse_params, parse_tool_policy, parse_view
-from ag2net.cli_support import UsageProblem
+from ag2net.cli.replay import openai_available, parse_model, parse_params, parse_tool_policy, parse_view
+from ag2net.cli.support import UsageProblem
 from ag2net.views import registered_views
 
 KEEP = "__keep__"

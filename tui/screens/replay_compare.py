@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from ag2net.cli_replay import answered_summary, divergence_summary, envelope_summary, turn_summary
+from ag2net.cli.replay import answered_summary, divergence_summary, envelope_summary, turn_summary
 from tui.wording import plural
 
 WIDE = 100

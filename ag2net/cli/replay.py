@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ag2net.cli_support import UsageProblem, fail
+from ag2net.cli.support import UsageProblem, fail
 
 SCRIPTED_REPLY = "(scripted reply)"
 """What ``--model AGENT=scripted`` answers on every turn (``scripted:TEXT`` answers TEXT)."""
@@ -170,7 +170,7 @@ class SnapshotSource:
 
 def read_snapshot(db: str, channel: str) -> tuple[SnapshotSource, str]:
     """The channel ``channel`` names in ``db`` (a path or a URL), read once read-only; and its label."""
-    from ag2net.cli_wal import PostgresWalReader, WalReader, WalReadError
+    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
     from ag2net.envelope import Envelope
     from ag2net.store import is_database_url
 
@@ -454,7 +454,7 @@ def build_overrides(
 
 async def load_network_tools(spec: str) -> dict[str, list[Any]]:
     """Run the ``--network`` function on a scratch in-memory hub and take each agent's tools from it."""
-    from ag2net.cli_support import load_network, run_network
+    from ag2net.cli.support import load_network, run_network
     from ag2net.debug.replay import network_tools
     from ag2net.hub.hub import Hub
 

@@ -1,8 +1,9 @@
 """What every ``ag2net`` command shares: the one-sentence error, the database path rules, ``--as`` and
 ``--network`` checks, and opening a hub from the command line.
 
-Both ``ag2net/cli.py`` (``demo``, ``serve``, ``wal``) and the workbench's ``tui/cli.py`` (``tui``) import this
-module; it imports neither of them, so the command line has no import circle. Headless: no UI imports.
+The library's commands (``ag2net/cli/commands.py``, ``serve.py``, ``replay.py``) and the workbench's
+``tui/cli.py`` (``tui``) and ``tui/web.py`` (``web``) import this module; it imports none of them, so the
+command line has no import circle. Headless: no UI imports.
 """
 
 from __future__ import annotations
