@@ -19,7 +19,7 @@ async def test_observe_cut_before_its_first_answer_resumes_after_the_reconnect()
         await op.open()
         stream = op.observe(since=0)
         first = asyncio.ensure_future(stream.__anext__())
-        while not op.link._observe_requests:  # the subscribe is on the wire ...
+        while not op.link.pending.observing:  # the subscribe is on the wire ...
             await asyncio.sleep(0)
         [sub] = op.link._subs.values()
         await serving.__aexit__(None, None, None)  # ... and the server dies before answering it

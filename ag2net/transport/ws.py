@@ -6,6 +6,9 @@ never stalls the reader. When the connection drops the link reconnects with back
 identity it bound with a ``hello`` (``since_envelope_id=""``: the hub replays from its per-channel
 delivery cursors, which advance on ``ack`` receipts) and drops any envelope it already delivered, so
 each identity sees what it missed, in order, once. Observe subscriptions resume where they stopped.
+The connection's states (connect, handshake, supervise, reconnect) are this module's ``WsLinkClient``;
+matching answers to requests is ``ws_requests.PendingRequests``, the per-recipient queues and the observe
+streams are ``ws_delivery``.
 
 With a ``token`` the link authenticates the connection on connect (a ``hello`` with an empty name), asks
 for an identity secret when it registers, and presents it when it attaches or re-attaches; secrets are
@@ -40,9 +43,8 @@ import json
 import logging
 import random
 import re
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -66,6 +68,8 @@ from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ports import NotifyHandler
 from ag2net.transport.secret_file import SecretFile
+from ag2net.transport.ws_delivery import END, DeliveryQueues, Subscription
+from ag2net.transport.ws_requests import PendingRequests
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,6 @@ ROLE_HEADER = "X-Ag2net-Role"
 STANDBY_ROLE = "standby"
 #: With several URLs a reconnect asks them again at least this often (a takeover takes seconds).
 MULTI_URL_MAX_DELAY = 1.0
-_END = object()
 _DISPLACED = re.compile(
     r"^identity '(?P<name>.*)' \((?P<agent_id>[^)]+)\) was attached by another connection"
 )
@@ -121,15 +124,6 @@ class _Identity:
     name: str
     scheme: str
     claim: dict[str, Any]
-
-
-@dataclass(slots=True)
-class _Subscription:
-    sid: str
-    since: int | None
-    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
-    last: int | None = None
-    incarnation: str | None = None
 
 
 class WsLinkClient:
@@ -205,7 +199,6 @@ class WsLinkClient:
         self.secrets = secrets
         #: identities another connection took over (agent id -> what the hub said); not re-attached
         self.displaced: dict[str, str] = {}
-        self._issued: dict[str, str] = {}
         self._known_secrets: dict[str, str] = {}
         self.operator_token = operator_token
         self.operator = operator if operator is not None else (True if operator_token is not None else None)
@@ -233,14 +226,12 @@ class WsLinkClient:
         self._ready = asyncio.Event()
         self._closed = False
         self._failure: NetworkError | None = None
-        self._pending: dict[str, tuple[asyncio.Future[Any], str]] = {}
-        self._hello_waiters: list[asyncio.Future[Any]] = []
+        #: the requests in flight and the hello frames awaiting a welcome (``ws_requests``)
+        self.pending = PendingRequests()
         self._identities: dict[str, _Identity] = {}
-        self._queues: dict[str, asyncio.Queue[Envelope]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
-        self._seen: dict[str, OrderedDict[str, bool]] = {}
-        self._subs: dict[str, _Subscription] = {}
-        self._observe_requests: dict[str, _Subscription] = {}
+        #: each recipient's queue of deliveries and its task (``ws_delivery``)
+        self.deliveries = DeliveryQueues(dedupe_window, lambda: self._on_notify, self._ack_again, self._spawn)
+        self._subs: dict[str, Subscription] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._raw: asyncio.Queue[Any] | None = None  # frames for frames(), when opened without a handler
 
@@ -313,8 +304,7 @@ class WsLinkClient:
         except (TypeError, ValueError) as exc:
             raise ProtocolError(f"params of op {op!r} are not JSON-serialisable: {exc}") from None
         await self._wait_ready(op)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, op)
+        future = self.pending.ask(request_id, op)
         try:
             ws = self._ws
             if ws is None:
@@ -331,8 +321,7 @@ class WsLinkClient:
             else:
                 result = await asyncio.wait_for(future, self.rpc_timeout)
         finally:
-            self._pending.pop(request_id, None)
-            secret = self._issued.pop(request_id, None)
+            secret = self.pending.forget(request_id)
         self._remember(op, wire, result, secret)
         spec = CATALOGUE.get(op)
         if spec is None:
@@ -345,9 +334,7 @@ class WsLinkClient:
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
     ) -> None:
-        seen = self._seen.get(recipient_id)
-        if seen is not None and envelope_id in seen:
-            seen[envelope_id] = True
+        self.deliveries.handled(recipient_id, envelope_id)
         ws = self._ws
         if ws is None:
             return  # the hub replays from its cursor, and the duplicate is acked again on arrival
@@ -376,11 +363,11 @@ class WsLinkClient:
         await self._drop_connection()
         if self._raw is not None:
             self._raw.put_nowait(None)
-        self._fail_pending(ConnectionLostError(f"link to {self.url} closed"))
+        self.pending.fail_all(ConnectionLostError(f"link to {self.url} closed"))
         for sub in self._subs.values():
-            sub.queue.put_nowait(_END)
+            sub.queue.put_nowait(END)
         current = asyncio.current_task()
-        workers = [t for t in (*self._workers.values(), *self._background) if t is not current]
+        workers = [t for t in (*self.deliveries.workers.values(), *self._background) if t is not current]
         for task in workers:
             task.cancel()
         if workers:
@@ -656,16 +643,14 @@ class WsLinkClient:
         ws = self._ws
         if ws is None:
             raise ConnectionLostError(f"connection to {self.url} lost during hello")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._hello_waiters.append(future)
+        future = self.pending.hello()
         try:
             await ws.send(json.dumps(encode_frame(frame)))
             welcome = await asyncio.wait_for(future, self.open_timeout)
         except ConnectionClosed:
             raise ConnectionLostError(f"connection to {self.url} lost during hello") from None
         finally:
-            with contextlib.suppress(ValueError):
-                self._hello_waiters.remove(future)
+            self.pending.forget_hello(future)
         self.endpoint_id = welcome.endpoint_id
 
     async def _supervise(self) -> None:
@@ -675,7 +660,7 @@ class WsLinkClient:
                 if reader is not None:
                     await asyncio.wait({reader})  # its end; a cancellation of this task is not swallowed
                 await self._drop_connection()
-                self._fail_pending(
+                self.pending.fail_all(
                     ConnectionLostError(f"connection to {self.url} lost; the op may or may not have run")
                 )
                 if self._closed or self._failure is not None:
@@ -692,7 +677,7 @@ class WsLinkClient:
                     f"the link to {self.url} ended: its task was cancelled (the event loop is stopping); "
                     "connect again with a new client"
                 )
-                self._fail_pending(self._failed())
+                self.pending.fail_all(self._failed())
                 await self._drop_connection()
             raise
         finally:
@@ -756,14 +741,6 @@ class WsLinkClient:
         reader = self._reader
         if reader is not None and reader is not asyncio.current_task():
             await asyncio.wait({reader}, timeout=1.0)
-
-    def _fail_pending(self, exc: Exception) -> None:
-        # One fresh exception per waiter: an instance raised in many tasks would share one traceback.
-        pending, self._pending = self._pending, {}
-        waiters, self._hello_waiters = self._hello_waiters, []
-        for future in [f for f, _op in pending.values()] + waiters:
-            if not future.done():
-                future.set_exception(type(exc)(str(exc)))
 
     # ------------------------------------------------------------------ params and identities
 
@@ -880,27 +857,15 @@ class WsLinkClient:
             if ws.close_code == 1008 and reason.startswith("auth_failed"):
                 reason = reason.removeprefix("auth_failed:").strip()
                 self._failure = AuthError(reason or "authentication failed")
-                self._fail_pending(self._failed())
+                self.pending.fail_all(self._failed())
 
     async def _on_frame(self, frame: Any) -> None:
         if isinstance(frame, NotifyFrame):
             self._on_envelope(frame.recipient_id, frame.envelope)
         elif isinstance(frame, ResponseFrame):
-            entry = self._pending.pop(frame.request_id, None)
-            sub = self._observe_requests.pop(frame.request_id, None)
-            if entry is None or entry[0].done():
-                return
-            if sub is not None and frame.ok and isinstance(frame.result, dict):
-                # Before the next frame is read: the events right behind this answer are filtered by it.
-                self._observe_started(sub, frame.result)
-            if frame.identity_secret is not None:
-                self._issued[frame.request_id] = frame.identity_secret
-            if frame.ok:
-                entry[0].set_result(frame.result)
-            else:
-                entry[0].set_exception(error_from_code(frame.error_code, frame.error_message))
+            self.pending.answer(frame, Subscription.started)
         elif isinstance(frame, WelcomeFrame):
-            self._resolve_hello(frame, None)
+            self.pending.resolve_hello(frame, None)
         elif isinstance(frame, ErrorFrame):
             displaced = _DISPLACED.match(frame.message) if frame.code == "access_denied" else None
             if displaced is not None:
@@ -909,25 +874,13 @@ class WsLinkClient:
                 self._identities.pop(agent_id, None)
                 self.displaced[agent_id] = frame.message
                 log.warning("hub: %s", frame.message)
-            elif not self._resolve_hello(None, error_from_code(frame.code, frame.message)):
+            elif not self.pending.resolve_hello(None, error_from_code(frame.code, frame.message)):
                 log.warning("hub reported %s: %s", frame.code, frame.message)
         elif isinstance(frame, PingFrame):
             ws = self._ws
             if ws is not None:
                 with contextlib.suppress(ConnectionClosed):
                     await ws.send('{"kind": "pong"}')
-
-    def _resolve_hello(self, welcome: Any, error: Exception | None) -> bool:
-        while self._hello_waiters:
-            future = self._hello_waiters.pop(0)
-            if future.done():
-                continue
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(welcome)
-            return True
-        return False
 
     def _on_envelope(self, recipient_id: str, envelope: Envelope) -> None:
         if recipient_id:
@@ -936,42 +889,10 @@ class WsLinkClient:
             audience = envelope.audience
             targets = [a for a in self._identities if audience is None or a in audience]
         for rid in targets:
-            self._deliver(rid, envelope)
+            self.deliveries.deliver(rid, envelope)
 
-    def _deliver(self, recipient_id: str, envelope: Envelope) -> None:
-        envelope_id = envelope.envelope_id
-        if envelope_id:
-            seen = self._seen.get(recipient_id)
-            if seen is None:
-                seen = self._seen[recipient_id] = OrderedDict()
-            acked = seen.get(envelope_id)
-            if acked is not None:
-                if acked:  # a replay of something already handled: move the hub's cursor past it
-                    self._spawn(self.receipt(envelope_id, "ack", recipient_id, envelope.channel_id))
-                return
-            seen[envelope_id] = False
-            if len(seen) > self.dedupe_window:
-                seen.popitem(last=False)
-        queue = self._queues.get(recipient_id)
-        if queue is None:
-            queue = self._queues[recipient_id] = asyncio.Queue()
-            self._workers[recipient_id] = asyncio.get_running_loop().create_task(
-                self._work(recipient_id, queue)
-            )
-        queue.put_nowait(envelope)
-
-    async def _work(self, recipient_id: str, queue: asyncio.Queue[Envelope]) -> None:
-        while True:
-            envelope = await queue.get()
-            handler = self._on_notify
-            if handler is None:
-                continue
-            try:
-                await handler(recipient_id, envelope)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("delivery of %s to %s failed", envelope.envelope_id, recipient_id)
+    async def _ack_again(self, envelope_id: str, recipient_id: str, channel_id: str) -> None:
+        await self.receipt(envelope_id, "ack", recipient_id, channel_id)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -982,7 +903,7 @@ class WsLinkClient:
 
     async def _observe(self, since: int | None) -> AsyncIterator[ObservedEvent]:
         await self._wait_ready("observe")
-        sub = _Subscription(make_id(), since)
+        sub = Subscription(make_id(), since)
         self._subs[sub.sid] = sub
         try:
             try:
@@ -994,7 +915,7 @@ class WsLinkClient:
                 # rebind subscribes it again from ``since``, like any subscription a drop interrupted.
             while True:
                 item = await sub.queue.get()
-                if item is _END:
+                if item is END:
                     return
                 if isinstance(item, BaseException):
                     raise item
@@ -1004,7 +925,7 @@ class WsLinkClient:
             if not self._closed and self._ws is not None:
                 self._spawn(self._unsubscribe(sub.sid))
 
-    async def _subscribe(self, sub: _Subscription) -> None:
+    async def _subscribe(self, sub: Subscription) -> None:
         params: dict[str, Any] = {
             "subscription": sub.sid,
             "since": sub.last if sub.last is not None else sub.since,
@@ -1015,9 +936,7 @@ class WsLinkClient:
         if ws is None:
             raise ConnectionLostError(f"connection to {self.url} lost before observe")
         request_id = make_id()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, "observe")
-        self._observe_requests[request_id] = sub
+        future = self.pending.ask(request_id, "observe", sub)
         try:
             await ws.send(
                 json.dumps({"kind": "request", "request_id": request_id, "op": "observe", "params": params})
@@ -1026,17 +945,7 @@ class WsLinkClient:
         except ConnectionClosed:
             raise ConnectionLostError(f"connection to {self.url} lost during observe") from None
         finally:
-            self._pending.pop(request_id, None)
-            self._observe_requests.pop(request_id, None)
-
-    @staticmethod
-    def _observe_started(sub: _Subscription, result: dict[str, Any]) -> None:
-        incarnation = result.get("incarnation")
-        if sub.incarnation is not None and incarnation != sub.incarnation:
-            sub.last = 0  # a new hub process: its positions start again from 1, streamed from the start
-        sub.incarnation = incarnation
-        if sub.last is None and sub.since is None:
-            sub.last = int(result.get("position", 0))
+            self.pending.forget(request_id)
 
     async def _unsubscribe(self, sid: str) -> None:
         with contextlib.suppress(Exception):
@@ -1044,18 +953,8 @@ class WsLinkClient:
 
     def _on_observed(self, data: dict[str, Any]) -> None:
         sub = self._subs.get(data.get("subscription"))  # type: ignore[arg-type]
-        if sub is None:
-            return
-        if "event" in data:
-            event = ObservedEvent.from_dict(data["event"])
-            if sub.last is not None and event.position <= sub.last:
-                return
-            sub.last = event.position
-            sub.queue.put_nowait(event)
-        elif "error" in data:
-            sub.queue.put_nowait(ProtocolError(str(data["error"])))
-        elif data.get("end"):
-            sub.queue.put_nowait(_END)
+        if sub is not None:
+            sub.observed(data)
 
 
 class WsLink(WsLinkClient):
