@@ -74,7 +74,7 @@ async def test_composer_keeps_the_draft_on_escape_until_discarded(network) -> No
         await pilot.pause()
         await pilot.press("escape")
         await until(lambda: not isinstance(app.screen, EnvelopeComposer))
-        # at once again: the draft is there (it was written by a thread that had not run yet)
+        # at once again: the draft is there (written on Escape itself, not left to the closing screen's worker)
         await pilot.press("ctrl+e")
         await until(lambda: isinstance(app.screen, EnvelopeComposer))
         composer = app.screen
