@@ -325,7 +325,9 @@ class LiveFeed:
         source = self.source
         try:
             position = await source.observe_position()
-            rows = await source.load_channels()
+            # the names with the channels: the first page's rows name their senders (a remote hub's
+            # client knows no passport until it asks), not ids until the peers load after it
+            rows, _ = await asyncio.gather(source.load_channels(), source.hc.list_agents(limit=10_000))
         except FAILURES as exc:
             self._tell(connected=False, error=f"Cannot reach the hub: {_why(exc)}")
             return

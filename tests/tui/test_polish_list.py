@@ -357,3 +357,36 @@ async def test_a_question_asked_before_the_workbench_started_is_preselected(netw
         await pilot.pause()
         await until(lambda: app.selected_channel == channel.channel_id)
         assert app.chat.channel_id == channel.channel_id
+
+
+async def test_a_remote_workbench_names_senders_in_its_first_rows() -> None:
+    """Over a socket the client knows no passport until it asks: the first page's rows (what the browser's
+    first frame shows) name their senders, not 32-hex ids."""
+    from ag2net import Hub, HubClient, Passport, serve_ws
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
+    local = HubClient.local(hub)
+    ben = await local.register_human(Passport(name="ben", kind="human"))
+    await local.register_human(Passport(name="cy", kind="human"))
+    channel = await ben.open(type="conversation", target="cy")
+    await ben.send(channel.channel_id, "hello from ben")
+    async with serve_ws(hub, "127.0.0.1", 0) as server:
+        hc = HubClient.connect(server.url(), rpc_timeout=5.0)
+        ana = await hc.register_human(Passport(name="ana", kind="human"))
+        app = await build_app(hc, ana, Settings(), load_history=False)
+        named: list[str] = []
+        last_page = app.source.last_page
+
+        async def noting(*args, **kwargs):  # the names known when the first page is read and drawn
+            named.append(app.source.name_for(ben.agent_id))
+            return await last_page(*args, **kwargs)
+
+        app.source.last_page = noting  # type: ignore[method-assign]
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(lambda: app.ready)
+            await pilot.pause()
+            assert named[:1] == ["ben"], named
+            assert "ben" in screen_text(app)
+        await hc.close()
+    await local.close()
+    await hub.close()
