@@ -37,7 +37,7 @@ async def footer_keys(screen) -> dict[str, str]:
     return _keys(screen)
 
 
-async def test_escape_leaves_the_channel_filter_for_the_table(network) -> None:
+async def test_escape_clears_the_channel_filter_and_leaves_it_for_the_table(network) -> None:
     app = await build_app(network.hc, network.human, Settings())
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: app.ready)
@@ -47,7 +47,7 @@ async def test_escape_leaves_the_channel_filter_for_the_table(network) -> None:
         await pilot.press(*"crit", "escape")
         await pilot.pause()
         assert app.focused is app.channel_list.query_one(DataTable)
-        assert flt.value == "crit"  # leaving keeps the filter
+        assert flt.value == ""  # escape clears the filter as it leaves it (issue 22 item 5)
         # and from the table, pane keys work again (they were typed into the filter before)
         await pilot.press("2")
         assert app.focused is app.tail
