@@ -73,6 +73,18 @@ async def test_the_panes_fit_at_every_size(network, width: int, height: int) -> 
         assert_fits(app, width, height)
 
 
+@pytest.mark.parametrize(("width", "height"), [(140, 40), (160, 45), (200, 50), (250, 70)])
+async def test_the_tail_gets_the_width_in_three_columns(network, width: int, height: int) -> None:
+    app = await started(network)
+    async with app.run_test(size=(width, height)) as pilot:
+        await until(lambda: app.ready)
+        await pilot.pause()
+        shown = on_screen(app)
+        assert shown["tail"].width > max(shown["channels"].width, shown["right"].width)
+        if width >= 160:  # a browser tab's usual width: the tail has about half the screen
+            assert shown["tail"].width >= width // 2 - 2
+
+
 async def test_number_keys_show_one_pane_at_a_time_when_narrow(network) -> None:
     app = await started(network)
     async with app.run_test(size=(80, 24)) as pilot:
