@@ -654,7 +654,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         current = {"filter": self.tail.filter_spec.query, "search": self.tail.search_spec.query, "goto": ""}
         bar.value = current[mode]
         bar.add_class("-visible")
-        bar.focus()
+        bar.screen.set_focus(bar)  # now, not after the keys already queued (they are the query's text)
 
     @on(Input.Submitted, "#query-bar")
     def _query_submitted(self, event: Input.Submitted) -> None:

@@ -196,10 +196,20 @@ The header's right end counts the rows shown and says *match k of n* while searc
             tooltip="Follow new envelopes (or pause following)",
         ),
         Binding(
-            "slash", "request_query('filter')", "Filter", id="tail.filter", tooltip="Filter rows by a query"
+            "slash",
+            "request_query('filter')",
+            "Filter",
+            id="tail.filter",
+            tooltip="Filter rows by a query",
+            priority=True,  # resolved when the app reads it: the keys typed after it reach the bar
         ),
         Binding(
-            "s", "request_query('search')", "Search", id="tail.search", tooltip="Search rows (then n / N)"
+            "s",
+            "request_query('search')",
+            "Search",
+            id="tail.search",
+            tooltip="Search rows (then n / N)",
+            priority=True,
         ),
         Binding("n", "search_next", "Next match", id="tail.search_next", tooltip="Next search match"),
         Binding(
@@ -209,7 +219,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
             "x", "clear_query", "Clear filter", id="tail.clear_filter", tooltip="Clear the filter and search"
         ),
         Binding(
-            "colon", "request_query('goto')", "Go to seq", id="tail.goto", tooltip="Jump to a sequence number"
+            "colon",
+            "request_query('goto')",
+            "Go to seq",
+            id="tail.goto",
+            tooltip="Jump to a sequence number",
+            priority=True,
         ),
     ]
 
@@ -760,7 +775,11 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self.post_message(self.Selected(self, row._replace(channel=self.model.label_of(row))))
 
     def action_request_query(self, mode: str) -> None:
-        self.post_message(self.QueryRequested(self, mode))
+        opener = getattr(self.app, "open_query", None)
+        if callable(opener):
+            opener(mode)  # at once: the keys queued behind this one must find the bar focused
+        else:
+            self.post_message(self.QueryRequested(self, mode))
 
     def action_search_next(self) -> None:
         if not self.search_next():
