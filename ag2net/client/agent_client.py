@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ag2net.client.base import ParticipantClient
-from ag2net.envelope import EV_TASK_CANCELLED, EV_TEXT, Envelope
+from ag2net.envelope import EV_TASK_CANCELLED, Envelope
 from ag2net.identity import ResumeExample
 from ag2net.tasks import TaskMetadata
 
@@ -140,28 +140,6 @@ class AgentClient(ParticipantClient):
             await asyncio.gather(*list(self._workers.values()), return_exceptions=True)
 
     # ------------------------------------------------------------------ task sink (agent.task mirroring)
-
-    async def send(
-        self,
-        channel_id: str,
-        text: str,
-        *,
-        audience: list[str] | None = None,
-        causation_id: str | None = None,
-    ) -> str:
-        """Post ``EV_TEXT`` as this agent, as ``HumanClient.send`` does (ag2 1.2.1's ``AgentClient`` has
-        only ``send_envelope`` and ``Channel.send``); ``audience`` may name participants by name or id."""
-        self._check_connected()
-        return await self._hub_client.post_envelope(
-            Envelope(
-                channel_id=channel_id,
-                sender_id=self.agent_id,
-                audience=await self.resolve_audience(audience),
-                event_type=EV_TEXT,
-                event_data={"text": text},
-                causation_id=causation_id,
-            )
-        )
 
     async def observe_task(self, metadata: TaskMetadata) -> Any:
         if metadata.owner_id in ("", self.name):

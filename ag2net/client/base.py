@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.client.channel import Channel
-from ag2net.envelope import Envelope
+from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.identity import Passport, Resume, Rule
 
 if TYPE_CHECKING:
@@ -97,6 +97,29 @@ class ParticipantClient:
         for target in names:
             ids.append((await self._hub_client.get_agent(target)).agent_id)
         return ids
+
+    async def send(
+        self,
+        channel_id: str,
+        text: str,
+        *,
+        audience: list[str] | None = None,
+        causation_id: str | None = None,
+    ) -> str:
+        """Post ``EV_TEXT`` as this participant (an ``AgentClient`` and a ``HumanClient`` alike; ag2 1.2.1's
+        ``AgentClient`` has only ``send_envelope`` and ``Channel.send``); ``audience`` may name
+        participants by name or id."""
+        self._check_connected()
+        return await self._hub_client.post_envelope(
+            Envelope(
+                channel_id=channel_id,
+                sender_id=self.agent_id,
+                audience=await self.resolve_audience(audience),
+                event_type=EV_TEXT,
+                event_data={"text": text},
+                causation_id=causation_id,
+            )
+        )
 
     async def resolve_audience(self, audience: list[str] | None) -> list[str] | None:
         """Names or ids → ids (``None`` stays broadcast)."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.client.base import ParticipantClient
-from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_TEXT, PRIORITY_RANK, Envelope
+from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, PRIORITY_RANK, Envelope
 from ag2net.errors import NetworkError
 from ag2net.identity import Passport, Resume, Rule
 
@@ -158,27 +158,6 @@ class HumanClient(ParticipantClient):
             if env is None:
                 return
             yield env
-
-    async def send(
-        self,
-        channel_id: str,
-        text: str,
-        *,
-        audience: list[str] | None = None,
-        causation_id: str | None = None,
-    ) -> str:
-        """Post ``EV_TEXT``; ``audience`` may name participants by name or id."""
-        self._check_connected()
-        return await self._hub_client.post_envelope(
-            Envelope(
-                channel_id=channel_id,
-                sender_id=self.agent_id,
-                audience=await self.resolve_audience(audience),
-                event_type=EV_TEXT,
-                event_data={"text": text},
-                causation_id=causation_id,
-            )
-        )
 
     async def post_envelope(self, envelope: Envelope) -> str:
         return await self.send_envelope(envelope)
