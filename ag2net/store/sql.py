@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from typing import Any, Self
 
@@ -104,7 +105,7 @@ def _as_is(what: str, value: str, *, empty_ok: bool = False) -> str:
     return value
 
 
-class SqlStore:
+class SqlStore(ABC):
     """The Store's table operations over an engine's hooks: ``_fetch`` (a read), ``_submit`` (a write op
     queued for the engine's writer), ``_arg``/``_column`` (what text the engine can take) and the SQL an
     engine writes its own way (``_WAL_HEADS``, ``_NO_LIMIT``, ``_any``)."""
@@ -120,13 +121,13 @@ class SqlStore:
     _iter_batch: int
     _clock: Callable[[], str]
 
+    @abstractmethod
     async def _fetch(self, sql: str, *args: Any) -> list:
         """The rows of one read, ``sql`` written with ``?`` placeholders."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _submit(self, kind: int, params: tuple) -> Any:
         """Queue one op for the writer; return its result once the batch holding it has committed."""
-        raise NotImplementedError
 
     # A text argument of a call, checked: ``_arg(what, value, empty_ok=False)`` returns it or raises a
     # StoreError naming ``what``. Static, so the hot calls pay no extra frame.
@@ -146,11 +147,13 @@ class SqlStore:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    @abstractmethod
     async def open(self) -> None:
-        raise NotImplementedError
+        """Connect (and create or upgrade the schema); the engine's own."""
 
+    @abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        """Commit what is queued and disconnect; the engine's own."""
 
     async def flush(self) -> None:
         """Wait until every write submitted so far is committed."""
