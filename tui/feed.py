@@ -399,45 +399,10 @@ class LiveFeed:
         """``(channel_type, channel_id)`` of every channel the workbench knows (``:label`` resolves among them)."""
         return [(md.manifest.type, cid) for cid, md in self.source.metadata.items()]
 
-    async def _range(self, channel_id: str, first: int, last: int) -> list[TailItem]:
-        if last < first:
-            return []
-        label = self.source.label_for(channel_id)
-        return [(env, seq, label) for seq, env in await self.source.hc.read_wal_seq(channel_id, first, last)]
-
     async def page_older(self, tops: dict[str, int], count: int) -> list[TailItem]:
-        """The newest ``count`` envelopes with, per channel, a seq at most ``tops[channel]``; oldest first.
-
-        One read per channel for a single channel; across channels a reverse merge that reads small
-        slices from each and more only where the oldest slice read is still newer than the cut-off."""
-        tops = {cid: top for cid, top in tops.items() if top >= 1}
-        if not tops or count <= 0:
-            return []
-        if len(tops) == 1:
-            ((cid, top),) = tops.items()
-            return await self._range(cid, max(1, top - count + 1), top)
-        chunk = max(20, (2 * count) // len(tops))
-        held: dict[str, list[TailItem]] = {cid: [] for cid in tops}
-        low = {cid: top + 1 for cid, top in tops.items()}
-        need = list(tops)
-        merged: list[TailItem] = []
-        while need:
-            reads = await asyncio.gather(
-                *(self._range(cid, max(1, low[cid] - chunk), low[cid] - 1) for cid in need)
-            )
-            for cid, items in zip(need, reads, strict=True):
-                held[cid][0:0] = items
-                low[cid] = max(1, low[cid] - chunk)
-            merged = heapq.nlargest(count, chain.from_iterable(held.values()), key=_order)
-            cutoff = _order(merged[-1]) if len(merged) == count else None
-            need = [
-                cid
-                for cid, items in held.items()
-                if low[cid] > 1 and items and (cutoff is None or _order(items[0]) > cutoff)
-            ]
-            chunk *= 2
-        merged.reverse()
-        return merged
+        """The newest ``count`` envelopes with, per channel, a seq at most ``tops[channel]``; oldest first
+        (``TailSource.newest_until``)."""
+        return await self.source.newest_until(tops, count)
 
     async def page_newer(self, bottoms: dict[str, int], count: int) -> list[TailItem]:
         """The oldest ``count`` envelopes with, per channel, a seq at least ``bottoms[channel]``; oldest
@@ -448,7 +413,7 @@ class LiveFeed:
             return []
         if len(bottoms) == 1:
             ((cid, bottom),) = bottoms.items()
-            return await self._range(cid, bottom, min(sizes[cid], bottom + count - 1))
+            return await self.source.channel_range(cid, bottom, min(sizes[cid], bottom + count - 1))
         chunk = max(20, (2 * count) // len(bottoms))
         held: dict[str, list[TailItem]] = {cid: [] for cid in bottoms}
         high = {cid: b - 1 for cid, b in bottoms.items()}
@@ -456,7 +421,10 @@ class LiveFeed:
         merged: list[TailItem] = []
         while need:
             reads = await asyncio.gather(
-                *(self._range(cid, high[cid] + 1, min(sizes[cid], high[cid] + chunk)) for cid in need)
+                *(
+                    self.source.channel_range(cid, high[cid] + 1, min(sizes[cid], high[cid] + chunk))
+                    for cid in need
+                )
             )
             for cid, items in zip(need, reads, strict=True):
                 held[cid].extend(items)

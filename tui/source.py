@@ -140,22 +140,30 @@ class HubSource:
         return self.hc.observe(since=since)
 
     async def last_page(self, rows: list[ChannelRow], count: int) -> list[TailItem]:
-        """The newest ``count`` envelopes across all channels, oldest first.
+        """The newest ``count`` envelopes across all channels, oldest first."""
+        return await self.newest_until({r.channel_id: r.count for r in rows if r.count}, count)
 
-        Reads a small slice from the end of every channel, then more only from channels whose oldest
-        slice is still newer than the cut-off, so the cost is about ``count`` envelopes, not the WAL.
+    async def newest_until(self, tops: dict[str, int], count: int) -> list[TailItem]:
+        """The newest ``count`` envelopes with, per channel, a seq at most ``tops[channel]``; oldest first.
+
+        One read for a single channel; across channels a reverse merge that reads a small slice from the
+        end of each, then more only from channels whose oldest slice is still newer than the cut-off, so
+        the cost is about ``count`` envelopes, not the WAL.
         """
-        sizes = {r.channel_id: r.count for r in rows if r.count}
-        if not sizes or count <= 0:
+        tops = {cid: top for cid, top in tops.items() if top >= 1}
+        if not tops or count <= 0:
             return []
-        chunk = max(20, (2 * count) // len(sizes))
-        held: dict[str, list[TailItem]] = {cid: [] for cid in sizes}
-        low = {cid: size + 1 for cid, size in sizes.items()}
-        need = list(sizes)
+        if len(tops) == 1:
+            ((cid, top),) = tops.items()
+            return await self.channel_range(cid, max(1, top - count + 1), top)
+        chunk = max(20, (2 * count) // len(tops))
+        held: dict[str, list[TailItem]] = {cid: [] for cid in tops}
+        low = {cid: top + 1 for cid, top in tops.items()}
+        need = list(tops)
         merged: list[TailItem] = []
         while need:
             reads = await asyncio.gather(
-                *(self._channel_range(cid, max(1, low[cid] - chunk), low[cid] - 1) for cid in need)
+                *(self.channel_range(cid, max(1, low[cid] - chunk), low[cid] - 1) for cid in need)
             )
             for cid, items in zip(need, reads, strict=True):
                 held[cid][0:0] = items
@@ -189,7 +197,7 @@ class HubSource:
 
         async def refill(cid: str) -> None:
             first = max(1, low[cid] - chunk)
-            buffers[cid] = await self._channel_range(cid, first, low[cid] - 1)
+            buffers[cid] = await self.channel_range(cid, first, low[cid] - 1)
             low[cid] = first
 
         await asyncio.gather(*(refill(cid) for cid in sizes if low[cid] > 1))
@@ -211,7 +219,8 @@ class HubSource:
             held += len(batch)
             yield batch, held, total
 
-    async def _channel_range(self, channel_id: str, first: int, last: int) -> list[TailItem]:
+    async def channel_range(self, channel_id: str, first: int, last: int) -> list[TailItem]:
+        """Seqs ``first``..``last`` of one channel as tail items (empty when ``last < first``)."""
         if last < first:
             return []
         label = self.label_for(channel_id)
