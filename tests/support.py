@@ -9,6 +9,11 @@ from typing import Any
 from ag2net.envelope import Envelope
 
 
+def quiet(**kw: Any) -> dict[str, Any]:
+    """Hub settings for a test: no background sweeps, a short invite-ack timeout; ``kw`` on top."""
+    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
+
+
 async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
     """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds (generous: it only
     matters when the condition never comes, and the suite runs two tests at a time)."""

@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+from support import quiet, until
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -19,10 +20,6 @@ from ag2net.store import SqliteStore
 
 TOKEN = "team-token"
 OPERATOR = "op-token"
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 @pytest.fixture(autouse=True)
@@ -37,14 +34,6 @@ async def file_hub(tmp_path):
     hub = await Hub.open(SqliteStore(tmp_path / "hub.db"), **quiet())
     yield hub
     await hub.close()
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 async def recv(ws, timeout: float = 5.0) -> dict:

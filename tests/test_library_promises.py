@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 import pytest
+from support import quiet
 
 from ag2net import EV_TEXT, Agent, Envelope, HubClient, Passport, Resume, ScriptedModel
 from ag2net.events import CompactionSummary
@@ -16,10 +17,6 @@ from ag2net.hub.local import LocalLink
 from ag2net.protocol.frames import NotifyFrame, ReceiptFrame
 from ag2net.server import serve_ws
 from ag2net.views.builtin import NamedWindowedSummary, WindowedSummary
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 @pytest.fixture(autouse=True)

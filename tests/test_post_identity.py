@@ -11,16 +11,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support import quiet
 
 from ag2net import EV_TEXT, AccessDeniedError, Envelope, HubClient, Passport
 from ag2net.hub import Hub
 from ag2net.hub.local import LocalLink
 from ag2net.protocol.frames import HelloFrame, RequestFrame, ResponseFrame
 from ag2net.server import serve_ws
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ import json
 import time
 
 import pytest
+from support import quiet
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import EV_TEXT, Envelope, HubClient, Passport, visible_to
@@ -25,10 +26,6 @@ from ag2net.server.policy import ENVELOPE_READS
 
 OPERATOR = "op-secret-25"
 SECRET = "the vault code is 7d80"
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 @pytest.fixture(autouse=True)
