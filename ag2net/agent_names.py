@@ -21,6 +21,7 @@ Latin; it errs on the side of refusing (``Bob`` and ``bob`` are one name to a re
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 #: Categories a name may not hold: control, format, separators that break lines, private use,
@@ -74,8 +75,10 @@ def _fold(ch: str) -> str:
     return _HOMOGLYPHS.get(ch, ch)
 
 
+@functools.lru_cache(maxsize=65536)
 def name_skeleton(name: str) -> str:
-    """What ``name`` looks like: two names with the same skeleton are confusable."""
+    """What ``name`` looks like: two names with the same skeleton are confusable. Cached: a registration
+    compares the new name's skeleton with every registered name's."""
     text = "".join(_fold(ch) for ch in normalize_agent_name(name))
     text = "".join(_fold(ch) for ch in text.casefold())
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
