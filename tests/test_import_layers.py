@@ -195,3 +195,55 @@ def test_a_remote_client_and_the_websocket_link_load_no_hub() -> None:
 def test_the_probe_sees_the_hub_when_it_is_imported() -> None:
     loaded = _loaded_after("import ag2net\nag2net.Hub\nag2net.serve_ws\nag2net.SqliteStore")
     assert {"ag2net.hub", "ag2net.store.sqlite", "websockets.asyncio.server"} <= set(loaded)
+
+
+def _subpackages() -> list[Path]:
+    return sorted(
+        p.parent
+        for package in PACKAGES
+        for p in (ROOT / package).rglob("__init__.py")
+        if p.parent != ROOT / package
+    )
+
+
+def module_graph(package_dir: Path) -> dict[str, dict[str, list[str]]]:
+    """``{module: {imported module: ["module:line -> target", ...]}}`` between one subpackage's modules.
+
+    Every import counts (top level, ``TYPE_CHECKING``, function-local). ``from pkg import name`` is an
+    edge to ``pkg.name`` when that is a module of the subpackage, else to ``pkg`` (its ``__init__``).
+    """
+    prefix, _ = _module_name(package_dir / "__init__.py")
+
+    def local(target: str) -> str | None:
+        """The module of this subpackage that ``target`` names (or lies in), or None."""
+        if target == prefix:
+            return prefix
+        if not target.startswith(prefix + "."):
+            return None
+        head = target[len(prefix) + 1 :].split(".")[0]
+        exists = (package_dir / f"{head}.py").exists() or (package_dir / head).is_dir()
+        return f"{prefix}.{head}" if exists else prefix
+
+    edges: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(package_dir.glob("*.py")):
+        module, is_package = _module_name(path)
+        edges.setdefault(module, {})
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for line, target in _imported(tree, module, is_package):
+            dest = local(target)
+            # the bare ``pkg`` that ``from pkg import mod`` also yields is not an edge of its own
+            if dest == prefix and target == prefix:
+                continue
+            if dest is None or dest == module:
+                continue
+            edges[module].setdefault(dest, []).append(f"{module}:{line} -> {target}")
+    return edges
+
+
+@pytest.mark.parametrize("package_dir", _subpackages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_import_circle_inside_a_subpackage(package_dir: Path) -> None:
+    edges = module_graph(package_dir)
+    cycle = find_cycle(edges)
+    assert cycle is None, f"import circle inside {package_dir.relative_to(ROOT)}:\n" + _describe(
+        edges, cycle or []
+    )
