@@ -11,13 +11,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ag2net.ids import add_seconds, utc_now
 from ag2net.tasks import TERMINAL_TASK_STATES, TaskMetadata, TaskSpec, TaskState
-
-if TYPE_CHECKING:
-    from ag2net.agent.agent import Agent
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +44,13 @@ class TaskSink(Protocol):
     ) -> Any: ...
 
 
+class TaskOwner(Protocol):
+    """What a task reads of the agent that owns it (an ``Agent``): its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
 # Innermost last; a tuple so each asyncio task sees its own stack without copying on read.
 _ACTIVE: ContextVar[tuple[Task, ...]] = ContextVar("ag2net_active_tasks", default=())
 
@@ -57,7 +61,7 @@ def current_task() -> Task | None:
     return stack[-1] if stack else None
 
 
-def active_task(agent: Agent) -> Task | None:
+def active_task(agent: TaskOwner) -> Task | None:
     """The innermost running task owned by ``agent`` in this context, if any."""
     for task in reversed(_ACTIVE.get()):
         if task.agent is agent:
@@ -80,7 +84,7 @@ class Task:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: TaskOwner,
         title: str,
         *,
         description: str = "",

@@ -18,12 +18,23 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ag2net.events import BaseEvent, event_text
 
-if TYPE_CHECKING:
-    from ag2net.agent.models import ModelCall
+
+class CountedCall(Protocol):
+    """What a token count reads of a model call (a ``ModelCall``): system prompt, history and tool schemas."""
+
+    @property
+    def system(self) -> str: ...
+
+    @property
+    def history(self) -> list[BaseEvent]: ...
+
+    @property
+    def tools(self) -> list[dict[str, Any]]: ...
+
 
 MESSAGE_OVERHEAD = 4
 """Tokens a chat format spends per message on the role and separators (OpenAI's documented figure)."""
@@ -106,7 +117,7 @@ class TokenCounter:
         """Tokens the system prompt costs (zero when there is none)."""
         return self.count(system) + MESSAGE_OVERHEAD if system else 0
 
-    def count_call(self, call: ModelCall) -> dict[str, Any]:
+    def count_call(self, call: CountedCall) -> dict[str, Any]:
         """A breakdown of one model call: ``system``, ``history``, ``tools``, ``total`` and ``method``."""
         system = self.count_system(call.system)
         history = self.count_events(call.history)
@@ -153,7 +164,7 @@ def estimate_tools(schemas: Iterable[dict[str, Any]]) -> int:
     return default_counter().count_tools(schemas)
 
 
-def estimate_call(call: ModelCall) -> dict[str, Any]:
+def estimate_call(call: CountedCall) -> dict[str, Any]:
     """Breakdown of one model call with the default counter (see ``TokenCounter.count_call``)."""
     return default_counter().count_call(call)
 

@@ -13,7 +13,7 @@ from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.identity import Passport, Resume, Rule
 
 if TYPE_CHECKING:
-    from ag2net.client.hub_client import HubClient
+    from ag2net.client.hub_port import ParticipantHub
 
 
 class ParticipantClient:
@@ -27,7 +27,7 @@ class ParticipantClient:
     #: Channel inboxes kept; beyond it the least recently used one that nobody is waiting on goes.
     inbox_channels = 1000
 
-    def __init__(self, *, passport: Passport, resume: Resume, rule: Rule, hub_client: HubClient) -> None:
+    def __init__(self, *, passport: Passport, resume: Resume, rule: Rule, hub_client: ParticipantHub) -> None:
         self._passport = passport
         self._resume = resume
         self._rule = rule
@@ -53,16 +53,16 @@ class ParticipantClient:
         return self._rule
 
     @property
-    def hub_client(self) -> HubClient:
+    def hub_client(self) -> ParticipantHub:
         return self._hub_client
 
     @property
-    def _hub(self) -> HubClient:
+    def _hub(self) -> ParticipantHub:
         """The seed's handler examples pass ``hub=client._hub``: the ``HubClient``."""
         return self._hub_client
 
     @property
-    def hub(self) -> HubClient:
+    def hub(self) -> ParticipantHub:
         return self._hub_client
 
     @property

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import EV_TEXT, Envelope
 
-if TYPE_CHECKING:
-    from ag2net.client.port import NetworkClientPort
+
+class _ChannelHub(Protocol):
+    async def get_channel(self, channel_id: str) -> ChannelMetadata: ...
+
+    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata: ...
+
+
+class ChannelHolder(Protocol):
+    """What a ``Channel`` uses of the participant holding it (every ``NetworkClientPort`` is one): its id,
+    posting, and its ``HubClient`` for the channel's metadata. ``port.py`` names ``Channel`` as what
+    ``open`` returns, so this module does not import the port back."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def hub_client(self) -> _ChannelHub: ...
+
+    async def send_envelope(self, envelope: Envelope) -> str: ...
 
 
 class Channel:
     """A participant's handle on a channel: send into it, refresh its metadata, close it."""
 
-    def __init__(self, *, metadata: ChannelMetadata, client: NetworkClientPort) -> None:
+    def __init__(self, *, metadata: ChannelMetadata, client: ChannelHolder) -> None:
         self._metadata = metadata
         self._client = client
 

@@ -16,7 +16,7 @@ from ag2net.errors import NetworkError
 from ag2net.identity import Passport, Resume, Rule
 
 if TYPE_CHECKING:
-    from ag2net.client.hub_client import HubClient
+    from ag2net.client.hub_port import ParticipantHub
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class HumanClient(ParticipantClient):
         resume: Resume,
         rule: Rule,
         hub: Any = None,
-        hub_client: HubClient,
+        hub_client: ParticipantHub,
         auto_ack_invites: bool = True,
     ) -> None:
         """``hub`` is accepted for ag2's signature; the connection is ``hub_client``'s."""

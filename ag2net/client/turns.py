@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ag2net.channel import ChannelMetadata
+from ag2net.client.port import HubClientPort
 from ag2net.errors import AccessDeniedError
 from ag2net.events import BaseEvent, Input, event_from_dict, part_from_dict
 from ag2net.record import Record
-
-if TYPE_CHECKING:
-    from ag2net.client.hub_client import HubClient
 
 
 @dataclass(slots=True)
@@ -153,10 +152,28 @@ class TurnPreview:
     turns_private: bool = False
 
 
+class TurnSource(HubClientPort, Protocol):
+    """What a turn preview reads of a ``HubClient``: the tools' ``HubClientPort`` and the view, adapter
+    state and turn records in force."""
+
+    def default_view_policy(self, channel_id: str | ChannelMetadata, participant_id: str) -> Any: ...
+
+    async def adapter_state(self, channel_id: str, metadata: ChannelMetadata | None = None) -> Any: ...
+
+    async def list_turns(
+        self,
+        *,
+        channel_id: str | None = None,
+        agent_id: str | None = None,
+        trigger_envelope_id: str | None = None,
+        limit: int = 20,
+    ) -> list[TurnRecord]: ...
+
+
 class _ProbeClient:
     """Just enough of a client for ``adapter.tools_for`` to build tool schemas."""
 
-    def __init__(self, hub_client: HubClient, agent_id: str) -> None:
+    def __init__(self, hub_client: TurnSource, agent_id: str) -> None:
         self.hub_client = hub_client
         self.agent_id = agent_id
 
@@ -165,7 +182,7 @@ class _ProbeClient:
 
 
 async def project_for(
-    hub_client: HubClient, metadata: Any, participant_id: str, wal: Any, view: Any
+    hub_client: TurnSource, metadata: Any, participant_id: str, wal: Any, view: Any
 ) -> list[BaseEvent]:
     adapter = hub_client.adapter_for_metadata(metadata)
     return await view.project(
@@ -178,7 +195,7 @@ async def project_for(
 
 
 async def preview_turn(
-    hub_client: HubClient, channel_id: str, participant_id: str, view: Any = None
+    hub_client: TurnSource, channel_id: str, participant_id: str, view: Any = None
 ) -> TurnPreview:
     """Re-project the channel for ``participant_id`` now, with ``view`` (a spec or policy) or the one in force."""
     from ag2net.agent.tokens import default_counter
@@ -228,4 +245,12 @@ async def preview_turn(
     )
 
 
-__all__ = ["TurnPreview", "TurnRecord", "preview_turn", "project_for", "recorded_view_spec", "turn_rounds"]
+__all__ = [
+    "TurnPreview",
+    "TurnRecord",
+    "TurnSource",
+    "preview_turn",
+    "project_for",
+    "recorded_view_spec",
+    "turn_rounds",
+]
