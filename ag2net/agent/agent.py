@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from ag2net.agent.hooks import TURN_CONTEXT_DEP, TurnContext, TurnHooks, run_tool_middleware
+from ag2net.agent.hooks import TURN_CONTEXT_DEP, MiddlewareChain, TurnContext, TurnHooks, run_tool_middleware
 from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse, model_params
 from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
 from ag2net.agent.tool import TASK_DEP, Tool, as_tool
@@ -218,83 +218,25 @@ class Agent:
             if active is not None:
                 deps[TASK_DEP] = active
         hooks: TurnHooks = getattr(self, "hooks", None) or TurnHooks()
-        offered = self.tools_for_turn(tools)
-        by_name = {t.name: t for t in offered}
-        schemas = [t.schema() for t in offered]
-        params = model_params(model)
-
-        prior = list(history)
-        parts = to_parts(inputs)
+        run = _ToolLoop(self, model, hooks, deps, self.tools_for_turn(tools), list(history))
+        parts = run.parts = to_parts(inputs)
         request = ModelRequest(list(parts))
-        events: list[BaseEvent] = [request] if parts else []
-        calls: list[ModelCall] = []
-        usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        context = TurnContext(self, deps, prior, events, hitl_hook=hooks.hitl_hook)
+        if parts:
+            run.events.append(request)
+        context = TurnContext(self, deps, run.prior, run.events, hitl_hook=hooks.hitl_hook)
         deps.setdefault(TURN_CONTEXT_DEP, context)
         context.prompt = [*self._prompt_pieces(system_prompt), *await hooks.render_prompts(context)]
-        chain = hooks.start(request, context)
+        run.chain = hooks.start(request, context)
         if parts:
             await hooks.notify(request)
-
-        async def run_tool(call_event: ToolCallEvent, ctx: TurnContext) -> ToolResultEvent:
-            return await self._run_tool(call_event, by_name, deps, ctx)
-
-        async def turn(_event: Any, ctx: TurnContext) -> ModelResponse:
-            rounds = 0
-            while True:
-                prompts, assembled = await hooks.assemble(list(ctx.prompt), [*prior, *events], ctx)
-
-                async def complete(
-                    call_events: Sequence[BaseEvent],
-                    _ctx: TurnContext,
-                    prompts: list[str] = prompts,
-                    round_no: int = rounds,
-                ) -> ModelResponse:
-                    history_now = list(call_events)
-                    call = ModelCall(
-                        system="\n\n".join(p for p in prompts if p),
-                        history=history_now,
-                        inputs=list(parts),
-                        tools=schemas,
-                        prior=_prior_count(history_now, events),
-                        round=round_no,
-                        params=params,
-                    )
-                    calls.append(call)
-                    return await model.complete(call)
-
-                response: ModelResponse = await chain.llm_call(complete, assembled, ctx)
-                _add_usage(usage, response.usage or {})
-                await hooks.notify(response)
-                if not response.tool_calls:
-                    return response
-                if rounds >= self.max_tool_rounds:
-                    asked = ", ".join(c.name for c in response.tool_calls)
-                    raise ToolLoopError(
-                        f"agent {self.name!r} exceeded max_tool_rounds={self.max_tool_rounds}: the model still "
-                        f"asked for tools ({asked}); raise max_tool_rounds or change the prompt",
-                        events=events,
-                        calls=calls,
-                        usage=usage,
-                    )
-                rounds += 1
-                said = [ModelMessage(response.content)] if response.content else []
-                for event in [*said, *response.tool_calls]:
-                    events.append(event)
-                    await hooks.notify(event)
-                for tc in response.tool_calls:
-                    result = await chain.tool_execution(run_tool, tc, ctx)
-                    events.append(result)
-                    await hooks.notify(result)
-
-        final = await chain.turn(turn, request, context)
+        final = await run.chain.turn(run.turn, request, context)
         text = final if isinstance(final, str) else getattr(final, "content", None)
         body = text or None
         if body is not None:
             message = ModelMessage(body)
-            events.append(message)
+            run.events.append(message)
             await hooks.notify(message)
-        return AgentReply(body=body, events=events, usage=usage, calls=calls)
+        return AgentReply(body=body, events=run.events, usage=run.usage, calls=run.calls)
 
     async def _run_tool(
         self,
@@ -374,6 +316,92 @@ def _prior_count(history: list[BaseEvent], turn_events: list[BaseEvent]) -> int:
 
 def _error_result(call: ToolCallEvent, message: str, value: Any = None) -> ToolResultEvent:
     return ToolResultEvent(call.id, call.name, f"Error: {message}", True, value)
+
+
+class _ToolLoop:
+    """One ``Agent.ask``: call the model, run the tools it asks for, repeat until it answers in text. Holds
+    what the turn offers (tools, schemas, model parameters) and what it gathered (events, calls, usage)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        model: Model,
+        hooks: TurnHooks,
+        deps: dict[str, Any],
+        offered: list[Tool],
+        prior: list[BaseEvent],
+    ) -> None:
+        self.agent = agent
+        self.model = model
+        self.hooks = hooks
+        self.deps = deps
+        self.by_name = {t.name: t for t in offered}
+        self.schemas = [t.schema() for t in offered]
+        self.params = model_params(model)
+        self.prior = prior
+        self.parts: list[Input] = []
+        self.events: list[BaseEvent] = []
+        self.calls: list[ModelCall] = []
+        self.usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        self.chain: MiddlewareChain | None = None
+
+    async def run_tool(self, call_event: ToolCallEvent, ctx: TurnContext) -> ToolResultEvent:
+        return await self.agent._run_tool(call_event, self.by_name, self.deps, ctx)
+
+    def completer(self, prompts: list[str], round_no: int) -> Callable[..., Awaitable[ModelResponse]]:
+        """The innermost model call of round ``round_no``, with the prompts assembled for it."""
+
+        async def complete(call_events: Sequence[BaseEvent], _ctx: TurnContext) -> ModelResponse:
+            history_now = list(call_events)
+            call = ModelCall(
+                system="\n\n".join(p for p in prompts if p),
+                history=history_now,
+                inputs=list(self.parts),
+                tools=self.schemas,
+                prior=_prior_count(history_now, self.events),
+                round=round_no,
+                params=self.params,
+            )
+            self.calls.append(call)
+            return await self.model.complete(call)
+
+        return complete
+
+    async def turn(self, _event: Any, ctx: TurnContext) -> ModelResponse:
+        assert self.chain is not None
+        hooks, events = self.hooks, self.events
+        rounds = 0
+        while True:
+            prompts, assembled = await hooks.assemble(list(ctx.prompt), [*self.prior, *events], ctx)
+            response: ModelResponse = await self.chain.llm_call(
+                self.completer(prompts, rounds), assembled, ctx
+            )
+            _add_usage(self.usage, response.usage or {})
+            await hooks.notify(response)
+            if not response.tool_calls:
+                return response
+            if rounds >= self.agent.max_tool_rounds:
+                self._too_many_rounds(response)
+            rounds += 1
+            said = [ModelMessage(response.content)] if response.content else []
+            for event in [*said, *response.tool_calls]:
+                events.append(event)
+                await hooks.notify(event)
+            for tc in response.tool_calls:
+                result = await self.chain.tool_execution(self.run_tool, tc, ctx)
+                events.append(result)
+                await hooks.notify(result)
+
+    def _too_many_rounds(self, response: ModelResponse) -> NoReturn:
+        agent = self.agent
+        asked = ", ".join(c.name for c in response.tool_calls)
+        raise ToolLoopError(
+            f"agent {agent.name!r} exceeded max_tool_rounds={agent.max_tool_rounds}: the model still "
+            f"asked for tools ({asked}); raise max_tool_rounds or change the prompt",
+            events=self.events,
+            calls=self.calls,
+            usage=self.usage,
+        )
 
 
 __all__ = ["Agent", "AgentReply", "ToolLoopError", "merge_tools", "result_text", "to_parts"]

@@ -279,7 +279,27 @@ async def causation_tree(
     found = await space.find(envelope_id, channel_id)
     if found is None:
         raise NotFoundError(f"envelope not found in any channel: {envelope_id}")
-    # up: the chain of causes
+    chain = await _chain_up(space, found, envelope_id)
+    root_cid, root_seq, root_env, _ = chain[0]
+    related = _related_channels(hub, root_cid)
+    for c in related:
+        await space.channel(c)
+    root = _node(root_cid, root_seq, root_env)
+    nodes, truncated = await _tree_down(space, root, related, limit)
+    return CausationTree(
+        envelope_id=envelope_id,
+        root=root.envelope_id,
+        chain=[c[2].envelope_id for c in chain],
+        nodes=nodes,
+        tasks=_tasks_of(hub, nodes),
+        truncated=truncated,
+    )
+
+
+async def _chain_up(
+    space: _Map, found: tuple[str, int, Envelope], envelope_id: str
+) -> list[tuple[str, int, Envelope, str]]:
+    """Up: the chain of causes, root first; each entry names the link to the next one."""
     cid, seq, env = found
     chain: list[tuple[str, int, Envelope, str]] = [(cid, seq, env, "root")]
     seen = {envelope_id}
@@ -300,18 +320,24 @@ async def causation_tree(
         chain[-1] = (cid, seq, env, link)
         chain.append((*parent, "root"))
     chain.reverse()
-    root_cid, root_seq, root_env, _ = chain[0]
-    # down: everything the root led to, in the root's channel and in every channel sharing a participant
-    # with it (a causation_id may name an envelope of another channel)
+    return chain
+
+
+def _related_channels(hub: Hub, root_cid: str) -> list[str]:
+    """Where the root's consequences may lie: its channel and every channel sharing a participant with it
+    (a causation_id may name an envelope of another channel)."""
     members = set(hub.lookup_channel(root_cid).participant_ids())
-    related = [root_cid] + [
+    return [root_cid] + [
         c
         for c, md in list(hub.channels.items())
         if c != root_cid and members.intersection(md.participant_ids())
     ]
-    for c in related:
-        await space.channel(c)
-    root = _node(root_cid, root_seq, root_env)
+
+
+async def _tree_down(
+    space: _Map, root: CausationNode, related: list[str], limit: int
+) -> tuple[dict[str, CausationNode], bool]:
+    """Down: everything the root led to, breadth first (at most ``limit`` nodes; and whether some were cut)."""
     nodes = {root.envelope_id: root}
     queue = [root]
     truncated = False
@@ -343,7 +369,11 @@ async def causation_tree(
             node.children.append(kid_id)
             nodes[kid_id] = child
             queue.append(child)
-    chain_ids = [c[2].envelope_id for c in chain]
+    return nodes, truncated
+
+
+def _tasks_of(hub: Hub, nodes: dict[str, CausationNode]) -> dict[str, dict[str, Any]]:
+    """The tasks the nodes carry: owner, channel, state and title (``unknown`` for one the hub lost)."""
     tasks: dict[str, dict[str, Any]] = {}
     for node in nodes.values():
         if node.task_id and node.task_id not in tasks:
@@ -358,14 +388,7 @@ async def causation_tree(
                 if task is not None
                 else {"owner_id": None, "channel_id": None, "state": "unknown", "title": ""}
             )
-    return CausationTree(
-        envelope_id=envelope_id,
-        root=root.envelope_id,
-        chain=chain_ids,
-        nodes=nodes,
-        tasks=tasks,
-        truncated=truncated,
-    )
+    return tasks
 
 
 __all__ = ["CausationNode", "CausationTree", "causation_tree"]

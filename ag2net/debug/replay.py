@@ -43,33 +43,35 @@ verdict: "completed: 20 of 20 envelopes reproduced" or "stopped early at seq N b
 from __future__ import annotations
 
 import asyncio
-import bisect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ag2net.adapters.transitions import Finish, Handoff
-from ag2net.agent import Agent, ModelCall, ModelResponse
+from ag2net.agent import Agent
 from ag2net.agent.agent import result_text
-from ag2net.agent.models import request_digest
 from ag2net.agent.tool import Tool, as_tool
 from ag2net.client import HubClient
 from ag2net.client.handler import default_handler
 from ag2net.debug.fork import Sandbox
+from ag2net.debug.replay_model import (
+    CLOSES,
+    HANDLER_MADE,
+    HUB_MADE,
+    PlacedTurn,
+    ReplayDiverged,
+    ReplayModel,
+    place_turns,
+)
 from ag2net.envelope import (
-    EV_CHANNEL_CLOSED,
-    EV_CHANNEL_EXPIRED,
-    EV_CHANNEL_INVITE_ACK,
-    EV_CHANNEL_INVITE_REJECT,
-    EV_CHANNEL_OPENED,
     EV_PACKET,
     Envelope,
 )
 from ag2net.errors import ProtocolError
-from ag2net.events import ModelRequest, ToolCallEvent, ToolResultEvent, event_from_dict, part_from_dict
+from ag2net.events import ToolCallEvent, ToolResultEvent, event_from_dict
 from ag2net.hub.hub import Hub
 from ag2net.hub.probe import projection_delta
-from ag2net.ids import add_seconds
 from ag2net.views.registry import (
     VIEW_POLICIES_KNOB,
     registered_views,
@@ -78,15 +80,7 @@ from ag2net.views.registry import (
     view_spec,
 )
 
-_HUB_MADE = frozenset({EV_CHANNEL_OPENED, EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
-_HANDLER_MADE = frozenset({EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT})
-_CLOSES = frozenset({EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
-
 TOOL_POLICIES = "recorded, live or static:JSON"
-
-
-class ReplayDiverged(RuntimeError):
-    """A replayed turn's model request differs from every recorded one (the ReplayModel has no answer)."""
 
 
 # ----------------------------------------------------------------------------------------- tool policy
@@ -133,188 +127,6 @@ class Override:
     system_prompt: str | None = None
     model: Any = None
     tools: dict[str, Any] = field(default_factory=dict)
-
-
-# ----------------------------------------------------------------------------------------- the original
-
-
-@dataclass(slots=True)
-class _Turn:
-    """One recorded turn, placed in the original transcript."""
-
-    record: dict[str, Any]
-    agent_id: str
-    number: int  # 1-based, among this agent's turns in the channel
-    start_pos: int  # how many envelopes the WAL held when the turn started
-    outputs: list[int]  # positions (0-based) of its reply and of what its tools did to the channel
-    reply_pos: int | None
-    effects: dict[str, list[int]]  # tool call id → positions of what that call did
-    replayed: bool = False
-
-    @property
-    def turn_id(self) -> str:
-        return str(self.record.get("turn_id") or "")
-
-
-def _place_turns(original: list[Envelope], records: list[dict[str, Any]]) -> list[_Turn]:
-    index = {e.envelope_id: i for i, e in enumerate(original)}
-    times = [e.created_at or "" for e in original]  # the hub stamps in admission order: sorted
-    counts: dict[str, int] = {}
-    placed: list[_Turn] = []
-    for rec in records:
-        agent_id = rec["agent_id"]
-        counts[agent_id] = counts.get(agent_id, 0) + 1
-        start = str(rec.get("started_at") or "")
-        end = add_seconds(start, float(rec.get("duration_ms") or 0.0) / 1000) if start else ""
-        start_pos = bisect.bisect_right(times, start) if start else 0
-        trigger = index.get(str(rec.get("trigger_envelope_id") or ""))
-        if trigger is not None:
-            start_pos = max(start_pos, trigger + 1)
-        reply_pos = index.get(str(rec.get("reply_envelope_id") or ""))
-        made: list[int] = []
-        if start:
-            for i in range(bisect.bisect_left(times, start), bisect.bisect_right(times, end)):
-                env = original[i]
-                if i == reply_pos or not env.created_at:
-                    continue
-                mine = env.sender_id == agent_id and env.event_type not in _HANDLER_MADE
-                closed_by_a_tool = env.event_type in _CLOSES and (reply_pos is None or i < reply_pos)
-                if mine or closed_by_a_tool:
-                    made.append(i)
-        calls = list(rec.get("tool_calls") or [])
-        effects: dict[str, list[int]] = {}
-        for i in made:
-            env_id = original[i].envelope_id
-            owner = next(
-                (c for c in calls if env_id in str(c.get("result") or "")), calls[0] if calls else None
-            )
-            if owner is not None:
-                effects.setdefault(str(owner.get("id")), []).append(i)
-        outputs: list[int] = sorted(made if reply_pos is None else [reply_pos, *made])
-        placed.append(_Turn(rec, agent_id, counts[agent_id], start_pos, outputs, reply_pos, effects))
-    return placed
-
-
-# ----------------------------------------------------------------------------------------- the model
-
-
-def _round0_digest(rec: dict[str, Any]) -> str:
-    rounds = rec.get("rounds") or []
-    if rounds and rounds[0].get("request"):
-        return str(rounds[0]["request"])
-    history = list(rec.get("history") or [])
-    inputs = [part_from_dict(p) for p in rec.get("inputs") or []]
-    if inputs:
-        history.append(ModelRequest(inputs).to_dict())
-    return request_digest(
-        str(rec.get("system_prompt") or ""),
-        history,
-        list(rec.get("tools") or []),
-        rec.get("model_params") or {},
-    )
-
-
-def _what_changed(rec: dict[str, Any], request: ModelCall) -> str:
-    """Which parts of ``request`` differ from the recorded turn ``rec``'s first request, in words."""
-    parts = []
-    if request.system != (rec.get("system_prompt") or ""):
-        parts.append("system prompt")
-    history = [e.to_dict() for e in request.history[: request.prior]]
-    if history != list(rec.get("history") or []):
-        parts.append(f"history ({len(rec.get('history') or [])} → {len(history)} messages)")
-    if [p.to_dict() for p in request.inputs] != list(rec.get("inputs") or []):
-        parts.append("input")
-    if request.tools != list(rec.get("tools") or []):
-        parts.append("tools")
-    if request.params != (rec.get("model_params") or {}):
-        parts.append("model parameters")
-    return ", ".join(parts) or "request"
-
-
-class ReplayModel:
-    """Answers with an agent's recorded turns, only for a model request equal to a recorded one.
-
-    ``turns`` are the agent's recorded turns in the channel, in order; ``start`` the index of the first
-    one after the fork (the turns before it are done). ``params`` are the recorded model's parameters
-    (part of the request). ``answered`` lists, per turn this model took, the recorded turn it answered
-    with; ``diverged`` says why it stopped answering (None while it answers)."""
-
-    def __init__(
-        self,
-        turns: list[dict[str, Any]],
-        name: str = "replay",
-        *,
-        start: int = 0,
-        agent_name: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.turns = turns
-        self.next_turn = start
-        self.agent_name = agent_name
-        self.params = dict(
-            params if params is not None else (turns[0].get("model_params") or {}) if turns else {}
-        )
-        self.diverged: str | None = None
-        self.answered: list[dict[str, Any]] = []
-        self.current: dict[str, Any] | None = None
-        self._digests = [_round0_digest(t) for t in turns]
-        self._calls: list[ModelCall] = []
-
-    def _refuse(self, why: str, request: ModelCall) -> ReplayDiverged:
-        self.diverged = self.diverged or why
-        self.current = None
-        refusal = ReplayDiverged(self.diverged)
-        # the turn record shows what was asked, and the tool traffic of the turn so far
-        refusal.calls = [*self._calls[:-1], request.snapshot()]  # type: ignore[attr-defined]
-        refusal.events = list(request.turn_events)  # type: ignore[attr-defined]
-        return refusal
-
-    async def complete(self, request: ModelCall) -> ModelResponse:
-        if request.round == 0:
-            self._calls = []
-        self._calls.append(request)
-        if request.round == 0:
-            digest = request.digest()
-            order = [*range(self.next_turn, len(self.turns)), *range(0, self.next_turn)]
-            found = next((i for i in order if self._digests[i] == digest), None)
-            if found is None:
-                expected = self.turns[self.next_turn] if self.next_turn < len(self.turns) else None
-                if expected is None:
-                    raise self._refuse("the original has no more turns for this agent", request)
-                changed = _what_changed(expected, request)
-                raise self._refuse(
-                    f"turn {self.next_turn + 1}: the model request differs from the recorded one ({changed})",
-                    request,
-                )
-            self.next_turn = found + 1
-            self.current = self.turns[found]
-            self.answered.append({"turn": found + 1, "turn_id": self.current.get("turn_id")})
-        turn = self.current
-        if turn is None:
-            raise self._refuse("a tool round came without a first request this model answered", request)
-        rounds = list(turn.get("rounds") or [])
-        if request.round > 0 and request.round < len(rounds):
-            want = rounds[request.round].get("request")
-            if want and request.digest() != want:
-                raise self._refuse(
-                    f"turn {self.next_turn}, round {request.round + 1}: a tool result differs from the recorded one",
-                    request,
-                )
-        calls = {str(c.get("id")): c for c in turn.get("tool_calls") or []}
-        if rounds:
-            answer = rounds[request.round] if request.round < len(rounds) else {}
-            ids = list(answer.get("tool_calls") or [])
-            content = answer.get("content")
-            if not ids and request.round == len(rounds) - 1:
-                content = turn.get("reply")
-        else:  # records from before rounds were kept: all tool calls in the first round
-            ids = list(calls) if request.round == 0 else []
-            content = None if ids else turn.get("reply")
-        tool_calls = [
-            ToolCallEvent(calls[i]["name"], calls[i].get("arguments") or "{}", i) for i in ids if i in calls
-        ]
-        return ModelResponse(content=content or None, tool_calls=tool_calls)
 
 
 # ----------------------------------------------------------------------------------------- tools
@@ -396,7 +208,7 @@ class _ToolPolicies:
             event.id, event.name, f"Error: tool {event.name!r} is not in this process", True, None
         )
 
-    def _recorded(self, event: ToolCallEvent) -> tuple[_Turn, dict[str, Any]] | None:
+    def _recorded(self, event: ToolCallEvent) -> tuple[PlacedTurn, dict[str, Any]] | None:
         model = self.driver.models.get(self.agent_id)
         current = getattr(model, "current", None) if isinstance(model, ReplayModel) else None
         turns = [t for t in self.driver.turns if t.agent_id == self.agent_id]
@@ -452,7 +264,9 @@ def _same(a: Envelope, b: Envelope) -> bool:
 class _Driver:
     """The state one replay shares between its walk, its agents' handlers and their tool policies."""
 
-    def __init__(self, hub: Hub, cid: str, original: list[Envelope], turns: list[_Turn], start: int) -> None:
+    def __init__(
+        self, hub: Hub, cid: str, original: list[Envelope], turns: list[PlacedTurn], start: int
+    ) -> None:
         self.hub = hub
         self.cid = cid
         self.original = original
@@ -468,7 +282,7 @@ class _Driver:
         # (agent, original envelope id) → how many envelopes the WAL held when the agent started on it
         self.release: dict[tuple[str, str], int] = {}
         for i, env in enumerate(original):
-            if env.event_type in _HANDLER_MADE and env.causation_id:
+            if env.event_type in HANDLER_MADE and env.causation_id:
                 self.release.setdefault((env.sender_id, env.causation_id), i)
         for turn in turns:
             trigger = str(turn.record.get("trigger_envelope_id") or "")
@@ -497,7 +311,7 @@ class _Driver:
                 self.positions[env.envelope_id] = i
         return self.positions.get(envelope_id)
 
-    async def reenact(self, agent_id: str, turn: _Turn, call_id: str) -> None:
+    async def reenact(self, agent_id: str, turn: PlacedTurn, call_id: str) -> None:
         """Do again what a recorded tool call did to the channel (what is in the prefix is done)."""
         client = self.clients[agent_id]
         for pos in turn.effects.get(call_id, []):
@@ -505,7 +319,7 @@ class _Driver:
                 continue
             self.done_effects.add(pos)
             env = self.original[pos]
-            if env.event_type in _CLOSES:
+            if env.event_type in CLOSES:
                 await client.hub_client.close_channel(self.cid, reason=str(env.event_data.get("reason", "")))
                 continue
             copy = env.copy()
@@ -513,7 +327,7 @@ class _Driver:
             copy.causation_id = self.ids.get(env.causation_id or "", env.causation_id)
             await client.send_envelope(copy)
 
-    def value_of(self, turn: _Turn, call: dict[str, Any], result: str) -> Any:
+    def value_of(self, turn: PlacedTurn, call: dict[str, Any], result: str) -> Any:
         """A recorded result as the tool's value: a workflow's Handoff/Finish from the round's routing,
         else the JSON it reads as, else the text."""
         if turn.reply_pos is not None:
@@ -533,9 +347,9 @@ class _Driver:
 
     def made_here(self, pos: int) -> bool:
         env = self.original[pos]
-        if env.event_type in _HUB_MADE:
+        if env.event_type in HUB_MADE:
             return True
-        if env.event_type in _HANDLER_MADE:
+        if env.event_type in HANDLER_MADE:
             return env.sender_id in self.clients
         return any(t.replayed and t.agent_id in self.clients and pos in t.outputs for t in self.turns)
 
@@ -556,33 +370,10 @@ async def replay(
     the ``live`` policy of its own tools."""
     hub: Hub = sandbox.hub
     cid = sandbox.channel_id
-    if hasattr(source, "call"):
-        original: list[Envelope] = list(await source.call("read_wal", channel_id=cid, since=0, until=None))
-    else:
-        original = await source.read_wal(cid)
-    records = sorted(
-        await _turns(source, cid), key=lambda t: (t.get("started_at") or "", t.get("turn_id") or "")
-    )
+    original, placed = await _read_original(source, cid, sandbox.at_seq)
     start = sandbox.at_seq
-    placed = _place_turns(original, records)
-    for turn in placed:
-        turn.replayed = any(p >= start for p in turn.outputs) if turn.outputs else turn.start_pos >= start
     md = hub.lookup_channel(cid)
-
-    def agent_of(key: str, what: str) -> str:
-        agent_id = key if key in hub.agents else hub.find_agent_id(key)
-        if agent_id is None:
-            raise ValueError(f"{what} names {key!r}, which is not an agent of the sandbox")
-        return agent_id
-
-    keyed: dict[str, Override] = {}
-    for key, override in (overrides or {}).items():
-        agent_id = agent_of(key, "override")
-        keyed[agent_id] = override
-        if override.view is not None:
-            policies = dict(md.knobs.get(VIEW_POLICIES_KNOB) or {})
-            policies[agent_id] = view_spec(view_from_spec(override.view))
-            md.knobs[VIEW_POLICIES_KNOB] = policies
+    keyed = _apply_overrides(hub, md, overrides)
     if functions is None and isinstance(source, Hub):
         functions = network_tools(source)
     real_tools = {
@@ -594,149 +385,26 @@ async def replay(
     driver = _Driver(hub, cid, original, placed, start)
     client = HubClient.local(hub)
     adapter = hub.adapter_for_metadata(md)
-    from ag2net.client.turns import _ProbeClient
-
-    wanted_at = sorted({t.start_pos for t in placed})
-    states_at: dict[int, Any] = {}
-    try:
-        state = adapter.initial_state(md)
-        for pos in range(len(original) + 1):
-            if pos in wanted_at:
-                states_at[pos] = state
-            if pos < len(original):
-                state = adapter.fold(original[pos], state)
-    except Exception:
-        states_at = {}
-
-    def adapter_tools(agent_id: str) -> set[str]:
-        """The adapter's per-turn tools of the agent's recorded turns (as the adapter offered them then)."""
-        probe = _ProbeClient(client, f"replay:{agent_id}")
-        names = {"say"}
-        for turn in placed:
-            if turn.agent_id == agent_id and turn.start_pos in states_at:
-                try:
-                    names |= {
-                        t.name for t in adapter.tools_for(probe, md, states_at[turn.start_pos], agent_id)
-                    }
-                except Exception:
-                    continue
-        return names
-
+    states_at = _adapter_states(adapter, md, original, placed)
+    _note_missing_views(driver, md, adapter, agents)
     turns_before: dict[str, int] = {}
-    for agent_id in agents:  # a view this process does not have: no turn could run, say so now
-        try:
-            resolve_view(md, agent_id, adapter)
-        except ProtocolError as exc:
-            name = hub.name_for(agent_id)
-            spec = (md.knobs.get(VIEW_POLICIES_KNOB) or {}).get(agent_id) or md.knobs.get("view_policy")
-            view = spec.get("name") if isinstance(spec, dict) else spec
-            unknown = isinstance(view, str) and view not in registered_views()
-            what = (
-                f"view {view!r} is not registered in this process"
-                if unknown
-                else f"view cannot be built ({exc})"
-            )
-            driver.missing[agent_id] = (
-                f"{name}'s {what}; load the network that registers it (--network module:function) or give "
-                f"{name} another view (--view {name}=NAME)"
-            )
     try:
         for agent_id in agents:
-            mine = [t for t in placed if t.agent_id == agent_id]
-            done = next((i for i, t in enumerate(mine) if t.replayed), len(mine))
-            turns_before[agent_id] = done
-            override = keyed.get(agent_id, Override())
-            name = hub.name_for(agent_id)
-            recorded = [t.record for t in mine]
-            model = (
-                override.model
-                if override.model is not None
-                else ReplayModel(recorded, name=f"replay-{name}", start=done, agent_name=name)
+            turns_before[agent_id] = await _attach(
+                driver,
+                client,
+                agent_id,
+                keyed.get(agent_id, Override()),
+                lambda a=agent_id: _adapter_tool_names(client, adapter, md, placed, states_at, a),
+                real_tools,
             )
-            driver.models[agent_id] = model
-            basis = recorded[min(done, len(recorded) - 1)]
-            system = (
-                override.system_prompt if override.system_prompt is not None else _own_prompt(basis, name)
-            )
-            agent = Agent(name, model, system_prompt=system)
-            agent_client = await client.attach(agent, name, attach_default_handler=False)
-            plugin_names = {t.name for t in agent.tools}
-            adapter_names = adapter_tools(agent_id)
-            own: list[Tool] = []
-            seen: set[str] = set()
-            for rec in recorded:
-                for schema in rec.get("tools") or []:
-                    tname = str((schema.get("function") or {}).get("name") or "")
-                    if (
-                        tname
-                        and tname not in plugin_names
-                        and tname not in adapter_names
-                        and tname not in seen
-                    ):
-                        seen.add(tname)
-                        own.append(_stub(schema))
-            given = {t.name: t for t in real_tools.get(agent_id, []) if t.name in seen}
-            own = [_with_function(t, given[t.name]) if t.name in given else t for t in own]
-            agent.tools = [*own, *[t for t in agent.tools if t.name not in seen]]
-            policies = {k: ToolPolicy.parse(v) for k, v in override.tools.items()}
-            real = plugin_names | adapter_names | set(given)
-            agent.hooks.middleware.append(_ToolPolicies(driver, agent_id, policies, real))
-            agent_client.on_envelope(lambda env, c=agent_client: driver.handle(c, env))
-            driver.clients[agent_id] = agent_client
-        # what the attached agents answered after the fork although it lies before it: deliver it again
-        index = {e.envelope_id: i for i, e in enumerate(original)}
-        again: list[tuple[int, int, str, str]] = []
-        for i, env in enumerate(original[start:], start):
-            if env.event_type in _HANDLER_MADE and env.sender_id in driver.clients:
-                trigger = index.get(env.causation_id or "")
-                if trigger is not None and trigger < start:
-                    again.append((i, trigger, env.sender_id, original[trigger].envelope_id))
-        for turn in placed:
-            trigger = index.get(str(turn.record.get("trigger_envelope_id") or ""))
-            if turn.replayed and turn.agent_id in driver.clients and trigger is not None and trigger < start:
-                again.append((turn.start_pos, trigger, turn.agent_id, original[trigger].envelope_id))
-        for _when, trigger, agent_id, _env_id in sorted(again):
-            endpoint = hub._bindings.get(agent_id)
-            if endpoint is not None:
-                await endpoint.notify(agent_id, original[trigger])
+        await _deliver_again(driver)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        stopped = "original replayed"
-        first: int | None = None
-        for pos in range(start, len(original)):
-            env = original[pos]
-            if not driver.made_here(pos):
-                await _settle(hub, cid, pos, loop.time() + step_timeout)
-                if hub.wal_count(cid) != pos:
-                    first, stopped = pos, "the replay made something the original did not"
-                    break
-                copy = env.copy()
-                copy.envelope_id, copy.created_at = "", ""
-                copy.causation_id = driver.ids.get(env.causation_id or "", env.causation_id)
-                await hub.post_envelope(copy)
-            else:
-                await _settle(hub, cid, pos + 1, min(deadline, loop.time() + step_timeout), exact=False)
-            wal = await hub.read_wal(cid)
-            if len(wal) <= pos or not _same(wal[pos], env):
-                first = pos
-                stopped = "diverged"
-                break
-            driver.ids[env.envelope_id] = wal[pos].envelope_id
-            if loop.time() > deadline:
-                stopped = "timeout"
-                break
+        stopped, first = await _walk(driver, deadline, step_timeout)
         driver.faithful = False
         if first is not None:  # let the sandbox run on by itself
-            while loop.time() < deadline and not hub.lookup_channel(cid).is_terminal():
-                taken = len(await hub.list_turns(channel_id=cid, limit=turn_budget + 1))
-                if taken >= turn_budget:
-                    stopped = "turn budget"
-                    break
-                before = hub.wal_count(cid)
-                await asyncio.sleep(0.01)
-                quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub._mailboxes.values())
-                if quiet and all(not c._workers for c in driver.clients.values()):
-                    break
+            stopped = await _run_on(driver, deadline, turn_budget, stopped)
         if stopped not in ("turn budget", "timeout"):  # else the agents stop now, mid-conversation
             for c in driver.clients.values():
                 await c.idle()
@@ -762,6 +430,213 @@ async def replay(
         missing=dict(driver.missing),
         names={a: hub.name_for(a) for a in {*agents, *(e.sender_id for e in original)}},
     )
+
+
+async def _read_original(source: Any, cid: str, start: int) -> tuple[list[Envelope], list[PlacedTurn]]:
+    """The original channel's envelopes and its turns placed among them (``replayed``: after ``start``)."""
+    if hasattr(source, "call"):
+        original: list[Envelope] = list(await source.call("read_wal", channel_id=cid, since=0, until=None))
+    else:
+        original = await source.read_wal(cid)
+    records = sorted(
+        await _turns(source, cid), key=lambda t: (t.get("started_at") or "", t.get("turn_id") or "")
+    )
+    placed = place_turns(original, records)
+    for turn in placed:
+        turn.replayed = any(p >= start for p in turn.outputs) if turn.outputs else turn.start_pos >= start
+    return original, placed
+
+
+def _apply_overrides(hub: Hub, md: Any, overrides: dict[str, Override] | None) -> dict[str, Override]:
+    """The overrides by agent id; a view override goes into the sandbox channel's view knob."""
+    keyed: dict[str, Override] = {}
+    for key, override in (overrides or {}).items():
+        agent_id = key if key in hub.agents else hub.find_agent_id(key)
+        if agent_id is None:
+            raise ValueError(f"override names {key!r}, which is not an agent of the sandbox")
+        keyed[agent_id] = override
+        if override.view is not None:
+            policies = dict(md.knobs.get(VIEW_POLICIES_KNOB) or {})
+            policies[agent_id] = view_spec(view_from_spec(override.view))
+            md.knobs[VIEW_POLICIES_KNOB] = policies
+    return keyed
+
+
+def _adapter_states(
+    adapter: Any, md: Any, original: list[Envelope], placed: list[PlacedTurn]
+) -> dict[int, Any]:
+    """The adapter's state where each recorded turn started (empty when the fold fails)."""
+    wanted_at = sorted({t.start_pos for t in placed})
+    states_at: dict[int, Any] = {}
+    try:
+        state = adapter.initial_state(md)
+        for pos in range(len(original) + 1):
+            if pos in wanted_at:
+                states_at[pos] = state
+            if pos < len(original):
+                state = adapter.fold(original[pos], state)
+    except Exception:
+        return {}
+    return states_at
+
+
+def _adapter_tool_names(
+    client: HubClient,
+    adapter: Any,
+    md: Any,
+    placed: list[PlacedTurn],
+    states_at: dict[int, Any],
+    agent_id: str,
+) -> set[str]:
+    """The adapter's per-turn tools of the agent's recorded turns (as the adapter offered them then)."""
+    from ag2net.client.turns import _ProbeClient
+
+    probe = _ProbeClient(client, f"replay:{agent_id}")
+    names = {"say"}
+    for turn in placed:
+        if turn.agent_id == agent_id and turn.start_pos in states_at:
+            try:
+                names |= {t.name for t in adapter.tools_for(probe, md, states_at[turn.start_pos], agent_id)}
+            except Exception:
+                continue
+    return names
+
+
+def _note_missing_views(driver: _Driver, md: Any, adapter: Any, agents: list[str]) -> None:
+    """A view this process does not have: no turn of that agent could run, say so now."""
+    for agent_id in agents:
+        try:
+            resolve_view(md, agent_id, adapter)
+        except ProtocolError as exc:
+            name = driver.hub.name_for(agent_id)
+            spec = (md.knobs.get(VIEW_POLICIES_KNOB) or {}).get(agent_id) or md.knobs.get("view_policy")
+            view = spec.get("name") if isinstance(spec, dict) else spec
+            unknown = isinstance(view, str) and view not in registered_views()
+            what = (
+                f"view {view!r} is not registered in this process"
+                if unknown
+                else f"view cannot be built ({exc})"
+            )
+            driver.missing[agent_id] = (
+                f"{name}'s {what}; load the network that registers it (--network module:function) or give "
+                f"{name} another view (--view {name}=NAME)"
+            )
+
+
+async def _attach(
+    driver: _Driver,
+    client: HubClient,
+    agent_id: str,
+    override: Override,
+    adapter_tools: Callable[[], set[str]],
+    real_tools: dict[str, list[Tool]],
+) -> int:
+    """Attach the agent to the sandbox with its model, prompt, tools and tool policies; returns how many
+    of its turns lie before the fork. ``adapter_tools`` names the adapter's tools it was offered."""
+    hub = driver.hub
+    mine = [t for t in driver.turns if t.agent_id == agent_id]
+    done = next((i for i, t in enumerate(mine) if t.replayed), len(mine))
+    name = hub.name_for(agent_id)
+    recorded = [t.record for t in mine]
+    model = (
+        override.model
+        if override.model is not None
+        else ReplayModel(recorded, name=f"replay-{name}", start=done, agent_name=name)
+    )
+    driver.models[agent_id] = model
+    basis = recorded[min(done, len(recorded) - 1)]
+    system = override.system_prompt if override.system_prompt is not None else _own_prompt(basis, name)
+    agent = Agent(name, model, system_prompt=system)
+    agent_client = await client.attach(agent, name, attach_default_handler=False)
+    plugin_names = {t.name for t in agent.tools}
+    adapter_names = adapter_tools()
+    own = _own_tools(recorded, plugin_names | adapter_names)
+    seen = {t.name for t in own}
+    given = {t.name: t for t in real_tools.get(agent_id, []) if t.name in seen}
+    own = [_with_function(t, given[t.name]) if t.name in given else t for t in own]
+    agent.tools = [*own, *[t for t in agent.tools if t.name not in seen]]
+    policies = {k: ToolPolicy.parse(v) for k, v in override.tools.items()}
+    real = plugin_names | adapter_names | set(given)
+    agent.hooks.middleware.append(_ToolPolicies(driver, agent_id, policies, real))
+    agent_client.on_envelope(lambda env, c=agent_client: driver.handle(c, env))
+    driver.clients[agent_id] = agent_client
+    return done
+
+
+def _own_tools(recorded: list[dict[str, Any]], others: set[str]) -> list[Tool]:
+    """Stubs of the agent's own tools: every schema its turns were offered that is not in ``others``."""
+    own: list[Tool] = []
+    seen: set[str] = set()
+    for rec in recorded:
+        for schema in rec.get("tools") or []:
+            tname = str((schema.get("function") or {}).get("name") or "")
+            if tname and tname not in others and tname not in seen:
+                seen.add(tname)
+                own.append(_stub(schema))
+    return own
+
+
+async def _deliver_again(driver: _Driver) -> None:
+    """What the attached agents answered after the fork although it lies before it: deliver it again."""
+    original, start = driver.original, driver.start
+    index = {e.envelope_id: i for i, e in enumerate(original)}
+    again: list[tuple[int, int, str, str]] = []
+    for i, env in enumerate(original[start:], start):
+        if env.event_type in HANDLER_MADE and env.sender_id in driver.clients:
+            trigger = index.get(env.causation_id or "")
+            if trigger is not None and trigger < start:
+                again.append((i, trigger, env.sender_id, original[trigger].envelope_id))
+    for turn in driver.turns:
+        trigger = index.get(str(turn.record.get("trigger_envelope_id") or ""))
+        if turn.replayed and turn.agent_id in driver.clients and trigger is not None and trigger < start:
+            again.append((turn.start_pos, trigger, turn.agent_id, original[trigger].envelope_id))
+    for _when, trigger, agent_id, _env_id in sorted(again):
+        endpoint = driver.hub._bindings.get(agent_id)
+        if endpoint is not None:
+            await endpoint.notify(agent_id, original[trigger])
+
+
+async def _walk(driver: _Driver, deadline: float, step_timeout: float) -> tuple[str, int | None]:
+    """Walk the original after the fork: await what the network makes, post the rest again; stop at the
+    first divergence. Returns why it stopped and the first diverging position."""
+    hub, cid, original = driver.hub, driver.cid, driver.original
+    loop = asyncio.get_running_loop()
+    for pos in range(driver.start, len(original)):
+        env = original[pos]
+        if not driver.made_here(pos):
+            await _settle(hub, cid, pos, loop.time() + step_timeout)
+            if hub.wal_count(cid) != pos:
+                return "the replay made something the original did not", pos
+            copy = env.copy()
+            copy.envelope_id, copy.created_at = "", ""
+            copy.causation_id = driver.ids.get(env.causation_id or "", env.causation_id)
+            await hub.post_envelope(copy)
+        else:
+            await _settle(hub, cid, pos + 1, min(deadline, loop.time() + step_timeout), exact=False)
+        wal = await hub.read_wal(cid)
+        if len(wal) <= pos or not _same(wal[pos], env):
+            return "diverged", pos
+        driver.ids[env.envelope_id] = wal[pos].envelope_id
+        if loop.time() > deadline:
+            return "timeout", None
+    return "original replayed", None
+
+
+async def _run_on(driver: _Driver, deadline: float, turn_budget: int, stopped: str) -> str:
+    """After a divergence the sandbox runs on by itself until the channel closes, it goes quiet, the turn
+    budget is spent or the deadline passes."""
+    hub, cid = driver.hub, driver.cid
+    loop = asyncio.get_running_loop()
+    while loop.time() < deadline and not hub.lookup_channel(cid).is_terminal():
+        taken = len(await hub.list_turns(channel_id=cid, limit=turn_budget + 1))
+        if taken >= turn_budget:
+            return "turn budget"
+        before = hub.wal_count(cid)
+        await asyncio.sleep(0.01)
+        quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub._mailboxes.values())
+        if quiet and all(not c._workers for c in driver.clients.values()):
+            break
+    return stopped
 
 
 def _own_prompt(record: dict[str, Any], name: str) -> str:

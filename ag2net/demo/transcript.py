@@ -83,65 +83,16 @@ async def run_demo_cli(
     model made it; returns the exit code (0)."""
     from ag2net.hub import Hub
 
-    factory: ModelFactory | None = None
-    if model is not None:
-        from ag2net.agent.openai_model import OpenAIChatModel
-
-        if not model.startswith("openai:") or not model.removeprefix("openai:"):
-            raise ValueError(f"model {model!r} must look like openai:MODEL_NAME, e.g. openai:gpt-4o-mini")
-        model_name = model.removeprefix("openai:")
-
-        def openai_model(name: str) -> Any:
-            return OpenAIChatModel(model_name, base_url=base_url, name=f"{model_name} ({name})")
-
-        # before anything starts: a missing key or an endpoint that is not there is one sentence now
-        probe = openai_model("check")
-        try:
-            await probe.check()
-        finally:
-            await probe.aclose()
-        factory = openai_model
-
+    factory = await _openai_factory(model, base_url) if model is not None else None
     hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0)
     hc = HubClient.local(hub)
-    printed = 0
-    calls: list[tuple[int, str]] = []
-    """Tool call lines waiting for the observe stream to reach where they were made: (position, line)."""
-
-    def kind_of(channel_id: str) -> str:
-        md = hub.channels.get(channel_id)
-        return md.manifest.type if md is not None else "?"
-
-    def tool_called(agent_name: str, channel_id: str, call: ToolCallEvent) -> None:
-        # made while the observe stream stood at this position: print it after that event, before the next
-        line = f"{kind_of(channel_id):<12} {agent_name:<10} → {tool_call_text(call.name, call.arguments)}"
-        calls.append((hub.observe_log.position, line))
-
-    def flush_calls(before: int | None = None) -> None:
-        while calls and (before is None or calls[0][0] < before):
-            print_fn(calls.pop(0)[1])
-
     try:
+        lines = _Lines(hub, hc, print_fn)
         start = await hc.observe_position()
-        printed = start
-
-        def show(event: Any) -> None:
-            flush_calls(event.position)
-            env = event.envelope
-            if event.kind != "envelope" or env is None:
-                return
-            kind = kind_of(env.channel_id)
-            print_fn(f"{kind:<12} {hc.name_for(env.sender_id):<10} {env.event_type:<26} {preview(env)}")
-
-        async def follow() -> None:
-            nonlocal printed
-            async for event in hc.observe(since=start):
-                show(event)
-                printed = event.position
-
-        follower = asyncio.get_running_loop().create_task(follow())
+        lines.printed = start
+        follower = asyncio.get_running_loop().create_task(lines.follow(start))
         try:
-            demo = await start_demo(hc, model_factory=factory, on_tool_call=tool_called)
+            demo = await start_demo(hc, model_factory=factory, on_tool_call=lines.tool_called)
             try:
                 await demo.run()
             finally:
@@ -151,25 +102,93 @@ async def run_demo_cli(
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await follower
-        if printed < end:
-            async for event in hc.observe(since=printed):
-                show(event)
-                if event.position >= end:
-                    break
-        flush_calls()
-        channels = await hc.list_channels(include_terminal=True, limit=None)
-        turns = await hc.list_turns(limit=10_000)
-        print_fn("")
-        print_fn(
-            f"{len(channels)} channels, {sum(await _counts(hc, channels))} envelopes, {len(turns)} LLM turns:"
-        )
-        for md in channels:
-            names = ", ".join(hc.name_for(p) for p in md.participant_ids())
-            print_fn(f"  {md.manifest.type:<12} {names:<40} {md.state.value} ({md.close_reason or 'open'})")
+        await lines.catch_up(end)
+        lines.flush_calls()
+        await _print_summary(hc, print_fn)
         return 0
     finally:
         await hc.close()
         await hub.close()
+
+
+async def _openai_factory(model: str, base_url: str | None) -> ModelFactory:
+    """``openai:MODEL_NAME`` as a model factory, checked before anything starts: a missing key or an
+    endpoint that is not there is one sentence now."""
+    from ag2net.agent.openai_model import OpenAIChatModel
+
+    if not model.startswith("openai:") or not model.removeprefix("openai:"):
+        raise ValueError(f"model {model!r} must look like openai:MODEL_NAME, e.g. openai:gpt-4o-mini")
+    model_name = model.removeprefix("openai:")
+
+    def openai_model(name: str) -> Any:
+        return OpenAIChatModel(model_name, base_url=base_url, name=f"{model_name} ({name})")
+
+    probe = openai_model("check")
+    try:
+        await probe.check()
+    finally:
+        await probe.aclose()
+    return openai_model
+
+
+class _Lines:
+    """The demo's transcript: one line per observed envelope, tool call lines where they were made."""
+
+    def __init__(self, hub: Any, hc: HubClient, print_fn: Callable[[str], Any]) -> None:
+        self.hub = hub
+        self.hc = hc
+        self.print_fn = print_fn
+        self.printed = 0
+        #: Tool call lines waiting for the observe stream to reach where they were made: (position, line).
+        self.calls: list[tuple[int, str]] = []
+
+    def kind_of(self, channel_id: str) -> str:
+        md = self.hub.channels.get(channel_id)
+        return md.manifest.type if md is not None else "?"
+
+    def tool_called(self, agent_name: str, channel_id: str, call: ToolCallEvent) -> None:
+        # made while the observe stream stood at this position: print it after that event, before the next
+        line = (
+            f"{self.kind_of(channel_id):<12} {agent_name:<10} → {tool_call_text(call.name, call.arguments)}"
+        )
+        self.calls.append((self.hub.observe_log.position, line))
+
+    def flush_calls(self, before: int | None = None) -> None:
+        while self.calls and (before is None or self.calls[0][0] < before):
+            self.print_fn(self.calls.pop(0)[1])
+
+    def show(self, event: Any) -> None:
+        self.flush_calls(event.position)
+        env = event.envelope
+        if event.kind != "envelope" or env is None:
+            return
+        kind = self.kind_of(env.channel_id)
+        self.print_fn(f"{kind:<12} {self.hc.name_for(env.sender_id):<10} {env.event_type:<26} {preview(env)}")
+
+    async def follow(self, start: int) -> None:
+        async for event in self.hc.observe(since=start):
+            self.show(event)
+            self.printed = event.position
+
+    async def catch_up(self, end: int) -> None:
+        """What the follower had not printed yet when the demo ended, up to ``end``."""
+        if self.printed < end:
+            async for event in self.hc.observe(since=self.printed):
+                self.show(event)
+                if event.position >= end:
+                    break
+
+
+async def _print_summary(hc: HubClient, print_fn: Callable[[str], Any]) -> None:
+    channels = await hc.list_channels(include_terminal=True, limit=None)
+    turns = await hc.list_turns(limit=10_000)
+    print_fn("")
+    print_fn(
+        f"{len(channels)} channels, {sum(await _counts(hc, channels))} envelopes, {len(turns)} LLM turns:"
+    )
+    for md in channels:
+        names = ", ".join(hc.name_for(p) for p in md.participant_ids())
+        print_fn(f"  {md.manifest.type:<12} {names:<40} {md.state.value} ({md.close_reason or 'open'})")
 
 
 async def _counts(hc: HubClient, channels: list[Any]) -> list[int]:
