@@ -118,11 +118,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
     record: TurnRecord | None = None
     try:
         md = await hub_client.get_channel(cid)
-        if md.state != ChannelState.ACTIVE:
-            return None
-        if await hub_client.find_envelope_by_causation(cid, sender_id=me, causation_id=envelope.envelope_id):
-            return None  # already answered (redelivery after a reconnect)
-        if not await hub_client.can_send(cid, me):
+        if not await _may_answer(hub_client, md, envelope, me):
             return None
         adapter = hub_client.adapter_for_metadata(md)
         state = await hub_client.adapter_state(cid, md)
@@ -131,22 +127,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         channel = Channel(metadata=md, client=client)
         view = resolve_view_policy(client, md)
         t0 = timer()
-        history = await read_wal_until(client, envelope)
-        projection = await view.project(
-            history,
-            participant_id=me,
-            channel=md,
-            render_envelope=adapter.render_envelope,
-            name_for=hub_client.name_for,
-        )
-        current = await view.project(
-            [envelope],
-            participant_id=me,
-            channel=md,
-            render_envelope=adapter.render_envelope,
-            name_for=hub_client.name_for,
-        )
-        inputs = _current_input(current, adapter, envelope)
+        projection, inputs = await _project_turn(client, view, md, adapter, envelope)
         t_project = timer() - t0
         if not inputs:
             return None
@@ -154,12 +135,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         if envelope.trace_id:
             deps["ag2.otel.traceparent"] = envelope.trace_id
         t0 = timer()
-        adapter_tools: list[Any] = []
-        if offer_adapter_tools:
-            try:
-                adapter_tools = list(adapter.tools_for(client, md, state, me))
-            except Exception:
-                log.exception("tools_for failed on channel %s", cid)
+        adapter_tools = _adapter_tools(client, adapter, md, state) if offer_adapter_tools else []
         t_tools = timer() - t0
         record = TurnRecord(
             channel_id=cid,
@@ -171,18 +147,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             view=recorded_view_spec(view, md, me),
             timings={"projection_ms": t_project * 1000, "tool_schema_ms": t_tools * 1000},
         )
-        t0 = timer()
-        try:
-            reply = await client.agent.ask(
-                *inputs, history=projection, tools=adapter_tools, dependencies=deps
-            )
-        except Exception as exc:
-            _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
-            raise
-        record.timings["model_ms"] = (timer() - t0) * 1000
-        _fill_from_calls(record, reply.calls, reply.events)
-        record.reply = reply.body
-        record.tokens["output"] = _count_output(reply)
+        reply = await _ask(client, record, inputs, projection, adapter_tools, deps, timer)
         state = await hub_client.adapter_state(cid)
         out = adapter.build_round_envelope(
             metadata=md, sender_id=me, reply=reply, events=reply.events, state=state, hub=hub_client
@@ -198,13 +163,7 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
         log.info("turn of %s on %s failed: %s", me, envelope.envelope_id, exc)
         if record is not None:
             record.error = f"{type(exc).__name__}: {exc}"
-        with contextlib.suppress(Exception):
-            # in-process, listeners get the exception itself (as in ag2); a remote hub gets its text
-            local_hub = getattr(hub_client, "hub", None)
-            reporter = local_hub if local_hub is not None else hub_client
-            await reporter.report_turn_failure(
-                channel_id=cid, agent_id=me, envelope_id=envelope.envelope_id, exc=exc
-            )
+        await _report_failure(hub_client, envelope, me, exc)
         return None
     finally:
         if record is not None and getattr(hub_client, "record_turns", True):
@@ -213,6 +172,83 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             with contextlib.suppress(Exception):
                 await hub_client.record_turn(record)
             record.timings["record_ms"] = (timer() - t0) * 1000
+
+
+async def _may_answer(hub_client: Any, md: ChannelMetadata, envelope: Envelope, me: str) -> bool:
+    """The channel is active, ``me`` has not answered ``envelope`` yet (a redelivery after a reconnect)
+    and may send there."""
+    cid = envelope.channel_id
+    if md.state != ChannelState.ACTIVE:
+        return False
+    if await hub_client.find_envelope_by_causation(cid, sender_id=me, causation_id=envelope.envelope_id):
+        return False
+    return bool(await hub_client.can_send(cid, me))
+
+
+async def _project_turn(
+    client: Any, view: ViewPolicy, md: ChannelMetadata, adapter: Any, envelope: Envelope
+) -> tuple[list[BaseEvent], list[Input]]:
+    """The turn's history (the WAL before ``envelope`` through the view) and its current input."""
+    hub_client = client.hub_client
+    history = await read_wal_until(client, envelope)
+    projection = await view.project(
+        history,
+        participant_id=client.agent_id,
+        channel=md,
+        render_envelope=adapter.render_envelope,
+        name_for=hub_client.name_for,
+    )
+    current = await view.project(
+        [envelope],
+        participant_id=client.agent_id,
+        channel=md,
+        render_envelope=adapter.render_envelope,
+        name_for=hub_client.name_for,
+    )
+    return projection, _current_input(current, adapter, envelope)
+
+
+def _adapter_tools(client: Any, adapter: Any, md: ChannelMetadata, state: Any) -> list[Any]:
+    """The adapter's per-turn tools (none, logged, when building them fails)."""
+    try:
+        return list(adapter.tools_for(client, md, state, client.agent_id))
+    except Exception:
+        log.exception("tools_for failed on channel %s", md.channel_id)
+        return []
+
+
+async def _ask(
+    client: Any,
+    record: TurnRecord,
+    inputs: list[Input],
+    projection: list[BaseEvent],
+    adapter_tools: list[Any],
+    deps: dict[str, Any],
+    timer: Any,
+) -> Any:
+    """The agent's turn; the record gets its model calls, reply and output tokens (the calls also when
+    the turn raises)."""
+    t0 = timer()
+    try:
+        reply = await client.agent.ask(*inputs, history=projection, tools=adapter_tools, dependencies=deps)
+    except Exception as exc:
+        _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
+        raise
+    record.timings["model_ms"] = (timer() - t0) * 1000
+    _fill_from_calls(record, reply.calls, reply.events)
+    record.reply = reply.body
+    record.tokens["output"] = _count_output(reply)
+    return reply
+
+
+async def _report_failure(hub_client: Any, envelope: Envelope, me: str, exc: Exception) -> None:
+    with contextlib.suppress(Exception):
+        # in-process, listeners get the exception itself (as in ag2); a remote hub gets its text
+        local_hub = getattr(hub_client, "hub", None)
+        reporter = local_hub if local_hub is not None else hub_client
+        await reporter.report_turn_failure(
+            channel_id=envelope.channel_id, agent_id=me, envelope_id=envelope.envelope_id, exc=exc
+        )
 
 
 async def _superseded(

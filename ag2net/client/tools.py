@@ -29,7 +29,7 @@ from ag2net.envelope import (
 from ag2net.errors import NotFoundError
 from ag2net.identity import Passport, Resume
 from ag2net.skills import render_fallback_skill
-from ag2net.tasks import TaskState, task_summary
+from ag2net.tasks import TaskMetadata, TaskState, task_summary
 
 EXCERPT_CHARS = 240
 _ENDED = (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_CHANNEL_INVITE_REJECT)
@@ -119,20 +119,9 @@ def make_delegate_tool(client: NetworkClientPort) -> Tool:
             timeout: Seconds to wait for the answer.
         """
         me = _pick(client, agent_client)
-        hub_client = me.hub_client
-        try:
-            passport = await hub_client.get_agent(target)
-        except NotFoundError:
-            passport = None
-            if target.startswith("functions."):
-                try:
-                    passport = await hub_client.get_agent(target.removeprefix("functions."))
-                except NotFoundError:
-                    passport = None
-            if passport is None:
-                return await _target_not_found(me, target)
-        except Exception as exc:
-            return f"Error: target {target!r} lookup failed: {_err(exc)}"
+        passport = await _delegate_target(me, target)
+        if isinstance(passport, str):
+            return passport
         target_id = passport.agent_id
         if target_id is None:
             return _unregistered("target", target)
@@ -146,46 +135,70 @@ def make_delegate_tool(client: NetworkClientPort) -> Tool:
             )
         except Exception as exc:
             return f"Error: failed to open consulting channel: {_err(exc)}"
-        cid = channel.channel_id
-        # Our own handler must not run a turn on the reply: this call is the one waiting for it.
-        suppress = getattr(me, "suppress_handler", None)
-        if suppress is not None:
-            suppress(cid)
-        me.ensure_channel_inbox(cid)
-        try:
-            depth = int(getattr(me, "current_handling_depth", 0) or 0) + 1
-            try:
-                await channel.send(prompt, audience=[target_id], depth=depth)
-            except Exception as exc:
-                try:
-                    await hub_client.close_channel(cid, reason="prompt_send_failed")
-                except Exception:
-                    pass
-                return f"Error: prompt send failed: {_err(exc)}"
-            try:
-                env = await me.wait_for_channel_event(
-                    channel_id=cid,
-                    predicate=lambda e: (
-                        (e.event_type == EV_TEXT and e.sender_id == target_id) or e.event_type in _ENDED
-                    ),
-                    timeout=timeout,
-                )
-            except TimeoutError:
-                return f"Error: delegate to {target!r} timed out after {timeout}s"
-            except Exception as exc:
-                return f"Error: delegate to {target!r} failed: {_err(exc)}"
-            if env.event_type != EV_TEXT:
-                reason = env.event_data.get("reason") or env.event_type
-                return f"Error: delegate to {target!r} channel closed: {reason}"
-            text = env.event_data.get("text")
-            return text if isinstance(text, str) else ""
-        finally:
-            unsuppress = getattr(me, "unsuppress_handler", None)
-            if unsuppress is not None:
-                unsuppress(cid)
-            me.discard_channel_inbox(cid)
+        return await _consult(me, channel, target, target_id, prompt, timeout)
 
     return build_tool(delegate)
+
+
+async def _delegate_target(me: NetworkClientPort, target: str) -> Passport | str:
+    """The target's passport (a ``functions.`` prefix the model put before a name is tolerated), or the
+    error text."""
+    hub_client = me.hub_client
+    try:
+        return await hub_client.get_agent(target)
+    except NotFoundError:
+        if target.startswith("functions."):
+            try:
+                return await hub_client.get_agent(target.removeprefix("functions."))
+            except NotFoundError:
+                pass
+        return await _target_not_found(me, target)
+    except Exception as exc:
+        return f"Error: target {target!r} lookup failed: {_err(exc)}"
+
+
+async def _consult(
+    me: NetworkClientPort, channel: Any, target: str, target_id: str, prompt: str, timeout: float
+) -> str:
+    """Post the prompt into the consulting channel and wait for the target's answer (or its end)."""
+    cid = channel.channel_id
+    # Our own handler must not run a turn on the reply: this call is the one waiting for it.
+    suppress = getattr(me, "suppress_handler", None)
+    if suppress is not None:
+        suppress(cid)
+    me.ensure_channel_inbox(cid)
+    try:
+        depth = int(getattr(me, "current_handling_depth", 0) or 0) + 1
+        try:
+            await channel.send(prompt, audience=[target_id], depth=depth)
+        except Exception as exc:
+            try:
+                await me.hub_client.close_channel(cid, reason="prompt_send_failed")
+            except Exception:
+                pass
+            return f"Error: prompt send failed: {_err(exc)}"
+        try:
+            env = await me.wait_for_channel_event(
+                channel_id=cid,
+                predicate=lambda e: (
+                    (e.event_type == EV_TEXT and e.sender_id == target_id) or e.event_type in _ENDED
+                ),
+                timeout=timeout,
+            )
+        except TimeoutError:
+            return f"Error: delegate to {target!r} timed out after {timeout}s"
+        except Exception as exc:
+            return f"Error: delegate to {target!r} failed: {_err(exc)}"
+        if env.event_type != EV_TEXT:
+            reason = env.event_data.get("reason") or env.event_type
+            return f"Error: delegate to {target!r} channel closed: {reason}"
+        text = env.event_data.get("text")
+        return text if isinstance(text, str) else ""
+    finally:
+        unsuppress = getattr(me, "unsuppress_handler", None)
+        if unsuppress is not None:
+            unsuppress(cid)
+        me.discard_channel_inbox(cid)
 
 
 async def _target_not_found(me: NetworkClientPort, target: str) -> str:
@@ -226,68 +239,79 @@ def make_peers_tool(client: NetworkClientPort) -> Tool:
             limit: find: at most this many peers.
         """
         me = _pick(client, agent_client)
-        hub_client = me.hub_client
         if action == "find":
-            if sort_by not in (None, "name", "cost", "track_record"):
-                return f"Error: unknown sort_by {sort_by!r}; choose from name, cost, track_record"
-            if limit < 1:
-                return f"Error: limit must be >= 1, got {limit}"
-            try:
-                # One extra so dropping the caller still leaves ``limit`` peers.
-                found = await hub_client.list_agents(capability=capability, query=query, limit=limit + 1)
-                out = []
-                for passport in found:
-                    if passport.agent_id is None or passport.agent_id == me.agent_id:
-                        continue
-                    out.append(_peer_summary(passport, await hub_client.get_resume(passport.agent_id)))
-            except Exception as exc:
-                return f"Error: find failed: {_err(exc)}"
-            out = out[:limit]
-            if sort_by == "name":
-                out.sort(key=lambda p: p["name"])
-            elif sort_by == "cost":
-                out.sort(key=lambda p: (_cost_key(p) is None, _cost_key(p) or 0.0))
-            elif sort_by == "track_record":
-                out.sort(key=lambda p: -(p["observed_success_rate"] or 0.0))
-            return out
+            return await _find_peers(me, query, capability, sort_by, limit)
         if action == "describe":
-            if not name:
-                return "Error: describe requires `name` (or agent_id)"
-            try:
-                passport = await hub_client.get_agent(name)
-            except NotFoundError:
-                return f"Error: peer {name!r} not found"
-            except Exception as exc:
-                return f"Error: peer {name!r} lookup failed: {_err(exc)}"
-            if passport.agent_id is None:
-                return _unregistered("peer", name)
-            try:
-                resume = await hub_client.get_resume(passport.agent_id)
-                skill_md = await hub_client.get_skill(passport.agent_id)
-            except Exception as exc:
-                return f"Error: describe {name!r} failed: {_err(exc)}"
-            return {
-                "passport": {
-                    "name": passport.name,
-                    "agent_id": passport.agent_id,
-                    "owner": passport.owner,
-                    "provider": passport.provider,
-                    "model": passport.model,
-                },
-                "resume": {
-                    "summary": resume.summary,
-                    "claimed_capabilities": list(resume.claimed_capabilities),
-                    "domains": list(resume.domains),
-                    "observed": {
-                        cap: {"n": s.n, "completed": s.completed, "failed": s.failed, "expired": s.expired}
-                        for cap, s in resume.observed.items()
-                    },
-                },
-                "skill_md": skill_md if skill_md is not None else render_fallback_skill(passport, resume),
-            }
+            return await _describe_peer(me, name)
         return f"Error: unknown action {action!r}; choose from find, describe"
 
     return build_tool(peers)
+
+
+async def _find_peers(
+    me: NetworkClientPort, query: str | None, capability: str | None, sort_by: str | None, limit: int
+) -> Any:
+    hub_client = me.hub_client
+    if sort_by not in (None, "name", "cost", "track_record"):
+        return f"Error: unknown sort_by {sort_by!r}; choose from name, cost, track_record"
+    if limit < 1:
+        return f"Error: limit must be >= 1, got {limit}"
+    try:
+        # One extra so dropping the caller still leaves ``limit`` peers.
+        found = await hub_client.list_agents(capability=capability, query=query, limit=limit + 1)
+        out = []
+        for passport in found:
+            if passport.agent_id is None or passport.agent_id == me.agent_id:
+                continue
+            out.append(_peer_summary(passport, await hub_client.get_resume(passport.agent_id)))
+    except Exception as exc:
+        return f"Error: find failed: {_err(exc)}"
+    out = out[:limit]
+    if sort_by == "name":
+        out.sort(key=lambda p: p["name"])
+    elif sort_by == "cost":
+        out.sort(key=lambda p: (_cost_key(p) is None, _cost_key(p) or 0.0))
+    elif sort_by == "track_record":
+        out.sort(key=lambda p: -(p["observed_success_rate"] or 0.0))
+    return out
+
+
+async def _describe_peer(me: NetworkClientPort, name: str | None) -> Any:
+    hub_client = me.hub_client
+    if not name:
+        return "Error: describe requires `name` (or agent_id)"
+    try:
+        passport = await hub_client.get_agent(name)
+    except NotFoundError:
+        return f"Error: peer {name!r} not found"
+    except Exception as exc:
+        return f"Error: peer {name!r} lookup failed: {_err(exc)}"
+    if passport.agent_id is None:
+        return _unregistered("peer", name)
+    try:
+        resume = await hub_client.get_resume(passport.agent_id)
+        skill_md = await hub_client.get_skill(passport.agent_id)
+    except Exception as exc:
+        return f"Error: describe {name!r} failed: {_err(exc)}"
+    return {
+        "passport": {
+            "name": passport.name,
+            "agent_id": passport.agent_id,
+            "owner": passport.owner,
+            "provider": passport.provider,
+            "model": passport.model,
+        },
+        "resume": {
+            "summary": resume.summary,
+            "claimed_capabilities": list(resume.claimed_capabilities),
+            "domains": list(resume.domains),
+            "observed": {
+                cap: {"n": s.n, "completed": s.completed, "failed": s.failed, "expired": s.expired}
+                for cap, s in resume.observed.items()
+            },
+        },
+        "skill_md": skill_md if skill_md is not None else render_fallback_skill(passport, resume),
+    }
 
 
 def _cost_key(peer: dict[str, Any]) -> float | None:
@@ -328,47 +352,10 @@ def make_channels_tool(client: NetworkClientPort) -> Tool:
             state: list: "active" channels only, or "all" including closed ones.
         """
         me = _pick(client, agent_client)
-        hub_client = me.hub_client
         if action == "list":
-            if state not in ("active", "all"):
-                return f"Error: unknown state {state!r}; choose from active, all"
-            try:
-                found = await hub_client.list_channels(
-                    agent_id=me.agent_id, include_terminal=state == "all", limit=None
-                )
-            except Exception as exc:
-                return f"Error: list failed: {_err(exc)}"
-            return [
-                {
-                    "channel_id": md.channel_id,
-                    "type": md.manifest.type,
-                    "state": md.state.value,
-                    "participants": md.participant_ids(),
-                }
-                for md in found
-            ]
+            return await _list_channels(me, state)
         if action == "open":
-            if not type or not target:
-                return "Error: open requires `type` and `target`"
-            try:
-                opened = await me.open(type=type, target=target, ttl=ttl, knobs=knobs, intent=intent)
-            except Exception as exc:
-                return f"Error: open failed: {_err(exc)}"
-            result: dict[str, Any] = {
-                "channel_id": opened.channel_id,
-                "type": opened.metadata.manifest.type,
-                "participants": opened.metadata.participant_ids(),
-            }
-            if message is not None:
-                try:
-                    result["seed_envelope_id"] = await opened.send(message)
-                except Exception as exc:
-                    try:
-                        await hub_client.close_channel(opened.channel_id, reason="seed_failed")
-                    except Exception:
-                        pass
-                    return f"Error: seed send failed: {_err(exc)}"
-            return result
+            return await _open_channel(me, type, target, knobs, intent, ttl, message)
         if action == "info":
             if not channel_id:
                 return "Error: info requires `channel_id`"
@@ -377,23 +364,79 @@ def make_channels_tool(client: NetworkClientPort) -> Tool:
                 return error
             return md.to_dict()
         if action == "close":
-            if not channel_id and channel is None:
-                return "Error: close requires `channel_id` or an active channel"
-            md, error = await _channel_for(me, channel_id, channel)
-            if md is None:
-                return error
-            try:
-                closed = await hub_client.close_channel(md.channel_id, reason="closed_by_agent")
-            except Exception as exc:
-                return f"Error: close failed: {_err(exc)}"
-            return {
-                "channel_id": closed.channel_id,
-                "state": closed.state.value,
-                "close_reason": closed.close_reason,
-            }
+            return await _close_channel(me, channel_id, channel)
         return f"Error: unknown action {action!r}; choose from list, open, info, close"
 
     return build_tool(channels)
+
+
+async def _list_channels(me: NetworkClientPort, state: str) -> Any:
+    if state not in ("active", "all"):
+        return f"Error: unknown state {state!r}; choose from active, all"
+    try:
+        found = await me.hub_client.list_channels(
+            agent_id=me.agent_id, include_terminal=state == "all", limit=None
+        )
+    except Exception as exc:
+        return f"Error: list failed: {_err(exc)}"
+    return [
+        {
+            "channel_id": md.channel_id,
+            "type": md.manifest.type,
+            "state": md.state.value,
+            "participants": md.participant_ids(),
+        }
+        for md in found
+    ]
+
+
+async def _open_channel(
+    me: NetworkClientPort,
+    type: str | None,
+    target: str | list[str] | None,
+    knobs: dict[str, Any] | None,
+    intent: str | None,
+    ttl: str | int | None,
+    message: str | None,
+) -> Any:
+    if not type or not target:
+        return "Error: open requires `type` and `target`"
+    try:
+        opened = await me.open(type=type, target=target, ttl=ttl, knobs=knobs, intent=intent)
+    except Exception as exc:
+        return f"Error: open failed: {_err(exc)}"
+    result: dict[str, Any] = {
+        "channel_id": opened.channel_id,
+        "type": opened.metadata.manifest.type,
+        "participants": opened.metadata.participant_ids(),
+    }
+    if message is not None:
+        try:
+            result["seed_envelope_id"] = await opened.send(message)
+        except Exception as exc:
+            try:
+                await me.hub_client.close_channel(opened.channel_id, reason="seed_failed")
+            except Exception:
+                pass
+            return f"Error: seed send failed: {_err(exc)}"
+    return result
+
+
+async def _close_channel(me: NetworkClientPort, channel_id: str | None, channel: Any) -> Any:
+    if not channel_id and channel is None:
+        return "Error: close requires `channel_id` or an active channel"
+    md, error = await _channel_for(me, channel_id, channel)
+    if md is None:
+        return error
+    try:
+        closed = await me.hub_client.close_channel(md.channel_id, reason="closed_by_agent")
+    except Exception as exc:
+        return f"Error: close failed: {_err(exc)}"
+    return {
+        "channel_id": closed.channel_id,
+        "state": closed.state.value,
+        "close_reason": closed.close_reason,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- tasks
@@ -432,77 +475,102 @@ def make_tasks_tool(client: NetworkClientPort) -> Tool:
             limit: list: at most this many tasks.
         """
         me = _pick(client, agent_client)
-        hub_client = me.hub_client
         if action in ("progress", "complete"):
-            if task is None:
-                return f"Error: {action} requires an active `agent.task(...)` block"
-            try:
-                if action == "progress":
-                    await task.progress(payload)
-                    return f"progress emitted on {task.task_id}"
-                await task.complete(result)
-                return f"completed {task.task_id}"
-            except Exception as exc:
-                return f"Error: {action} failed: {_err(exc)}"
+            return await _report_on_task(action, task, payload, result)
         if action == "list":
-            if scope not in ("own", "all"):
-                return f"Error: unknown scope {scope!r}; choose from own, all"
-            if state not in ("active", "all"):
-                return f"Error: unknown state {state!r}; choose from active, all"
-            if limit < 1:
-                return f"Error: limit must be >= 1, got {limit}"
-            try:
-                found = await hub_client.list_tasks(
-                    agent_id=me.agent_id if scope == "own" else None, limit=4 * limit
-                )
-            except Exception as exc:
-                return f"Error: list failed: {_err(exc)}"
-            if state == "active":
-                found = [t for t in found if not t.is_terminal()]
-            return [task_summary(t) for t in found[:limit]]
+            return await _list_tasks(me, scope, state, limit)
         if action in ("status", "wait", "cancel"):
             if not task_id:
                 return f"Error: {action} requires `task_id`"
-            try:
-                md = await hub_client.get_task(task_id)
-            except NotFoundError:
-                return f"Error: task {task_id!r} not found"
-            except Exception as exc:
-                return f"Error: task {task_id!r} lookup failed: {_err(exc)}"
+            md = await _task(me, task_id)
+            if isinstance(md, str):
+                return md
             if action == "status":
                 return task_summary(md)
             if action == "wait":
-                deadline = time.monotonic() + max(timeout, 0.0)
-                while not md.is_terminal():
-                    if time.monotonic() >= deadline:
-                        return f"Error: task {task_id!r} did not complete within {timeout}s"
-                    await asyncio.sleep(max(poll_interval, 0.01))
-                    try:
-                        md = await hub_client.get_task(task_id)
-                    except Exception as exc:
-                        return f"Error: task {task_id!r} lookup failed: {_err(exc)}"
-                return task_summary(md)
-            if md.is_terminal():
-                return f"task {task_id!r} is already {TaskState(md.state).value}"
-            if not md.channel_id:
-                return f"Error: task {task_id!r} has no associated channel to post the cancel request into"
-            try:
-                await me.send_envelope(
-                    Envelope(
-                        channel_id=md.channel_id,
-                        sender_id=me.agent_id,
-                        audience=[md.owner_id],
-                        event_type=EV_TASK_CANCEL_REQUEST,
-                        event_data={"task_id": task_id, "reason": reason},
-                        task_id=task_id,
-                    )
-                )
-            except Exception as exc:
-                return f"Error: cancel request failed: {_err(exc)}"
-            return f"cancel_request posted to {hub_client.name_for(md.owner_id)} for task {task_id}"
+                return await _wait_for_task(me, md, task_id, timeout, poll_interval)
+            return await _request_cancel(me, md, task_id, reason)
         return f"Error: unknown action {action!r}; choose from progress, complete, list, status, wait, cancel"
 
     return build_tool(tasks)
+
+
+async def _report_on_task(action: str, task: Any, payload: Any, result: Any) -> str:
+    if task is None:
+        return f"Error: {action} requires an active `agent.task(...)` block"
+    try:
+        if action == "progress":
+            await task.progress(payload)
+            return f"progress emitted on {task.task_id}"
+        await task.complete(result)
+        return f"completed {task.task_id}"
+    except Exception as exc:
+        return f"Error: {action} failed: {_err(exc)}"
+
+
+async def _list_tasks(me: NetworkClientPort, scope: str, state: str, limit: int) -> Any:
+    if scope not in ("own", "all"):
+        return f"Error: unknown scope {scope!r}; choose from own, all"
+    if state not in ("active", "all"):
+        return f"Error: unknown state {state!r}; choose from active, all"
+    if limit < 1:
+        return f"Error: limit must be >= 1, got {limit}"
+    try:
+        found = await me.hub_client.list_tasks(
+            agent_id=me.agent_id if scope == "own" else None, limit=4 * limit
+        )
+    except Exception as exc:
+        return f"Error: list failed: {_err(exc)}"
+    if state == "active":
+        found = [t for t in found if not t.is_terminal()]
+    return [task_summary(t) for t in found[:limit]]
+
+
+async def _task(me: NetworkClientPort, task_id: str) -> TaskMetadata | str:
+    """The task's metadata, or the error text."""
+    try:
+        return await me.hub_client.get_task(task_id)
+    except NotFoundError:
+        return f"Error: task {task_id!r} not found"
+    except Exception as exc:
+        return f"Error: task {task_id!r} lookup failed: {_err(exc)}"
+
+
+async def _wait_for_task(
+    me: NetworkClientPort, md: TaskMetadata, task_id: str, timeout: float, poll_interval: float
+) -> Any:
+    deadline = time.monotonic() + max(timeout, 0.0)
+    while not md.is_terminal():
+        if time.monotonic() >= deadline:
+            return f"Error: task {task_id!r} did not complete within {timeout}s"
+        await asyncio.sleep(max(poll_interval, 0.01))
+        try:
+            md = await me.hub_client.get_task(task_id)
+        except Exception as exc:
+            return f"Error: task {task_id!r} lookup failed: {_err(exc)}"
+    return task_summary(md)
+
+
+async def _request_cancel(me: NetworkClientPort, md: TaskMetadata, task_id: str, reason: str) -> str:
+    """Ask the task's owner to cancel it (an ``EV_TASK_CANCEL_REQUEST`` into the task's channel)."""
+    if md.is_terminal():
+        return f"task {task_id!r} is already {TaskState(md.state).value}"
+    if not md.channel_id:
+        return f"Error: task {task_id!r} has no associated channel to post the cancel request into"
+    try:
+        await me.send_envelope(
+            Envelope(
+                channel_id=md.channel_id,
+                sender_id=me.agent_id,
+                audience=[md.owner_id],
+                event_type=EV_TASK_CANCEL_REQUEST,
+                event_data={"task_id": task_id, "reason": reason},
+                task_id=task_id,
+            )
+        )
+    except Exception as exc:
+        return f"Error: cancel request failed: {_err(exc)}"
+    return f"cancel_request posted to {me.hub_client.name_for(md.owner_id)} for task {task_id}"
 
 
 # ---------------------------------------------------------------------------------------------- context
@@ -534,68 +602,83 @@ def make_context_tool(client: NetworkClientPort) -> Tool:
             channel_id: search/quote: another channel you participate in (default: the current one).
         """
         me = _pick(client, agent_client)
-        hub_client = me.hub_client
         if action == "search":
             if not query:
                 return "Error: search requires `query`"
             if limit < 1:
                 return f"Error: limit must be >= 1, got {limit}"
             if scope == "knowledge":
-                try:
-                    found = await hub_client.search_knowledge(me.agent_id, query, limit)
-                except Exception as exc:
-                    return f"Error: knowledge search failed: {_err(exc)}"
-                return [
-                    {
-                        "id": item.get("id"),
-                        "source": item.get("source", ""),
-                        "when": item.get("at", ""),
-                        "excerpt": _excerpt(item.get("text", "")),
-                    }
-                    for item in found[:limit]
-                ]
+                return await _search_knowledge(me, query, limit)
             if scope != "channel":
                 return f"Error: unknown scope {scope!r}; choose from channel, knowledge"
-            md, error = await _channel_for(me, channel_id, channel)
-            if md is None:
-                return error
-            needle = query.casefold()
-            out = []
-            for env, text in await _texts(me, md):
-                if needle in text.casefold():
-                    out.append(
-                        {
-                            "envelope_id": env.envelope_id,
-                            "sender_id": env.sender_id,
-                            "when": env.created_at,
-                            "excerpt": _excerpt(text),
-                        }
-                    )
-                    if len(out) >= limit:
-                        break
-            return out
+            return await _search_channel(me, query, limit, channel_id, channel)
         if action == "quote":
-            if not speaker:
-                return "Error: quote requires `speaker`"
-            if recent_n < 1:
-                return f"Error: recent_n must be >= 1, got {recent_n}"
-            md, error = await _channel_for(me, channel_id, channel)
-            if md is None:
-                return error
-            try:
-                speaker_id = (await hub_client.get_agent(speaker)).agent_id
-            except NotFoundError:
-                return f"Error: peer {speaker!r} not found"
-            except Exception as exc:
-                return f"Error: peer {speaker!r} lookup failed: {_err(exc)}"
-            said = [(env, text) for env, text in await _texts(me, md) if env.sender_id == speaker_id]
-            return [
-                {"envelope_id": env.envelope_id, "when": env.created_at, "text": text}
-                for env, text in said[-recent_n:]
-            ]
+            return await _quote(me, speaker, recent_n, channel_id, channel)
         return f"Error: unknown action {action!r}; choose from search, quote"
 
     return build_tool(context)
+
+
+async def _search_knowledge(me: NetworkClientPort, query: str, limit: int) -> Any:
+    try:
+        found = await me.hub_client.search_knowledge(me.agent_id, query, limit)
+    except Exception as exc:
+        return f"Error: knowledge search failed: {_err(exc)}"
+    return [
+        {
+            "id": item.get("id"),
+            "source": item.get("source", ""),
+            "when": item.get("at", ""),
+            "excerpt": _excerpt(item.get("text", "")),
+        }
+        for item in found[:limit]
+    ]
+
+
+async def _search_channel(
+    me: NetworkClientPort, query: str, limit: int, channel_id: str | None, channel: Any
+) -> Any:
+    md, error = await _channel_for(me, channel_id, channel)
+    if md is None:
+        return error
+    needle = query.casefold()
+    out = []
+    for env, text in await _texts(me, md):
+        if needle in text.casefold():
+            out.append(
+                {
+                    "envelope_id": env.envelope_id,
+                    "sender_id": env.sender_id,
+                    "when": env.created_at,
+                    "excerpt": _excerpt(text),
+                }
+            )
+            if len(out) >= limit:
+                break
+    return out
+
+
+async def _quote(
+    me: NetworkClientPort, speaker: str | None, recent_n: int, channel_id: str | None, channel: Any
+) -> Any:
+    if not speaker:
+        return "Error: quote requires `speaker`"
+    if recent_n < 1:
+        return f"Error: recent_n must be >= 1, got {recent_n}"
+    md, error = await _channel_for(me, channel_id, channel)
+    if md is None:
+        return error
+    try:
+        speaker_id = (await me.hub_client.get_agent(speaker)).agent_id
+    except NotFoundError:
+        return f"Error: peer {speaker!r} not found"
+    except Exception as exc:
+        return f"Error: peer {speaker!r} lookup failed: {_err(exc)}"
+    said = [(env, text) for env, text in await _texts(me, md) if env.sender_id == speaker_id]
+    return [
+        {"envelope_id": env.envelope_id, "when": env.created_at, "text": text}
+        for env, text in said[-recent_n:]
+    ]
 
 
 async def _texts(me: NetworkClientPort, md: ChannelMetadata) -> list[tuple[Envelope, str]]:
