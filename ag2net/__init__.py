@@ -54,8 +54,18 @@ from ag2net.adapters.transitions import (
     register_target,
 )
 from ag2net.agent import (
+    AGENT_CLIENT_DEP,
+    CHANNEL_DEP,
+    CHANNEL_STATE_DEP,
+    HUB_DEP,
+    TASK_DEP,
     Agent,
+    AgentClientInject,
     AgentReply,
+    ChannelInject,
+    ChannelStateInject,
+    HubInject,
+    Inject,
     Model,
     ModelCall,
     ModelError,
@@ -64,31 +74,19 @@ from ag2net.agent import (
     ScriptedModel,
     ScriptExhausted,
     Task,
+    TaskInject,
     TaskSink,
     TokenCounter,
+    Tool,
     ToolLoopError,
     current_task,
     estimate_events,
     estimate_tokens,
     estimate_tools,
+    tool,
     tool_call,
 )
 from ag2net.agent.hooks import BaseMiddleware, HumanInputRequest, TurnContext, TurnContextInject
-from ag2net.agent.tool import (
-    AGENT_CLIENT_DEP,
-    CHANNEL_DEP,
-    CHANNEL_STATE_DEP,
-    HUB_DEP,
-    TASK_DEP,
-    AgentClientInject,
-    ChannelInject,
-    ChannelStateInject,
-    HubInject,
-    Inject,
-    TaskInject,
-    Tool,
-    tool,
-)
 from ag2net.channel import (
     ChannelManifest,
     ChannelMetadata,
@@ -299,65 +297,31 @@ if _typing.TYPE_CHECKING:  # what the lazy names below are, for type checkers an
 
 # Names whose modules load the hub, the store (aiosqlite) or the servers are imported on first use, so
 # ``import ag2net.client`` (which runs this file) stays light: a remote agent loads no hub.
-_LAZY: dict[str, str] = {
-    "ApiKeyAuth": "ag2net.hub",
-    "AuthRegistry": "ag2net.hub",
-    "Hub": "ag2net.hub",
-    "NoAuth": "ag2net.hub",
-    "ObservedEvent": "ag2net.protocol",
-    "PendingTurn": "ag2net.protocol",
-    "Allow": "ag2net.hub.arbiter",
-    "BaseHubArbiter": "ag2net.hub.arbiter",
-    "Decision": "ag2net.hub.arbiter",
-    "Deny": "ag2net.hub.arbiter",
-    "HubArbiter": "ag2net.hub.arbiter",
-    "RuleBasedArbiter": "ag2net.hub.arbiter",
-    "AUDIT_KIND_AGENT_REGISTERED": "ag2net.hub.audit",
-    "AUDIT_KIND_AGENT_UNREGISTERED": "ag2net.hub.audit",
-    "AUDIT_KIND_CHANNEL_CLOSED": "ag2net.hub.audit",
-    "AUDIT_KIND_CHANNEL_CREATED": "ag2net.hub.audit",
-    "AUDIT_KIND_CHANNEL_EXPIRED": "ag2net.hub.audit",
-    "AUDIT_KIND_EXPECTATION_VIOLATED": "ag2net.hub.audit",
-    "AUDIT_KIND_RESUME_SET": "ag2net.hub.audit",
-    "AUDIT_KIND_RULE_SET": "ag2net.hub.audit",
-    "AUDIT_KIND_SKILL_SET": "ag2net.hub.audit",
-    "AUDIT_KIND_TASK_TERMINATED": "ag2net.hub.audit",
-    "AUDIT_KIND_TURN_FAILED": "ag2net.hub.audit",
-    "RESUME_SOURCE_OBSERVED": "ag2net.hub.audit",
-    "RESUME_SOURCE_TENANT": "ag2net.hub.audit",
-    "AuditLog": "ag2net.hub.audit",
-    "AuditSubscriber": "ag2net.hub.audit",
-    "AuthAdapter": "ag2net.hub.auth",
-    "AcksWithinEvaluator": "ag2net.hub.expectations",
-    "ExpectationContext": "ag2net.hub.expectations",
-    "ExpectationEvaluator": "ag2net.hub.expectations",
-    "MaxSilenceEvaluator": "ag2net.hub.expectations",
-    "ReplyWithinEvaluator": "ag2net.hub.expectations",
-    "Violation": "ag2net.hub.expectations",
-    "ViolationHandler": "ag2net.hub.expectations",
-    "default_evaluators": "ag2net.hub.expectations",
-    "BaseHubListener": "ag2net.hub.listeners",
-    "HubListener": "ag2net.hub.listeners",
-    "LocalLink": "ag2net.hub.local",
-    "LocalLinkClient": "ag2net.hub.local",
-    "LocalLinkEndpoint": "ag2net.hub.local",
-    "AuditHandler": "ag2net.hub.records",
-    "AutoCloseHandler": "ag2net.hub.records",
-    "NotifyChannelHandler": "ag2net.hub.records",
-    "default_handlers": "ag2net.hub.records",
-    "RemoteAgentProxy": "ag2net.hub.remote",
-    "serve_cli": "ag2net.server",
-    "serve_ws": "ag2net.server",
-    "MemoryStore": "ag2net.store",
-    "SqliteStore": "ag2net.store",
-    "Store": "ag2net.store",
-    "StoreError": "ag2net.store",
-    "open_store": "ag2net.store",
-    "ConnectionLostError": "ag2net.transport.ws",
-    "WsLink": "ag2net.transport.ws",
-    "WsLinkClient": "ag2net.transport.ws",
-    "WsLinkEndpoint": "ag2net.transport.ws",
+#: module → the names it gives ``ag2net`` (space-separated), imported on first use
+_LAZY_MODULES: dict[str, str] = {
+    "ag2net.hub": "ApiKeyAuth AuthRegistry Hub NoAuth",
+    "ag2net.protocol": "ObservedEvent PendingTurn",
+    "ag2net.hub.arbiter": "Allow BaseHubArbiter Decision Deny HubArbiter RuleBasedArbiter",
+    "ag2net.hub.audit": (
+        "AUDIT_KIND_AGENT_REGISTERED AUDIT_KIND_AGENT_UNREGISTERED AUDIT_KIND_CHANNEL_CLOSED "
+        "AUDIT_KIND_CHANNEL_CREATED AUDIT_KIND_CHANNEL_EXPIRED AUDIT_KIND_EXPECTATION_VIOLATED "
+        "AUDIT_KIND_RESUME_SET AUDIT_KIND_RULE_SET AUDIT_KIND_SKILL_SET AUDIT_KIND_TASK_TERMINATED "
+        "AUDIT_KIND_TURN_FAILED RESUME_SOURCE_OBSERVED RESUME_SOURCE_TENANT AuditLog AuditSubscriber"
+    ),
+    "ag2net.hub.auth": "AuthAdapter",
+    "ag2net.hub.expectations": (
+        "AcksWithinEvaluator ExpectationContext ExpectationEvaluator MaxSilenceEvaluator ReplyWithinEvaluator "
+        "Violation ViolationHandler default_evaluators"
+    ),
+    "ag2net.hub.listeners": "BaseHubListener HubListener",
+    "ag2net.hub.local": "LocalLink LocalLinkClient LocalLinkEndpoint",
+    "ag2net.hub.records": "AuditHandler AutoCloseHandler NotifyChannelHandler default_handlers",
+    "ag2net.hub.remote": "RemoteAgentProxy",
+    "ag2net.server": "serve_cli serve_ws",
+    "ag2net.store": "MemoryStore SqliteStore Store StoreError open_store",
+    "ag2net.transport.ws": "ConnectionLostError WsLink WsLinkClient WsLinkEndpoint",
 }
+_LAZY: dict[str, str] = {name: module for module, names in _LAZY_MODULES.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> object:

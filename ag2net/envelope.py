@@ -164,6 +164,18 @@ class Envelope:
         )
 
 
+def invite_ack(invite: Envelope, sender_id: str) -> Envelope:
+    """``sender_id``'s acceptance of a channel invite (what the default handler and a human client post)."""
+    return Envelope(
+        channel_id=invite.channel_id,
+        sender_id=sender_id,
+        audience=None,
+        event_type=EV_CHANNEL_INVITE_ACK,
+        event_data={"channel_id": invite.channel_id},
+        causation_id=invite.envelope_id,
+    )
+
+
 _FIELD_NAMES = frozenset(f.name for f in fields(Envelope))
 _REQUIRED = ("channel_id", "sender_id", "audience", "event_type", "event_data")
 
@@ -572,6 +584,7 @@ __all__ = [
     "find_bad_text",
     "from_dict",
     "from_json",
+    "invite_ack",
     "is_channel_event",
     "is_protocol_event",
     "is_task_event",

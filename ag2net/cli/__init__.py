@@ -25,21 +25,22 @@ if TYPE_CHECKING:
         run_network,
     )
 
-_HOMES = {
-    "MOUNTED": "commands",
-    "Commands": "commands",
-    "app": "commands",
-    "main": "commands",
-    "UsageProblem": "support",
-    "check_name": "support",
-    "check_paths": "support",
-    "default_db_path": "support",
-    "default_human_name": "support",
-    "fail": "support",
-    "load_network": "support",
-    "open_hub": "support",
-    "run_network": "support",
+#: module of this package → the names it gives this package
+_MODULES: dict[str, tuple[str, ...]] = {
+    "commands": ("MOUNTED", "Commands", "app", "main"),
+    "support": (
+        "UsageProblem",
+        "check_name",
+        "check_paths",
+        "default_db_path",
+        "default_human_name",
+        "fail",
+        "load_network",
+        "open_hub",
+        "run_network",
+    ),
 }
+_HOMES = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ from typer.core import TyperGroup
 
 from ag2net.cli.replay import replay_cmd
 from ag2net.cli.serve import serve
-from ag2net.cli.support import conventional_metavars, fail, usage_sentence
+from ag2net.cli.support import ReadOnlyDb, conventional_metavars, fail, usage_sentence
 
 MOUNTED: dict[str, str] = {"tui": "tui.cli:app", "web": "tui.web:app"}
 """Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
@@ -155,14 +155,7 @@ app.command("serve")(serve)
 
 @app.command()
 def wal(
-    db: Annotated[
-        str,
-        typer.Option(
-            help="Database to read, opened read-only: a SQLite file or postgresql://user@host/dbname "
-            "(or AG2NET_DATABASE_URL).",
-            envvar="AG2NET_DATABASE_URL",
-        ),
-    ],
+    db: ReadOnlyDb,
     channel: Annotated[
         str | None,
         typer.Argument(

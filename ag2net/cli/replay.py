@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ag2net.cli.support import UsageProblem, fail
+from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
 
 SCRIPTED_REPLY = "(scripted reply)"
 """What ``--model AGENT=scripted`` answers on every turn (``scripted:TEXT`` answers TEXT)."""
@@ -502,14 +502,7 @@ def replay_cmd(
         ),
     ],
     at: Annotated[int, typer.Option("--at", help="Fork after this seq (0: before the first envelope).")],
-    db: Annotated[
-        str,
-        typer.Option(
-            help="Database to read, opened read-only: a SQLite file or postgresql://user@host/dbname "
-            "(or AG2NET_DATABASE_URL).",
-            envvar="AG2NET_DATABASE_URL",
-        ),
-    ],
+    db: ReadOnlyDb,
     view: Annotated[
         list[str] | None,
         typer.Option(

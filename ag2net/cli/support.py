@@ -20,13 +20,24 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from ag2net.errors import NetworkError
 
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+#: ``--db`` of the commands that read a database without writing to it (``wal``, ``replay``).
+ReadOnlyDb = Annotated[
+    str,
+    typer.Option(
+        help="Database to read, opened read-only: a SQLite file or postgresql://user@host/dbname "
+        "(or AG2NET_DATABASE_URL).",
+        envvar="AG2NET_DATABASE_URL",
+    ),
+]
 
 
 class UsageProblem(Exception):
@@ -332,6 +343,7 @@ def check_name(name: str) -> str:
 
 __all__ = [
     "STOP_GRACE",
+    "ReadOnlyDb",
     "Stopped",
     "UsageProblem",
     "check_demo_seat",

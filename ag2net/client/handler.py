@@ -19,10 +19,10 @@ from ag2net.client.channel import Channel
 from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds
 from ag2net.envelope import (
     EV_CHANNEL_INVITE,
-    EV_CHANNEL_INVITE_ACK,
     EV_PACKET,
     EV_TEXT,
     Envelope,
+    invite_ack,
     is_protocol_event,
     visible_to,
 )
@@ -81,16 +81,7 @@ def _current_input(projected: list[BaseEvent], adapter: Any, envelope: Envelope)
 async def ack_invite(client: Any, envelope: Envelope) -> None:
     """Accept a channel invite (what the default handler does with ``EV_CHANNEL_INVITE``)."""
     with contextlib.suppress(NetworkError):
-        await client.send_envelope(
-            Envelope(
-                channel_id=envelope.channel_id,
-                sender_id=client.agent_id,
-                audience=None,
-                event_type=EV_CHANNEL_INVITE_ACK,
-                event_data={"channel_id": envelope.channel_id},
-                causation_id=envelope.envelope_id,
-            )
-        )
+        await client.send_envelope(invite_ack(envelope, client.agent_id))
 
 
 async def default_handler(envelope: Envelope, client: Any) -> None:

@@ -31,18 +31,16 @@ class ParticipantHub(TurnSource, Protocol):
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule: ...
 
-    async def create_channel(
+    async def create_channel(  # the parameters ``open`` passes; the HubClient's own has more
         self,
         *,
         creator_id: str,
         manifest_type: str,
         participants: list[str],
-        manifest_version: int = 1,
-        required_acks: int | None = None,
-        ttl: Any = None,
-        knobs: dict[str, Any] | None = None,
-        intent: str | None = None,
-        labels: dict[str, Any] | None = None,
+        ttl: Any,
+        knobs: Any,
+        intent: Any,
+        labels: Any,
     ) -> ChannelMetadata: ...
 
     async def post_envelope(self, envelope: Envelope) -> str: ...

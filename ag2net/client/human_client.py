@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.client.base import ParticipantClient
-from ag2net.envelope import EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, PRIORITY_RANK, Envelope
+from ag2net.envelope import EV_CHANNEL_INVITE, PRIORITY_RANK, Envelope, invite_ack
 from ag2net.errors import NetworkError
 from ag2net.identity import Passport, Resume, Rule
 
@@ -112,16 +112,7 @@ class HumanClient(ParticipantClient):
             await self._arrived.wait()
 
     async def _post_ack(self, invite: Envelope) -> str:
-        return await self._hub_client.post_envelope(
-            Envelope(
-                channel_id=invite.channel_id,
-                sender_id=self.agent_id,
-                audience=None,
-                event_type=EV_CHANNEL_INVITE_ACK,
-                event_data={"channel_id": invite.channel_id},
-                causation_id=invite.envelope_id,
-            )
-        )
+        return await self._hub_client.post_envelope(invite_ack(invite, self.agent_id))
 
     def on_envelope(self, callback: EnvelopeCallback) -> EnvelopeCallback:
         """Add a callback run once per inbound envelope (in registration order; errors are logged)."""

@@ -160,14 +160,7 @@ class TurnSource(HubClientPort, Protocol):
 
     async def adapter_state(self, channel_id: str, metadata: ChannelMetadata | None = None) -> Any: ...
 
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 20,
-    ) -> list[TurnRecord]: ...
+    async def list_turns(self, *, agent_id: str | None = None, limit: int = 20) -> list[TurnRecord]: ...
 
 
 class _ProbeClient:
