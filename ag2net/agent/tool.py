@@ -103,7 +103,7 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     return {}
 
 
-_SECTIONS = {
+_PARAM_SECTIONS = {
     "args",
     "arguments",
     "parameters",
@@ -111,6 +111,8 @@ _SECTIONS = {
     "keyword args",
     "keyword arguments",
     "other parameters",
+}
+_SECTIONS = _PARAM_SECTIONS | {
     "returns",
     "return",
     "yields",
@@ -127,15 +129,6 @@ _SECTIONS = {
     "warning",
     "references",
     "todo",
-}
-_PARAM_SECTIONS = {
-    "args",
-    "arguments",
-    "parameters",
-    "params",
-    "keyword args",
-    "keyword arguments",
-    "other parameters",
 }
 _SPHINX_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]+))?:\s*(.*)$")
 
