@@ -25,22 +25,15 @@ if TYPE_CHECKING:
         run_network,
     )
 
-#: module of this package → the names it gives this package
-_MODULES: dict[str, tuple[str, ...]] = {
-    "commands": ("MOUNTED", "Commands", "app", "main"),
+#: module of this package → the names it gives this package (space-separated)
+_MODULES: dict[str, str] = {
+    "commands": "MOUNTED Commands app main",
     "support": (
-        "UsageProblem",
-        "check_name",
-        "check_paths",
-        "default_db_path",
-        "default_human_name",
-        "fail",
-        "load_network",
-        "open_hub",
-        "run_network",
+        "UsageProblem check_name check_paths default_db_path default_human_name fail load_network open_hub "
+        "run_network"
     ),
 }
-_HOMES = {name: module for module, names in _MODULES.items() for name in names}
+_HOMES = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:
