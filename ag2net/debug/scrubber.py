@@ -26,10 +26,9 @@ state fields changed from the previous seq.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from ag2net.adapters.consulting import ConsultingState
 from ag2net.adapters.workflow import WorkflowAdapter, WorkflowState
@@ -45,6 +44,7 @@ from ag2net.envelope import (
 from ag2net.hub.expectations import ExpectationContext, threshold_seconds
 from ag2net.hub.probe import channel_log, expected_of
 from ag2net.ids import add_seconds
+from ag2net.views.wal import Prefix
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -96,42 +96,6 @@ def _rule(obj: Any) -> dict[str, Any]:
 
 
 _RAISED = object()
-
-
-class _ListPrefix(Sequence[Envelope]):
-    """The first ``end`` items of a list, without copying them (what the expectation evaluators read)."""
-
-    __slots__ = ("_end", "_items")
-
-    def __init__(self, items: list[Envelope], end: int) -> None:
-        self._items = items
-        self._end = end
-
-    def __len__(self) -> int:
-        return self._end
-
-    @overload
-    def __getitem__(self, index: int) -> Envelope: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Envelope]: ...
-
-    def __getitem__(self, index: int | slice) -> Envelope | Sequence[Envelope]:
-        if isinstance(index, slice):
-            return self._items[: self._end][index]
-        if index < 0:
-            index += self._end
-        if not 0 <= index < self._end:
-            raise IndexError("prefix index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Envelope]:
-        return islice(self._items, self._end)
-
-    def __reversed__(self) -> Iterator[Envelope]:
-        items = self._items
-        for i in range(self._end - 1, -1, -1):
-            yield items[i]
 
 
 class Scrubber:
@@ -321,7 +285,7 @@ class Scrubber:
         if not when or not md.manifest.expectations:
             return []
         kept = self._envelopes
-        wal: Sequence[Envelope] = _ListPrefix(kept, seq) if kept is not None else self.log.prefix(seq)
+        wal: Sequence[Envelope] = Prefix(kept, seq) if kept is not None else self.log.prefix(seq)
         out = []
         for exp in md.manifest.expectations:
             evaluator = evaluators.get(exp.name)

@@ -25,6 +25,7 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, overload
 
 from ag2net.envelope import Envelope
@@ -308,24 +309,17 @@ def _approx_size(env: Envelope) -> int:
     return 300 + (len(text) if isinstance(text, str) else 200)
 
 
-class WalSlice(Sequence[Envelope]):
-    """A read-only view of the first ``end`` envelopes of a ``WalLog``: what views are given to project."""
+class Prefix(Sequence[Envelope]):
+    """The first ``end`` envelopes of an indexable source, read in place (never copied): of a list
+    (``Prefix(items, end)``: what the scrubber hands the expectation evaluators) or of a ``WalLog``
+    (``WalSlice``)."""
 
-    __slots__ = ("_end", "_log")
+    __slots__ = ("_end", "_source")
+    _label = "prefix"  # what an IndexError calls it
 
-    def __init__(self, log: WalLog, end: int) -> None:
-        if not 0 <= end <= len(log):
-            raise ValueError(f"WalSlice end must be between 0 and {len(log)}, got {end}")
-        self._log = log
+    def __init__(self, source: Any, end: int) -> None:
+        self._source = source
         self._end = end
-
-    @property
-    def log(self) -> WalLog:
-        return self._log
-
-    @property
-    def end(self) -> int:
-        return self._end
 
     def __len__(self) -> int:
         return self._end
@@ -338,25 +332,56 @@ class WalSlice(Sequence[Envelope]):
 
     def __getitem__(self, index: int | slice) -> Envelope | Sequence[Envelope]:
         if isinstance(index, slice):
-            start, stop, step = index.indices(self._end)
-            if start == 0 and step == 1:
-                return WalSlice(self._log, max(stop, 0))
-            if step == 1:
-                return list(self._log.iter_range(start, stop))
-            return [self._log[i] for i in range(start, stop, step)]
+            return self._slice(index)
         if index < 0:
             index += self._end
         if not 0 <= index < self._end:
-            raise IndexError("WalSlice index out of range")
-        return self._log[index]
+            raise IndexError(f"{self._label} index out of range")
+        return self._source[index]
+
+    def _slice(self, index: slice) -> Sequence[Envelope]:
+        return self._source[: self._end][index]
 
     def __iter__(self) -> Iterator[Envelope]:
-        return self._log.iter_range(0, self._end)
+        return islice(self._source, self._end)
 
     def __reversed__(self) -> Iterator[Envelope]:
-        log = self._log
+        source = self._source
         for i in range(self._end - 1, -1, -1):
-            yield log[i]
+            yield source[i]
+
+
+class WalSlice(Prefix):
+    """A read-only view of the first ``end`` envelopes of a ``WalLog``: what views are given to project."""
+
+    __slots__ = ()
+    _label = "WalSlice"
+
+    def __init__(self, log: WalLog, end: int) -> None:
+        if not 0 <= end <= len(log):
+            raise ValueError(f"WalSlice end must be between 0 and {len(log)}, got {end}")
+        self._source = log
+        self._end = end
+
+    @property
+    def log(self) -> WalLog:
+        return self._source
+
+    @property
+    def end(self) -> int:
+        return self._end
+
+    def _slice(self, index: slice) -> Sequence[Envelope]:
+        start, stop, step = index.indices(self._end)
+        log: WalLog = self._source
+        if start == 0 and step == 1:
+            return WalSlice(log, max(stop, 0))
+        if step == 1:
+            return list(log.iter_range(start, stop))
+        return [log[i] for i in range(start, stop, step)]
+
+    def __iter__(self) -> Iterator[Envelope]:
+        return self._source.iter_range(0, self._end)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (WalSlice, list, tuple)):
@@ -366,7 +391,7 @@ class WalSlice(Sequence[Envelope]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"WalSlice(<{self._end} of {len(self._log)} envelopes>)"
+        return f"WalSlice(<{self._end} of {len(self._source)} envelopes>)"
 
 
 def backing(wal: Iterable[Envelope]) -> tuple[Sequence[Envelope], int, WalLog | None]:
@@ -382,4 +407,4 @@ def backing(wal: Iterable[Envelope]) -> tuple[Sequence[Envelope], int, WalLog | 
     return items, len(items), None
 
 
-__all__ = ["ENVELOPE_OVERHEAD", "ColdReader", "VisibleIndex", "WalLog", "WalSlice", "backing"]
+__all__ = ["ENVELOPE_OVERHEAD", "ColdReader", "Prefix", "VisibleIndex", "WalLog", "WalSlice", "backing"]
