@@ -264,16 +264,14 @@ def _same(a: Envelope, b: Envelope) -> bool:
 class _Driver:
     """The state one replay shares between its walk, its agents' handlers and their tool policies."""
 
-    def __init__(
-        self, hub: Hub, cid: str, original: list[Envelope], turns: list[PlacedTurn], start: int
-    ) -> None:
+    def __init__(self, hub: Hub, cid: str, wal: list[Envelope], turns: list[PlacedTurn], start: int) -> None:
         self.hub = hub
         self.cid = cid
-        self.original = original
+        self.original = wal
         self.turns = turns
         self.start = start
         self.faithful = True  # while True, agents wait for their original moment
-        self.ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in original[:start]}
+        self.ids: dict[str, str] = {e.envelope_id: e.envelope_id for e in wal[:start]}
         self.models: dict[str, Any] = {}
         self.clients: dict[str, Any] = {}
         self.missing: dict[str, str] = {}
@@ -281,7 +279,7 @@ class _Driver:
         self.positions: dict[str, int] = {}
         # (agent, original envelope id) → how many envelopes the WAL held when the agent started on it
         self.release: dict[tuple[str, str], int] = {}
-        for i, env in enumerate(original):
+        for i, env in enumerate(wal):
             if env.event_type in HANDLER_MADE and env.causation_id:
                 self.release.setdefault((env.sender_id, env.causation_id), i)
         for turn in turns:
