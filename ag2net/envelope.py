@@ -31,16 +31,6 @@ EV_CONTEXT_SET = "ag2.context.set"
 EV_TASK_CANCEL_REQUEST = "ag2.task.cancel_request"
 EV_TASK_CANCELLED = "ag2.task.cancelled"
 
-CHANNEL_EVENTS: frozenset[str] = frozenset(
-    {
-        EV_CHANNEL_INVITE,
-        EV_CHANNEL_INVITE_ACK,
-        EV_CHANNEL_INVITE_REJECT,
-        EV_CHANNEL_OPENED,
-        EV_CHANNEL_CLOSED,
-        EV_CHANNEL_EXPIRED,
-    }
-)
 ALL_EVENT_TYPES: tuple[str, ...] = (
     EV_TEXT,
     EV_PACKET,
@@ -55,6 +45,8 @@ ALL_EVENT_TYPES: tuple[str, ...] = (
     EV_TASK_CANCEL_REQUEST,
     EV_TASK_CANCELLED,
 )
+#: ``ag2.channel.*``: the hub's channel lifecycle events
+CHANNEL_EVENTS: frozenset[str] = frozenset(e for e in ALL_EVENT_TYPES if e.startswith("ag2.channel."))
 
 MAX_EVENT_DATA_BYTES = 1024 * 1024
 MAX_EVENT_TYPE_CHARS = 200
