@@ -16,33 +16,75 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support import quiet
 
 from ag2net.hub import Hub
 from ag2net.store import MemoryStore, SqliteStore
 
+STORE_KINDS = ("sqlite", "memory")
+"""The stores a test of ``store_factory`` (and so of ``hub``) runs on, unless its ``hub`` mark names one."""
+HUB_MARK = (
+    "hub(store=..., **settings): the hub the `hub` fixture (and `make_hub`) opens for these tests: `store` is "
+    "'memory', 'sqlite' or a store class called with a path (default: each test once on SQLite and once on "
+    "the memory store); `settings` are Hub.open's keywords over support.quiet()"
+)
 
-@pytest.fixture(params=["sqlite", "memory"])
+
+def _hub_mark(node: pytest.Item) -> dict[str, Any]:
+    mark = node.get_closest_marker("hub")
+    return dict(mark.kwargs) if mark is not None else {}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``store_factory`` runs its tests on each of ``STORE_KINDS``, unless a ``hub(store=...)`` mark (a module's
+    ``pytestmark``) names the one store they use."""
+    if "store_factory" in metafunc.fixturenames and "store" not in _hub_mark(metafunc.definition):
+        metafunc.parametrize("store_factory", STORE_KINDS, indirect=True)
+
+
+@pytest.fixture
 def store_factory(request, tmp_path):
-    """Builds a fresh store of the parametrised kind; SQLite reopenable on the same file."""
+    """Builds a fresh store of the test's kind (the parametrised one, or its ``hub`` mark's); SQLite (and a
+    store class of the test's own) reopenable on the same file."""
     path = tmp_path / "hub.db"
+    kind = getattr(request, "param", None) or _hub_mark(request.node)["store"]
 
     def make():
-        return SqliteStore(path) if request.param == "sqlite" else MemoryStore()
+        if kind == "sqlite":
+            return SqliteStore(path)
+        if kind == "memory":
+            return MemoryStore()
+        return kind(path)
 
-    make.kind = request.param
+    make.kind = kind
     make.path = path
     return make
 
 
 @pytest.fixture
-async def hub(store_factory):
-    h = await Hub.open(
-        store_factory(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
-    )
-    yield h
-    await h.close()
+async def make_hub(request):
+    """Opens hubs (``await make_hub(store, **settings)``) with ``support.quiet()`` settings, the test's ``hub``
+    mark's over them and ``settings`` over both; closes every one it opened after the test, last first."""
+    marked = {key: value for key, value in _hub_mark(request.node).items() if key != "store"}
+    opened: list[Hub] = []
+
+    async def make(store: Any = None, **settings: Any) -> Hub:
+        hub = await Hub.open(store, **quiet(**{**marked, **settings}))
+        opened.append(hub)
+        return hub
+
+    yield make
+    for hub in reversed(opened):
+        await hub.close()
+
+
+@pytest.fixture
+async def hub(store_factory, make_hub):
+    """A quiet hub on the test's store (both kinds, or its ``hub`` mark's), closed after the test."""
+    return await make_hub(store_factory())
 
 
 @pytest.fixture
@@ -211,6 +253,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """The session (or, in an xdist worker, its controller's) write guard: a log, the hook in this process,
     and the ``sitecustomize`` every Python subprocess loads through ``PYTHONPATH``."""
     global _guard_folder
+    config.addinivalue_line("markers", HUB_MARK)
     if not hasattr(config, "workerinput"):  # the controller (or -n0): a guard of its own, even inside a test
         import json
         import tempfile
