@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
-from support import until
+from support import quiet, until
 
 from ag2net import (
     EV_TEXT,
@@ -57,10 +57,6 @@ AG2_HEALTH_KEYS = {
     "audit_log_bytes",
     "telemetry_log_bytes",
 }
-
-
-def quiet() -> dict:
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5}
 
 
 # custom routing written the ag2 way: plain dataclasses following the protocols ---------------------

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 
 import pytest
+from support import until
 
 from ag2net import (
     EV_TEXT,
@@ -32,14 +33,6 @@ from ag2net.identity import AccessBlock, InboxBlock, LimitsBlock
 
 SECRET = "acme.secret"
 NOTE = "acme.note"
-
-
-async def wait_for(predicate, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 async def humans(hub, *names, rules=None):
@@ -113,7 +106,7 @@ async def test_custom_event_type_denied_with_reason_and_nothing_stored(hub):
     assert [(t, type(e)) for t, e in rejections.seen] == [(SECRET, AccessDeniedError)] * 2
 
     await alice.send_envelope(Envelope(ch.channel_id, alice.agent_id, None, NOTE, {"y": 2}))
-    await wait_for(lambda: len(notes) == 1)
+    await until(lambda: len(notes) == 1)
     assert (await stored_event_types(hub, ch.channel_id))[-1] == NOTE
 
 
@@ -166,7 +159,7 @@ async def test_dispatch_denial_skips_one_recipient_only(hub):
     arbiter = NotToCarol()
     hub.register_arbiter(arbiter)
     eid = await alice.send(ch.channel_id, "topic")
-    await wait_for(lambda: len(bob_texts) == 1)
+    await until(lambda: len(bob_texts) == 1)
     await asyncio.sleep(0.05)
     assert carol_texts == []
     assert bob_texts[0].envelope_id == eid
@@ -180,7 +173,7 @@ async def test_dispatch_denial_skips_one_recipient_only(hub):
     # hub-emitted envelopes are dispatched through the arbiter too (the close reaches both)
     closes_bob, closes_carol = collect(bob, "ag2.channel.closed"), collect(carol, "ag2.channel.closed")
     await hub.close_channel(ch.channel_id)
-    await wait_for(lambda: len(closes_bob) == 1 and len(closes_carol) == 1)
+    await until(lambda: len(closes_bob) == 1 and len(closes_carol) == 1)
     assert ("ag2.channel.closed", "alice", "carol") in arbiter.asked
 
 
@@ -234,7 +227,7 @@ async def test_base_arbiter_lifts_what_the_rule_based_default_enforces(hub):
     texts = collect(bob, EV_TEXT)
     ch = await alice.open(type="conversation", target="bob")
     await alice.send(ch.channel_id, "let in")
-    await wait_for(lambda: len(texts) == 1)  # dispatch no longer checks inbound_from either
+    await until(lambda: len(texts) == 1)  # dispatch no longer checks inbound_from either
 
     hub.register_arbiter(RuleBasedArbiter())  # back to the default: refused again
     with pytest.raises(AccessDeniedError, match="does not accept inbound from 'alice'"):
@@ -338,7 +331,7 @@ async def test_resolve_unknown_audience(hub):
     assert env.audience == [bob.agent_id]
     stored = (await hub.read_wal(ch.channel_id))[-1]
     assert stored.envelope_id == env.envelope_id and stored.audience == [bob.agent_id]
-    await wait_for(lambda: len(bob_notes) == 1)
+    await until(lambda: len(bob_notes) == 1)
     await asyncio.sleep(0.05)
     assert carol_notes == []
 
@@ -357,7 +350,7 @@ async def test_resolve_unknown_audience(hub):
     env = to(carol.agent_id, "bob@far")
     await hub.post_envelope(env)
     assert env.audience == [carol.agent_id, bob.agent_id]
-    await wait_for(lambda: len(bob_notes) == 2 and len(carol_notes) == 1)
+    await until(lambda: len(bob_notes) == 2 and len(carol_notes) == 1)
 
 
 async def test_rule_based_decisions_carry_the_hub_sentences():

@@ -28,16 +28,7 @@ from ag2net import (
 )
 from ag2net.server import serve_ws
 
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
-
-
-@pytest.fixture
-async def hub(tmp_path):
-    h = await Hub.open(tmp_path / "hub.db", **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="sqlite")
 
 
 async def _two_party_channel(hub: Hub):

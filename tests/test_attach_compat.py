@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from support import quiet
 
 from ag2net import EV_TEXT, Agent, AuthError, HubClient, NotFoundError, Passport, ScriptedModel
 from ag2net.hub import Hub
@@ -19,23 +19,7 @@ from ag2net.server import serve_ws
 API = json.loads((Path(__file__).parent / "data" / "ag2_network_1_2_1_api.json").read_text())
 
 
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
-
-
-async def wait_for(predicate, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 def test_attach_takes_ag2s_parameters():

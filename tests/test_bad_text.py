@@ -11,6 +11,7 @@ import asyncio
 import json
 
 import pytest
+from support import quiet
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import Envelope, HubClient, Passport, ProtocolError, Resume
@@ -20,10 +21,6 @@ from ag2net.store import MemoryStore, SqliteStore, StoreError
 from ag2net.store.sql import APPEND as _APPEND
 
 LONE = "\ud800"
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 def env(n: int) -> str:

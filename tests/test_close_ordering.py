@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from support import quiet
+
 from ag2net import EV_CHANNEL_CLOSED, ChannelState, Hub, HubClient, Passport
 from ag2net.store import MemoryStore, SqliteStore
 
@@ -22,10 +24,6 @@ class WatchingStore(MemoryStore):
             wal = await self.read_wal(metadata["channel_id"])
             self.seen_at_close.append(json.loads(wal[-1])["event_type"] if wal else None)
         await super().put_channel(metadata)
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 async def _open_pair(hub: Hub):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support import until
 
 from ag2net import (
     EV_CHANNEL_INVITE,
@@ -30,14 +31,6 @@ from ag2net.identity import InboxBlock, LimitsBlock
 from ag2net.ids import ID_RE, ManualClock
 from ag2net.naming import channel_label
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
-
-
-async def wait_for(predicate, timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 class Recorder:
@@ -115,7 +108,7 @@ async def test_consulting_round_wal_and_close(hub):
     _hc, alice, bob = await consulting_pair(hub)
     ch = await alice.open(type="consulting", target="bob")
     prompt_id = await alice.send(ch.channel_id, "question?")
-    await wait_for(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
+    await until(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
     wal = await hub.read_wal(ch.channel_id)
     assert [e.event_type for e in wal] == [
         "ag2.channel.invite",
@@ -212,7 +205,7 @@ async def test_pending_channel_refuses_text(hub):
     alice = await hc.register_human(Passport(name="alice", kind="human"))
     await hc.register_human(Passport(name="slow", kind="human"), auto_ack_invites=False)
     task = asyncio.create_task(alice.open(type="conversation", target="slow"))
-    await wait_for(lambda: bool(hub.channels))
+    await until(lambda: bool(hub.channels))
     (md,) = hub.channels.values()
     assert md.state == ChannelState.PENDING
     with pytest.raises(ProtocolError) as err:
@@ -302,11 +295,11 @@ async def test_inbox_full_counts_unacknowledged(hub):
     with pytest.raises(InboxFull) as err:
         await sender.send(ch.channel_id, "three")
     assert str(err.value) == f"recipient {busy.name} inbox at capacity (2 >= 2)"
-    await wait_for(lambda: len(recorder.named("on_inbox_pressure")) == 1)
+    await until(lambda: len(recorder.named("on_inbox_pressure")) == 1)
     await asyncio.sleep(0.02)
     assert len(recorder.named("on_inbox_pressure")) == 1
     gate.set()
-    await wait_for(lambda: hub.pending_inbox(busy.agent_id) == 0)
+    await until(lambda: hub.pending_inbox(busy.agent_id) == 0)
     await sender.send(ch.channel_id, "three")
 
 

@@ -16,7 +16,6 @@ from ag2net.hub.core import Admitted, HubCore, Refused, admit, apply
 from ag2net.hub.records import AgentRecord
 from ag2net.identity import AccessBlock, InboxBlock, LimitsBlock, Resume, Rule
 from ag2net.naming import channel_label
-from ag2net.store import MemoryStore
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
 
 NAMES = ("ana", "ben", "cy", "dee")
@@ -233,13 +232,7 @@ def test_a_peer_cancel_request_is_admitted_once_per_peer():
 # ------------------------------------------------------------------ the real hub: one admission
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(
-        MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
-    )
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 async def refusal_of_post(hub: Hub, env: Envelope) -> tuple[type, str]:

@@ -31,11 +31,7 @@ class CountingStore(SqliteStore):
         return await super().append_group(channel_id, items)
 
 
-@pytest.fixture
-async def hub(tmp_path):
-    h = await Hub.open(CountingStore(tmp_path / "g.db"), ttl_sweep_interval=0, expectation_sweep_interval=0)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store=CountingStore, invite_ack_timeout=30)
 
 
 async def two_humans(hub: Hub, **open_kw):

@@ -13,6 +13,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support import quiet
 
 from ag2net import EV_TEXT, HubClient, Passport, Resume, TransitionGraph
 from ag2net.adapters import state_to_dict
@@ -25,10 +26,6 @@ from ag2net.ids import ManualClock
 from ag2net.store import MemoryStore, SqliteStore
 from ag2net.store.base import StoreError
 from ag2net.views import FullTranscript, WindowedSummary
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 async def people(hub, *names):

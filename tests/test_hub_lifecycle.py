@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 
 import pytest
+from support import quiet
 
 from ag2net import (
     EV_TEXT,
@@ -20,10 +21,6 @@ from ag2net.adapters import state_to_dict
 from ag2net.channel import ChannelState
 from ag2net.hub import Hub
 from ag2net.naming import channel_label
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 async def people(hub, *names):

@@ -8,11 +8,9 @@ import asyncio
 import logging
 
 import pytest
-from support import quiet
 
 from ag2net import EV_TEXT, Agent, Envelope, HubClient, Passport, Resume, ScriptedModel
 from ag2net.events import CompactionSummary
-from ag2net.hub import Hub
 from ag2net.hub.local import LocalLink
 from ag2net.protocol.frames import NotifyFrame, ReceiptFrame
 from ag2net.server import serve_ws
@@ -25,11 +23,7 @@ def data_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 async def test_an_agent_client_sends_text_like_a_human_client(hub):

@@ -14,11 +14,11 @@ import sys
 from typing import Any
 
 import pytest
+from support import until
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import EV_TEXT, HubClient, Passport
 from ag2net.errors import StandbyError, error_from_code
-from ag2net.hub import Hub
 from ag2net.server import serve_ws
 from ag2net.server.leadership import StandbyListener
 from ag2net.transport.ws import ConnectionLostError, split_urls
@@ -30,11 +30,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 @pytest.fixture
@@ -122,14 +118,14 @@ async def test_after_a_drop_the_client_moves_to_the_hub_that_admits_then_and_rep
             ana.on_envelope(lambda env: _append(got, env))
             channel = await bo.open(type="conversation", target="ana")
             await bo.send(channel.channel_id, "one")
-            await _until(lambda: _texts(got) == ["one"])
+            await until(lambda: _texts(got) == ["one"])
         # The active is gone and the other answers standby: nothing admits; a post meanwhile waits.
         await bo.send(channel.channel_id, "two")
         await asyncio.sleep(0.3)
         assert not hc.connection_state()["connected"]
         await listener.stop()
         async with serve_ws(hub, "127.0.0.1", port_b):
-            await _until(lambda: "two" in _texts(got))
+            await until(lambda: "two" in _texts(got))
             # at least once: a delivery may come again after the move; by envelope id it came once each
             unique = {e.envelope_id: e for e in got if e.event_type == EV_TEXT}
             assert [e.event_data.get("text") for e in unique.values()] == ["one", "two"]
@@ -146,13 +142,6 @@ async def _append(got: list, env) -> None:
 
 def _texts(got: list) -> list[str]:
     return [e.event_data.get("text") for e in got if e.event_type == EV_TEXT]
-
-
-async def _until(predicate, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
 
 
 def test_tui_connect_takes_several_urls_and_names_a_bad_one():
@@ -220,13 +209,13 @@ async def test_a_hub_that_stops_answering_is_left_for_the_one_that_admits(hub):
             assert hc.connection_state()["url"] == url_a
             channel = await bo.open(type="conversation", target="ana")
             await bo.send(channel.channel_id, "one")
-            await _until(lambda: _texts(got) == ["one"])
+            await until(lambda: _texts(got) == ["one"])
             proxy.send_signal(signal.SIGSTOP)
             frozen_at = time.monotonic()
             await listener.stop()
             async with serve_ws(hub, "127.0.0.1", port_b):
                 await bo.send(channel.channel_id, "two")
-                await _until(lambda: "two" in _texts(got), timeout=15)
+                await until(lambda: "two" in _texts(got), timeout=15)
                 moved = time.monotonic() - frozen_at
                 print(
                     f"\nthe client moved off the frozen hub {moved:.2f} s after it froze (ping deadline 1 s)"

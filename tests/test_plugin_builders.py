@@ -18,7 +18,6 @@ from ag2net import (
     Agent,
     BaseMiddleware,
     ClientTask,
-    Hub,
     HubClient,
     HumanInputRequest,
     ModelMessage,
@@ -45,11 +44,7 @@ NETWORK_TOOLS = ["delegate", "peers", "channels", "tasks", "context"]
 _askers = itertools.count(1)
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory", invite_ack_timeout=3)
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from ag2net import (
     Channel,
     CostProfile,
     Envelope,
-    Hub,
     HubClient,
     LimitsBlock,
     Passport,
@@ -40,12 +39,7 @@ from ag2net.adapters import TransitionGraph
 from ag2net.client.handler import ack_invite
 from ag2net.client.tools import make_plugin_tools
 
-
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory", invite_ack_timeout=3)
 
 
 def tools_of(client) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support import quiet
 
 from ag2net import EV_TEXT, AccessDeniedError, Envelope, HubClient, Passport
 from ag2net.hub import Hub
@@ -26,11 +25,7 @@ def data_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 def forged(cid: str, sender_id: str, text: str = "forged") -> Envelope:

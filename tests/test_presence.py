@@ -18,6 +18,7 @@ import textwrap
 from typing import Any
 
 import pytest
+from support import until
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import HubClient, Passport
@@ -28,24 +29,7 @@ from ag2net.server import serve_ws
 OPERATOR = "op-secret"
 
 
-def quiet() -> dict[str, Any]:
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5}
-
-
-async def until(predicate: Any, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
-
-
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 def presence_events(events: list[Any]) -> list[tuple[str, str | None, str | None]]:

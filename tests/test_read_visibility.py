@@ -14,7 +14,7 @@ import json
 import time
 
 import pytest
-from support import quiet
+from support import quiet, until
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import EV_TEXT, Envelope, HubClient, Passport, visible_to
@@ -40,14 +40,6 @@ async def served():
     async with serve_ws(hub, "127.0.0.1", 0, operator_token=OPERATOR) as server:
         yield hub, server
     await hub.close()
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 def texts(envelopes) -> list[str]:

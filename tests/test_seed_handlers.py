@@ -16,7 +16,6 @@ from ag2net import (
     Agent,
     Channel,
     Envelope,
-    Hub,
     Passport,
     ProtocolError,
     Resume,
@@ -31,11 +30,7 @@ from ag2net import (
 PLUGIN = ["delegate", "peers", "channels", "tasks", "context"]
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory", invite_ack_timeout=3)
 
 
 async def test_gateway_handler(hub, hc):

@@ -5,6 +5,7 @@ WebSocket on 127.0.0.1 with ag2 1.2.1's access rule."""
 from __future__ import annotations
 
 import pytest
+from support import quiet
 
 from ag2net import (
     AccessDeniedError,
@@ -25,10 +26,6 @@ from ag2net.store import SqliteStore
 from ag2net.tasks import TaskMetadata, TaskSpec
 
 OPERATOR = "op-secret-ckpt"
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 class TaskEvents:

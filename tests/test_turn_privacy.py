@@ -9,6 +9,7 @@ so plainly when it has none. At the op layer (in-process) and over real WebSocke
 from __future__ import annotations
 
 import pytest
+from support import quiet
 
 from ag2net import AccessDeniedError, HubClient, Passport
 from ag2net.client.turns import TurnRecord
@@ -18,10 +19,6 @@ from tui.source import HubSource
 from tui.widgets.projected_view import ProjectedView
 
 OPERATOR = "op-secret-9"
-
-
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
 def turn(channel_id: str, agent_id: str, secret: str, turn_id: str = "") -> TurnRecord:

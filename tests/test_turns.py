@@ -41,11 +41,7 @@ from ag2net.naming import channel_label
 PLUGIN = ["delegate", "peers", "channels", "tasks", "context"]
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=3)
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory", invite_ack_timeout=3)
 
 
 async def offered(hc, client, channel_id: str, participant) -> list[str]:

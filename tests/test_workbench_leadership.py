@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from pg_server import DATABASE, pg_server_fixture
+from support import until
 from test_failover import HubProcess, client, free_port, wait_for
 
 from ag2net import Passport
@@ -40,14 +41,6 @@ def pg_server():
 @pytest.fixture
 async def url(pg_server) -> str:
     return await pg_server.fresh_url()
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 def tui_env() -> dict[str, str]:

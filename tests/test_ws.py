@@ -9,6 +9,7 @@ import logging
 import re
 
 import pytest
+from support import quiet, until
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -37,23 +38,7 @@ from ag2net.transport.ws import ConnectionLostError, WsLink
 OPERATOR = "op-secret-1"
 
 
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
-
-
-async def wait_for(predicate, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
-
-
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 @pytest.fixture
@@ -229,10 +214,10 @@ async def test_deliveries_in_order_and_acked(hub, clients):
 
     ben.on_envelope(sleepy)
     ids = [await ana.send(ch.channel_id, f"m{i}") for i in range(40)]
-    await wait_for(lambda: len(slow) >= 40)
+    await until(lambda: len(slow) >= 40)
     assert slow == [f"m{i}" for i in range(40)]
-    await wait_for(lambda: hub.pending_inbox(ben.agent_id) == 0)
-    await wait_for(lambda: hub.inbox_cursor(ben.agent_id, ch.channel_id) == ids[-1])
+    await until(lambda: hub.pending_inbox(ben.agent_id) == 0)
+    await until(lambda: hub.inbox_cursor(ben.agent_id, ch.channel_id) == ids[-1])
 
 
 async def test_audience_restricted_delivery(hub, clients):
@@ -304,7 +289,7 @@ async def test_observe_live_from_now(hub, clients):
 
     task = asyncio.create_task(watch())
     await started.wait()
-    await wait_for(lambda: bool(op.link._subs))
+    await until(lambda: bool(op.link._subs))
     await asyncio.sleep(0.05)
     await a.register_human(Passport(name="ben", kind="human"))
     await ana.open(type="conversation", target="ben")
@@ -656,7 +641,7 @@ async def test_hello_rebinds_and_replays_what_was_missed(hub, server, clients):
     first = await ben.send(ch.channel_id, "one")
     await ana.next_envelope(predicate=lambda e: e.event_type == EV_TEXT, timeout=5)
     await a.close()
-    await wait_for(lambda: ana.agent_id not in hub._bindings)
+    await until(lambda: ana.agent_id not in hub._bindings)
     missed = [await ben.send(ch.channel_id, f"missed {i}") for i in range(3)]
     r = await raw(server)
     await r.send({"kind": "hello", "name": "nobody"})
@@ -693,19 +678,19 @@ async def test_link_reconnects_and_catches_up(hub):
 
         ana.on_envelope(keep)
         sent = [await ben.send(ch.channel_id, "before")]
-        await wait_for(lambda: len(got) == 1)
+        await until(lambda: len(got) == 1)
     # the server is gone: the link keeps trying while ben goes on talking
     sent += [await ben.send(ch.channel_id, f"while away {i}") for i in range(5)]
     with pytest.raises(ConnectionLostError):
         await _unreachable(a)
     async with serve_ws(hub, "127.0.0.1", port):
-        await wait_for(lambda: len(got) == 6)
+        await until(lambda: len(got) == 6)
         sent.append(await ben.send(ch.channel_id, "after"))
-        await wait_for(lambda: len(got) == 7)
+        await until(lambda: len(got) == 7)
         assert got == sent
         assert a.link.reconnects >= 1
         await ana.send(ch.channel_id, "ana is back")
-        await wait_for(lambda: hub.inbox_cursor(ana.agent_id, ch.channel_id) == sent[-1])
+        await until(lambda: hub.inbox_cursor(ana.agent_id, ch.channel_id) == sent[-1])
         await a.close()
     await local.close()
 
@@ -738,7 +723,7 @@ async def test_serve_cli_prints_how_to_attach_without_tokens(hub):
     task = asyncio.create_task(
         serve_cli(hub, "127.0.0.1", 0, token="tok-123", operator_token="op-456", echo=lines.append)
     )
-    await wait_for(lambda: len(lines) >= 2)
+    await until(lambda: len(lines) >= 2)
     text = "\n".join(lines)
     assert "ag2net tui --connect ws://127.0.0.1:" in text
     assert "--token <token>" in text and "--operator-token <operator token>" in text
@@ -768,13 +753,13 @@ async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
 
         watcher = asyncio.create_task(watch())
         await local.register_human(Passport(name="p0", kind="human"))
-        await wait_for(lambda: any(ev.payload.get("name") == "p0" for ev in seen if ev.kind == "agent"))
+        await until(lambda: any(ev.payload.get("name") == "p0" for ev in seen if ev.kind == "agent"))
     # server down: the same hub keeps going, then comes back on the same port
     await local.register_human(Passport(name="p1", kind="human"))
     async with serve_ws(hub, "127.0.0.1", port):
         await local.register_human(Passport(name="p2", kind="human"))
         # registrations (binding a human to its connection is an agent event too: bound)
-        await wait_for(
+        await until(
             lambda: sum(ev.kind == "agent" and ev.payload.get("kind") == "registered" for ev in seen) == 3
         )
         positions = [ev.position for ev in seen]
@@ -784,7 +769,7 @@ async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
     try:
         async with serve_ws(other, "127.0.0.1", port):
             await HubClient.local(other).register_human(Passport(name="fresh", kind="human"))
-            await wait_for(
+            await until(
                 lambda: any(
                     ev.kind == "agent"
                     and ev.payload.get("name") == "fresh"
@@ -795,7 +780,7 @@ async def test_observe_resumes_across_reconnects_and_hub_restarts(hub):
             tail = seen[len(positions) :]
             assert [ev.position for ev in tail] == list(range(1, len(tail) + 1))
             # the counter moves once the re-handshake is done; events of the new stream may come first
-            await wait_for(lambda: op.link.reconnects >= 2)
+            await until(lambda: op.link.reconnects >= 2)
             assert op.link.reconnects == 2
             watcher.cancel()
             await op.close()

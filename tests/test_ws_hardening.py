@@ -17,13 +17,13 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import until
 from typer.testing import CliRunner
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from ag2net import EV_TEXT, Envelope, HubClient, Passport, ProtocolError, Resume
 from ag2net.cli import app
-from ag2net.hub import Hub
 from ag2net.protocol.frames import MAX_JSON_DEPTH, frame_from_json, nesting_exceeds
 from ag2net.server import MAX_INFLIGHT_REQUESTS, MAX_RESUME_BYTES, MAX_SKILL_BYTES, serve_ws
 from ag2net.transport.ws import ConnectionLostError
@@ -37,15 +37,7 @@ TOKEN = "hardening-token"
 CARD = "# card\n" + "lorem ipsum " * (900 * 1024 // 12)  # ~900 KB
 
 
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
-
-
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
+pytestmark = pytest.mark.hub(store="memory")
 
 
 @pytest.fixture(autouse=True)
@@ -53,14 +45,6 @@ def data_home(tmp_path, monkeypatch):
     """Identity secrets go to a temporary data folder, never the real home."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 # --- a WebSocket opened by hand, so the test decides when (if ever) it reads -------------------------------

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import stat
-import time
 from pathlib import Path
 
 import pytest
 import test_ws_interop as interop
+from support import quiet, until
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
@@ -26,10 +26,6 @@ TOKEN = "team-token"
 HELPERS = Path(__file__).parent / "ws_helpers"
 
 
-def quiet(**kw):
-    return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
-
-
 @pytest.fixture(autouse=True)
 def data_home(tmp_path, monkeypatch) -> Path:
     """The user's data folder, in tmp: secrets never reach the real home."""
@@ -39,19 +35,7 @@ def data_home(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-@pytest.fixture
-async def hub():
-    h = await Hub.open(None, **quiet())
-    yield h
-    await h.close()
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
+pytestmark = pytest.mark.hub(store="memory")
 
 
 class Raw:

@@ -10,20 +10,14 @@ import signal
 import sys
 from pathlib import Path
 
+from support import until
+
 from ag2net import EV_TEXT, Agent, HubClient, NetworkError, Passport, ScriptedModel, tool_call
 from ag2net.events import ToolResultEvent
 from ag2net.hub import Hub
 from ag2net.server import serve_ws
 
 HELPERS = Path(__file__).parent / "ws_helpers"
-
-
-async def wait_for(predicate, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 async def spawn(script: str, *args: str) -> tuple[asyncio.subprocess.Process, str]:
@@ -79,7 +73,7 @@ async def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
                 i += 1
 
         pumping = asyncio.create_task(pump(400))
-        await wait_for(lambda: len(received) >= 100)
+        await until(lambda: len(received) >= 100)
         # The receiver comes back only after the sender posted more: that part reaches it by replay.
         rx.link.url = "ws://127.0.0.1:1"
         server.send_signal(signal.SIGKILL)
@@ -88,12 +82,12 @@ async def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
         server, again = await spawn("serve_hub.py", "--db", db, "--port", port)
         assert again == port
         at_restart = len(confirmed)
-        await wait_for(lambda: len(confirmed) >= at_restart + 50)
+        await until(lambda: len(confirmed) >= at_restart + 50)
         posted_while_away = len(confirmed) - len(received)
         rx.link.url = url
         await asyncio.wait_for(pumping, 30)
         wal = [e.envelope_id for e in await rx.read_wal(ch.channel_id) if e.event_type == EV_TEXT]
-        await wait_for(lambda: len(received) >= len(wal))
+        await until(lambda: len(received) >= len(wal))
         await asyncio.sleep(0.1)
         assert received == wal  # every admitted envelope, in order, once
         assert set(confirmed) <= set(wal)  # nothing acknowledged to the sender was lost
