@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -14,14 +15,27 @@ def quiet(**kw: Any) -> dict[str, Any]:
     return {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 5, **kw}
 
 
-async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
-    """Poll ``predicate`` until it is true; fail the test after ``timeout`` seconds (generous: it only
+async def until(
+    predicate: Callable[[], object],
+    timeout: float = 10.0,
+    *,
+    message: str = "condition not reached in time",
+    every: float = 0.005,
+) -> None:
+    """Poll ``predicate`` (a plain function, or one returning an awaitable: it is awaited) every ``every``
+    seconds until it is true; fail the test with ``message`` after ``timeout`` seconds (generous: it only
     matters when the condition never comes, and the suite runs two tests at a time)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(every)
 
 
 class CountingCold:

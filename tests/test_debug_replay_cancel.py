@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support import until
 from test_debug_replay import demo_hub  # noqa: F401  (a fixture: the demo's pairing conversation)
 
 from ag2net import ScriptedModel
@@ -23,8 +24,7 @@ async def test_a_cancelled_replay_stops_the_agents_it_attached(demo_hub):  # noq
     hub, cid, _demo = demo_hub
     async with await fork(hub, cid, 1) as box:
         task = asyncio.create_task(replay(hub, box, overrides=critic_disagrees(), timeout=30))
-        while await box.hub.list_turns(channel_id=cid, limit=10) == []:
-            await asyncio.sleep(0.005)
+        await until(lambda: box.hub.list_turns(channel_id=cid, limit=10), timeout=30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

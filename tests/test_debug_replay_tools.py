@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from support import until
 
 from ag2net import Agent, Hub, HubClient, Passport, ScriptedModel
 from ag2net.debug import compare, fork
@@ -119,10 +120,7 @@ async def test_the_turn_record_keeps_a_custom_views_parameters_and_every_model_r
         knobs = {"view_policy": {"name": "from_one_only", "sender_id": alice.agent_id}}
         ch = await alice.open(type="conversation", target="bob", knobs=knobs)
         await alice.send(ch.channel_id, "hello")
-        for _ in range(500):
-            if await hc.list_turns(agent_id=bob.agent_id):
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: hc.list_turns(agent_id=bob.agent_id))
         await bob.idle()
         [record] = await hc.list_turns(agent_id=bob.agent_id)
         assert record.view == {"name": "from_one_only", "sender_id": alice.agent_id}

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 import pytest
-from support import quiet
+from support import quiet, until
 
 from ag2net import (
     EV_TEXT,
@@ -181,10 +181,7 @@ async def test_urgent_delivered_before_queued_normal(hub):
     await send(Envelope(ch.channel_id, ana.agent_id, None, "bench.p", {"n": "u1"}, priority="urgent"))
     await send(Envelope(ch.channel_id, ana.agent_id, None, "bench.p", {"n": "u2"}, priority="urgent"))
     gate.set()
-    for _ in range(200):
-        if len(seen) == 6:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: len(seen) == 6)
     assert seen == ["first", "u1", "u2", "n1", "n2", "bg"]
 
 
@@ -292,10 +289,7 @@ async def test_conversation_max_turns_stops_two_agents(hub):
     await hc.register(Agent("b", ScriptedModel("pong", loop=True)), attach_plugin=False)
     ch = await a.open(type="conversation", target="b", knobs={"max_turns": 6})
     await ch.send("start")
-    for _ in range(300):
-        if hub.lookup_channel(ch.channel_id).is_terminal():
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: hub.lookup_channel(ch.channel_id).is_terminal())
     md = hub.lookup_channel(ch.channel_id)
     assert md.state == ChannelState.CLOSED and md.close_reason == "max_turns"
     texts = [e for e in await hub.read_wal(ch.channel_id) if e.event_type == EV_TEXT]

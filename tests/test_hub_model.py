@@ -628,10 +628,7 @@ class HubModel(RuleBasedStateMachine):
                 return task.done()
             return len(await hub.store.read_wal(new[0])) >= len(participants)
 
-        deadline = asyncio.get_running_loop().time() + 10
-        while not await started():
-            assert asyncio.get_running_loop().time() < deadline, "the channel's invites were not stored"
-            await asyncio.sleep(0.005)
+        await until(started, message="the channel's invites were not stored")
         if expected is not None:
             assert task.done(), f"open of {kind} with bad input ({expected}) did not fail"
             exc = task.exception()

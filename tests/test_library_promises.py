@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 import pytest
+from support import until
 
 from ag2net import EV_TEXT, Agent, Envelope, HubClient, Passport, Resume, ScriptedModel
 from ag2net.events import CompactionSummary
@@ -80,10 +81,7 @@ async def test_a_local_link_connection_is_live_from_client_on(hub):
             if isinstance(frame, NotifyFrame) and frame.envelope.envelope_id == eid:
                 break
         await conn.send_frame(ReceiptFrame(eid, "ack", bob.agent_id, cid))
-        for _ in range(500):
-            if hub.inbox_cursor(bob.agent_id, cid) == eid:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: hub.inbox_cursor(bob.agent_id, cid) == eid)
         assert hub.inbox_cursor(bob.agent_id, cid) == eid
     finally:
         await conn.close()

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from support import until
 
 from ag2net import (
     AUDIT_KIND_AGENT_REGISTERED,
@@ -135,10 +136,7 @@ async def test_a_failing_listener_breaks_neither_posting_nor_later_listeners(cap
         bob.on_envelope(receive)
         envelope_id = await alice.send(ch.channel_id, "still delivered")
         assert envelope_id
-        for _ in range(100):
-            if got:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: got)
         assert got == ["still delivered"]
         assert bad.calls >= 4  # two registrations, created/opened, posts
         posted = [e[0] for e in shared if e[1] == "posted" and e[2] == EV_TEXT]

@@ -3,12 +3,12 @@ in-memory exporter: admission, dispatch failures, turns; and no OpenTelemetry at
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from support import until
 
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is in the dev extra")
 
@@ -138,10 +138,7 @@ async def test_failed_dispatch_and_failed_turn_spans_are_children_of_the_envelop
         hub.attach_endpoint(Broken())
         hub.bind_endpoint("broken-endpoint", bob.agent_id)
         envelope_id = await alice.send(ch.channel_id, "to a broken endpoint")
-        for _ in range(200):
-            if any(s.name.startswith("network.dispatch") for s in spans.get_finished_spans()):
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: any(s.name.startswith("network.dispatch") for s in spans.get_finished_spans()))
         envelope_span = next(s for s in spans.get_finished_spans() if s.name.startswith("network.envelope"))
         dispatch = next(s for s in spans.get_finished_spans() if s.name.startswith("network.dispatch"))
         assert dispatch.name == f"network.dispatch {EV_TEXT}"

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import until
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
@@ -578,10 +579,7 @@ async def test_missing_or_failing_proxy_is_reported_not_raised(hub):
     hub.invite_ack_timeout = 0.3
     with pytest.raises(ProtocolError):  # nobody acks the invite: the poster sees only the ack timeout
         await asker.open(type="consulting", target="far")
-    for _ in range(50):
-        if failures.failed:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: failures.failed)
     kind, _rid, reason = failures.failed[0]
     assert kind == EV_CHANNEL_INVITE and isinstance(reason, NotFoundError)
     assert "no remote proxy registered for scheme 'a2a'" in str(reason)
@@ -594,10 +592,7 @@ async def test_missing_or_failing_proxy_is_reported_not_raised(hub):
     failures.failed.clear()
     with pytest.raises(ProtocolError):
         await asker.open(type="consulting", target="far")
-    for _ in range(50):
-        if failures.failed:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: failures.failed)
     assert isinstance(failures.failed[0][2], ConnectionError)
     assert hub.pending_inbox(hub.find_agent_id("far")) == 0
     await asker.close()
