@@ -88,6 +88,12 @@ async def hub(store_factory, make_hub):
 
 
 @pytest.fixture
+async def sqlite_hub(make_hub, tmp_path):
+    """A quiet hub on a real SQLite file (``tmp_path / "hub.db"``): every write a real commit."""
+    return await make_hub(SqliteStore(tmp_path / "hub.db"))
+
+
+@pytest.fixture
 async def hc(hub):
     """An in-process ``HubClient`` on whichever ``hub`` the test module uses."""
     from ag2net import HubClient

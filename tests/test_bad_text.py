@@ -11,11 +11,9 @@ import asyncio
 import json
 
 import pytest
-from support import quiet
 from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import Envelope, HubClient, Passport, ProtocolError, Resume
-from ag2net.hub import Hub
 from ag2net.server import serve_ws
 from ag2net.store import MemoryStore, SqliteStore, StoreError
 from ag2net.store.sql import APPEND as _APPEND
@@ -100,13 +98,6 @@ async def test_stores_refuse_unencodable_text_with_a_sentence_naming_it(kind, tm
 
 
 # --- the hub's boundary ---
-
-
-@pytest.fixture
-async def sqlite_hub(tmp_path):
-    hub = await Hub.open(SqliteStore(tmp_path / "hub.db"), **quiet())
-    yield hub
-    await hub.close()
 
 
 async def test_a_lone_surrogate_in_a_passport_name_is_refused_and_fails_no_other_write(sqlite_hub):

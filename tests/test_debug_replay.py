@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from support import quiet
 
 from ag2net import Hub, HubClient, ScriptedModel
 from ag2net.debug import fork
@@ -18,7 +19,7 @@ from ag2net.demo import start_demo
 
 @pytest.fixture
 async def demo_hub() -> Any:
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     demo = await start_demo(hc)
     await asyncio.wait_for(demo.run(), timeout=15)

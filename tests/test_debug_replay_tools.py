@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import until
+from support import quiet, until
 
 from ag2net import Agent, Hub, HubClient, Passport, ScriptedModel
 from ag2net.debug import compare, fork
@@ -25,7 +25,7 @@ from ag2net.views.registry import register_view, unregister_view
 
 @pytest.fixture
 async def workflow() -> Any:
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     demo = await start_demo(hc)
     await asyncio.wait_for(demo.run(), timeout=15)

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from support import quiet
 
 from ag2net import (
     EV_TEXT,
@@ -30,7 +31,7 @@ CHANNEL_TYPES = {"consulting", "conversation", "discussion", "workflow"}
 
 
 async def open_hub(store=None) -> Hub:
-    return await Hub.open(store, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    return await Hub.open(store, **quiet())
 
 
 async def test_run_demo_cli_transcript():

@@ -40,7 +40,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from support import until
+from support import quiet, until
 
 from ag2net import HubClient, Passport, Resume
 from ag2net.adapters.transitions import TransitionGraph
@@ -68,7 +68,7 @@ DEFAULT_TTL = 7200.0  # the default Rule's channel_ttl_default ("2h")
 ANY = "any"  # MEnv.audience: not compared
 POISON = "\ud800"  # a lone surrogate: no store can write it as UTF-8
 NAME_OF: dict[str, str] = {}  # agent id -> name: the hub's refusals name participants (issue 22 item 7)
-HUB_KW = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, "invite_ack_timeout": 3600}
+HUB_KW = quiet(invite_ack_timeout=3600)
 
 # The crash-restart worker: opens the same file, runs a plan, prints each outcome, then (optionally)
 # keeps three writers posting into one conversation until the parent SIGKILLs it.

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from support import until
+from support import quiet, until
 
 from ag2net import (
     AUDIT_KIND_AGENT_REGISTERED,
@@ -73,9 +73,7 @@ class Exploding(BaseHubListener):
 
 
 async def open_hub(store=None, **kw) -> Hub:
-    return await Hub.open(
-        store or MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5, **kw
-    )
+    return await Hub.open(store or MemoryStore(), **quiet(**kw))
 
 
 async def conversation(hub: Hub):

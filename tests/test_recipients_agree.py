@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
+from support import quiet
+
 from ag2net import EV_CHANNEL_INVITE_ACK, EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import dry_run
 from ag2net.debug.visibility import visibility
@@ -34,7 +36,7 @@ class Recording(HubClient):
 
 
 async def open_hub() -> Hub:
-    return await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    return await Hub.open(None, **quiet())
 
 
 async def delivered_all(hub: Hub) -> None:

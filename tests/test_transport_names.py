@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import until
+from support import quiet, until
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
@@ -390,9 +390,7 @@ async def test_one_local_connection_speaks_frames_or_serves_a_hub_client_not_bot
 
 @pytest.fixture
 async def ws_hub():
-    hub = await Hub.open(
-        MemoryStore(), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
-    )
+    hub = await Hub.open(MemoryStore(), **quiet())
     yield hub
     await hub.close()
 
