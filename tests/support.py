@@ -7,7 +7,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ag2net.envelope import Envelope
+from ag2net.client import HubClient
+from ag2net.demo import DemoNetwork, start_demo
+from ag2net.envelope import EV_TEXT, Envelope
+from ag2net.identity import Passport
 
 
 def quiet(**kw: Any) -> dict[str, Any]:
@@ -36,6 +39,32 @@ async def until(
         if loop.time() > deadline:
             raise AssertionError(message)
         await asyncio.sleep(every)
+
+
+def text(
+    channel_id: str, sender_id: str, body: str, audience: list[str] | None = None, **kw: Any
+) -> Envelope:
+    """A text envelope of ``body`` from ``sender_id`` on ``channel_id``; ``kw`` are the Envelope's own keywords."""
+    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body}, **kw)
+
+
+async def humans(hc: HubClient, *names: str) -> list[str]:
+    """Registers a human of each name on ``hc``; their agent ids, in order."""
+    out = []
+    for name in names:
+        client = await hc.register_human(Passport(name=name, kind="human"))
+        assert client.agent_id is not None
+        out.append(client.agent_id)
+    return out
+
+
+async def run_demo(hc: HubClient, timeout: float = 15) -> DemoNetwork:
+    """The demo network run to its end on ``hc``'s hub: its traffic stopped, its agents' clients (and their
+    tools) still in this process."""
+    demo = await start_demo(hc)
+    await asyncio.wait_for(demo.run(), timeout=timeout)
+    await demo.close()
+    return demo
 
 
 class CountingCold:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from pg_server import pg_server_fixture
+from support import quiet, run_demo
 
 from ag2net import Hub, HubClient
-from ag2net.demo import start_demo
 from ag2net.store import SqliteStore, open_store
 
 
@@ -42,12 +42,10 @@ def one_sentence(result: subprocess.CompletedProcess[str]) -> str:
 
 
 async def _demo(store) -> dict[str, str]:
-    hub = await Hub.open(store, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(store, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         return {step: cid for cid, step in demo.steps.items()}
     finally:
         await hc.close()

@@ -4,17 +4,15 @@ compared with the full computation (the whole WAL projected; every step reading 
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from typing import Any
 
 import pytest
-from support import CountingCold
+from support import CountingCold, humans, quiet, run_demo, text
 
-from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net import EV_TEXT, Envelope, Hub, HubClient
 from ag2net.debug import states_at, visibility
 from ag2net.debug.scrubber import Scrubber
-from ag2net.demo import start_demo
 from ag2net.hub.probe import channel_log
 
 visibility_module = importlib.import_module("ag2net.debug.visibility")
@@ -25,19 +23,6 @@ PREVIEWS: list[Any] = [
     "named_transcript",
     {"name": "windowed_summary", "recent_n": 3},
 ]
-
-
-def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
-    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
-
-
-async def humans(hc: HubClient, *names: str) -> list[str]:
-    out = []
-    for name in names:
-        client = await hc.register_human(Passport(name=name, kind="human"))
-        assert client.agent_id is not None
-        out.append(client.agent_id)
-    return out
 
 
 async def full_matrix(monkeypatch: pytest.MonkeyPatch, hub: Hub, cid: str, **kw: Any) -> dict[str, Any]:
@@ -64,12 +49,10 @@ async def assert_pages_equal(monkeypatch: pytest.MonkeyPatch, hub: Hub, cid: str
 
 
 async def test_the_demo_pages_match_the_whole_wal_projection(monkeypatch: pytest.MonkeyPatch):
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        await run_demo(hc)
         channels = hub.query_channels(include_terminal=True, limit=None)
         assert {md.manifest.type for md in channels} >= {
             "conversation",

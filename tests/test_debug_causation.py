@@ -5,29 +5,20 @@ chain walked without recursion, and a cause in another channel."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from support import until
+from support import quiet, run_demo, text, until
 
-from ag2net import EV_TEXT, Agent, Envelope, Hub, HubClient, NotFoundError, Passport, ScriptedModel
+from ag2net import EV_TEXT, Agent, Hub, HubClient, NotFoundError, Passport, ScriptedModel
 from ag2net.agent import tool_call
 from ag2net.debug import causation_tree
-from ag2net.demo import start_demo
 from ag2net.tasks import TaskMetadata, TaskSpec, TaskState
 
 
-def text(channel_id: str, sender_id: str, body: str, **kw) -> Envelope:
-    return Envelope(channel_id, sender_id, kw.pop("audience", None), EV_TEXT, {"text": body}, **kw)
-
-
 async def test_the_demo_research_consult_and_its_delegation():
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         research = next(cid for cid, step in demo.steps.items() if step == "consult_research")
         question, answer = [e for e in await hub.read_wal(research) if e.event_type == EV_TEXT]
         tree = await causation_tree(hub, answer.envelope_id)

@@ -9,21 +9,17 @@ import asyncio
 from typing import Any
 
 import pytest
+from support import quiet, run_demo, text
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.client.handler import ack_invite
 from ag2net.debug import dry_run
-from ag2net.demo import start_demo
 from ag2net.envelope import EV_CHANNEL_INVITE, EV_TASK_CANCEL_REQUEST
 from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.identity import AccessBlock, InboxBlock, LimitsBlock, Rule
 from ag2net.naming import channel_label
 from ag2net.server import serve_ws
 from ag2net.transport.ws import WsLink
-
-
-def text(channel_id: str, sender_id: str, body: str, **kw: Any) -> Envelope:
-    return Envelope(channel_id, sender_id, kw.pop("audience", None), EV_TEXT, {"text": body}, **kw)
 
 
 async def humans(hc: HubClient, *names: str, **kw: Any) -> list[Any]:
@@ -118,12 +114,10 @@ async def test_a_windowed_view_shows_what_leaves_the_window(hub, hc):
 
 
 async def test_a_dry_run_on_the_demo_discussion_names_the_next_speaker():
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         [conv] = [
             md
             for md in hub.query_channels(include_terminal=True, limit=None)

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from support import CountingCold, Ticker
+from support import CountingCold, Ticker, text
 
-from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net import Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
 from ag2net.hub.probe import channel_log, projection_delta
@@ -22,10 +22,6 @@ from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.warm import SLICE, index_summaries, restore_indexes
 
 N_LATE = 6000  # > 8 cold blocks of 512 (what a log keeps): one participant's scan evicts what another read
-
-
-def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
-    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
 
 
 async def open_hub(path: Path) -> Hub:

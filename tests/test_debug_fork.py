@@ -5,23 +5,19 @@ hub or a HubClient over a real socket."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
+from support import quiet, run_demo
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient
 from ag2net.debug import fork, states_at
-from ag2net.demo import start_demo
 from ag2net.server import serve_ws
 
 
 async def test_forking_the_demo_conversation():
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         cid = next(c for c, step in demo.steps.items() if step == "pairing")
         source = await hub.read_wal(cid)
         before = (await hub.store.read_wal(cid), hub.wal_count(cid), repr(hub._states[cid]))

@@ -5,25 +5,21 @@ transcript stays the same; the source hub is never written."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
-from support import quiet
+from support import quiet, run_demo
 
 from ag2net import Hub, HubClient, ScriptedModel
 from ag2net.debug import fork
 from ag2net.debug.replay import Override, ReplayModel, compare, replay
-from ag2net.demo import start_demo
 
 
 @pytest.fixture
 async def demo_hub() -> Any:
     hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
-    demo = await start_demo(hc)
-    await asyncio.wait_for(demo.run(), timeout=15)
-    await demo.close()
+    demo = await run_demo(hc)
     cid = next(c for c, step in demo.steps.items() if step == "pairing")
     yield hub, cid, demo
     await hc.close()

@@ -11,23 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import quiet, run_demo
 
 from ag2net import Hub, HubClient
 from ag2net.cli.replay import read_snapshot
 from ag2net.debug import compare, fork, replay
 from ag2net.debug.replay import ReplayModel
-from ag2net.demo import start_demo
 from ag2net.store import SqliteStore
 
 STEPS = ["consult_research", "consult_estimate", "discussion", "workflow", "pairing"]
 
 
 async def _run_demo(store: Any) -> tuple[Hub, HubClient, dict[str, str]]:
-    hub = await Hub.open(store, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(store, **quiet())
     hc = HubClient.local(hub)
-    demo = await start_demo(hc)
-    await asyncio.wait_for(demo.run(), timeout=30)
-    await demo.close()
+    demo = await run_demo(hc, timeout=30)
     return hub, hc, {step: cid for cid, step in demo.steps.items()}
 
 

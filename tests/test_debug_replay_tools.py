@@ -8,16 +8,15 @@ this process does not have names the fix."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
-from support import quiet, until
+from support import quiet, run_demo, until
 
 from ag2net import Agent, Hub, HubClient, Passport, ScriptedModel
 from ag2net.debug import compare, fork
 from ag2net.debug.replay import Override, ToolPolicy, replay
-from ag2net.demo import REVIEW_REQUEST, start_demo
+from ag2net.demo import REVIEW_REQUEST
 from ag2net.envelope import EV_TEXT
 from ag2net.views import ViewPolicy
 from ag2net.views.registry import register_view, unregister_view
@@ -27,9 +26,7 @@ from ag2net.views.registry import register_view, unregister_view
 async def workflow() -> Any:
     hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
-    demo = await start_demo(hc)
-    await asyncio.wait_for(demo.run(), timeout=15)
-    await demo.close()  # the traffic stops; the agents' clients (and their tools) stay in this process
+    demo = await run_demo(hc)
     cid = next(c for c, step in demo.steps.items() if step == "workflow")
     yield hub, cid
     await hc.close()
@@ -112,7 +109,7 @@ class FromOneOnly(ViewPolicy):
 
 async def test_the_turn_record_keeps_a_custom_views_parameters_and_every_model_request():
     register_view("from_one_only", FromOneOnly, replace=True)
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
         bob = await hc.register(Agent("bob", ScriptedModel("noted")), Passport(name="bob"))

@@ -5,26 +5,22 @@ network (folding every channel ends in the hub's own state) and on a workflow wi
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
+from support import quiet, run_demo
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.adapters import TransitionGraph
 from ag2net.adapters.transitions import AgentTarget, FromSpeaker, TerminateTarget, ToolCalled, Transition
 from ag2net.debug import states_at
-from ag2net.demo import start_demo
 from ag2net.envelope import EV_PACKET
 from ag2net.ids import add_seconds
 
 
 async def test_the_demo_channels_fold_to_the_hubs_own_states():
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         by_step = {step: cid for cid, step in demo.steps.items()}
         for md in hub.query_channels(include_terminal=True, limit=None):
             scrubber = await states_at(hub, md.channel_id)

@@ -5,34 +5,18 @@ audience-restricted envelope, a participant who joined late, a recipient whose r
 
 from __future__ import annotations
 
-import asyncio
+from support import humans, quiet, run_demo, text
 
-from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net import EV_TEXT, Hub, HubClient
 from ag2net.debug import visibility
-from ag2net.demo import start_demo
 from ag2net.identity import AccessBlock, Rule
 
 
-def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
-    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
-
-
-async def humans(hc: HubClient, *names: str) -> list[str]:
-    out = []
-    for name in names:
-        client = await hc.register_human(Passport(name=name, kind="human"))
-        assert client.agent_id is not None
-        out.append(client.agent_id)
-    return out
-
-
 async def test_the_demo_conversation_elides_early_turns_and_a_preview_shows_them():
-    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(None, **quiet())
     hc = HubClient.local(hub)
     try:
-        demo = await start_demo(hc)
-        await asyncio.wait_for(demo.run(), timeout=15)
-        await demo.close()
+        demo = await run_demo(hc)
         [conv] = [
             md
             for md in hub.query_channels(include_terminal=True, limit=None)

@@ -10,9 +10,9 @@ import importlib
 from typing import Any
 
 import pytest
-from support import CountingCold, Ticker
+from support import CountingCold, Ticker, humans, text
 
-from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net import Envelope, Hub, HubClient
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import visibility
 from ag2net.hub.probe import channel_log
@@ -20,19 +20,6 @@ from ag2net.store import SqliteStore
 from ag2net.views.wal import WalLog
 
 visibility_module = importlib.import_module("ag2net.debug.visibility")
-
-
-def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
-    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
-
-
-async def humans(hc: HubClient, *names: str) -> list[str]:
-    out = []
-    for name in names:
-        client = await hc.register_human(Passport(name=name, kind="human"))
-        assert client.agent_id is not None
-        out.append(client.agent_id)
-    return out
 
 
 def unbind(hub: Hub, *agent_ids: str) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from pg_server import pg_server_fixture
-from support import CountingCold
+from support import CountingCold, text
 
-from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
+from ag2net import Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
 from ag2net.hub.probe import channel_log, projection_delta
@@ -41,10 +41,6 @@ async def target(request, tmp_path) -> Path | str:
     if request.param == "sqlite":
         return tmp_path / "s.db"
     return await request.getfixturevalue("pg_server").fresh_url()
-
-
-def text(channel_id: str, sender_id: str, body: str, audience: list[str] | None = None) -> Envelope:
-    return Envelope(channel_id, sender_id, audience, EV_TEXT, {"text": body})
 
 
 async def open_hub(path: Path | str) -> Hub:
