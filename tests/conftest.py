@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_server import pg_server_fixture
 from support import quiet
 
 from ag2net.hub import Hub
@@ -91,6 +92,13 @@ async def hub(store_factory, make_hub):
 async def sqlite_hub(make_hub, tmp_path):
     """A quiet hub on a real SQLite file (``tmp_path / "hub.db"``): every write a real commit."""
     return await make_hub(SqliteStore(tmp_path / "hub.db"))
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's throwaway PostgreSQL server (tests/pg_server.py), started by the first test that asks;
+    ``await pg_server.fresh_url()`` is a fresh schema on it. Skips the test, with the reason, without one."""
+    yield from pg_server_fixture()
 
 
 @pytest.fixture

@@ -9,17 +9,15 @@ also see a wrong password refused.
 ``initdb`` and the server refuse to run as root: as root they run as the ``postgres`` user (Debian's
 package creates it) through ``runuser``, with the temp dir owned by that user.
 
-In a test module::
-
-    from pg_server import pg_server_fixture
+tests/conftest.py declares the suite's one fixture::
 
     @pytest.fixture(scope="session")
     def pg_server():
         yield from pg_server_fixture()
 
-Every module that declares the fixture shares one server per pytest process (reference counted), and it
-is stopped when the last of them is torn down (or at interpreter exit, whichever comes first). Tests get a
-fresh schema each (``await pg_server.fresh_url()``) so no test sees another's tables.
+Every fixture that does so shares one server per pytest process (reference counted), and it is stopped
+when the last of them is torn down (or at interpreter exit, whichever comes first). Tests get a fresh
+schema each (``await pg_server.fresh_url()``) so no test sees another's tables.
 
 The shared server runs with ``fsync=off``: the tests kill client processes, never the machine, so what
 the server acknowledged stays acknowledged, and creating a schema's tables or committing does not wait

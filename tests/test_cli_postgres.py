@@ -9,16 +9,8 @@ import socket
 import subprocess
 import sys
 
-import pytest
-from pg_server import pg_server_fixture
-
 from ag2net import Hub, HubClient, Passport
 from ag2net.store import open_store
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

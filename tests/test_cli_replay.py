@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from pg_server import pg_server_fixture
 from support import quiet, run_demo
 
 from ag2net import Hub, HubClient
@@ -222,11 +221,6 @@ def test_every_bad_input_is_one_sentence_with_exit_2(demo_db, tmp_path):
     # the unknown agent's sentence lists who is there
     sentence = one_sentence(run_cli("--db", str(db), ref, "--at", "1", "--model", "zed=replay"))
     assert sentence.endswith(f"'zed' is not an agent of conversation·{ref} (its agents: coder, critic)")
-
-
-@pytest.fixture(scope="module")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 async def test_replay_reads_a_postgres_database_by_url_and_from_the_environment(pg_server):

@@ -25,7 +25,6 @@ import time
 
 import pytest
 import websockets
-from pg_server import pg_server_fixture
 
 from ag2net import HubClient, Passport
 from ag2net.envelope import EV_TEXT, Envelope
@@ -35,11 +34,6 @@ from ag2net.transport.ws import ConnectionLostError
 
 TAKEOVER_LIMIT = 10.0  # seconds from kill -9 of the active to the standby admitting (measured: ~0.5-1.5 s)
 START_LIMIT = 60.0
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 def free_port() -> int:

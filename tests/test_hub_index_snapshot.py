@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_server import pg_server_fixture
 from support import CountingCold, text
 
 from ag2net import Envelope, Hub, HubClient, Passport
@@ -28,11 +27,6 @@ from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import WalLog
 
 N = 3000  # a load reads the newest 256 (the cache's window is 1,000): most live in the store only
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -15,17 +15,12 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from pg_server import DATABASE, pg_server_fixture
+from pg_server import DATABASE
 
 from ag2net.server.leadership import DEFAULT_LEASE, EMBEDDED_LEASE, LOST_EXIT_CODE, Leadership, lock_key
 from ag2net.store.postgres import StoreFenced
 
 HUB_OPTIONS = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture

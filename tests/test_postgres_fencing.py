@@ -9,15 +9,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pg_server import pg_server_fixture
 
 from ag2net.store import PostgresStore, StoreError
 from ag2net.store.postgres import StoreFenced
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture

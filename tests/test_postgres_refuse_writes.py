@@ -11,7 +11,7 @@ import asyncio
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from pg_server import DATABASE, pg_server_fixture
+from pg_server import DATABASE
 
 from ag2net.server.leadership import LOST_EXIT_CODE, Leadership, lock_key
 from ag2net.store import PostgresStore, StoreError
@@ -19,11 +19,6 @@ from ag2net.store.postgres import StoreFenced
 
 HUB_OPTIONS = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
 REASON = "this hub is read-only now; attach to the hub that serves the database with --connect ws://HOST:PORT"
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture

@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pg_server import USER, pg_server_fixture
+from pg_server import USER
 
 import ag2net.store.postgres as pg_store
 from ag2net.store import PostgresStore, StoreError, open_store
 from ag2net.store.postgres import redact_url
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture

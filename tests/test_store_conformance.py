@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_server import pg_server_fixture
 
 from ag2net.errors import NetworkError
 from ag2net.ids import ManualClock
@@ -36,11 +35,6 @@ from ag2net.store.base import BlockReader
 # (the default with fsync=True).
 KINDS = ["memory", "sqlite", "sqlite-thread", "postgres"]
 DURABLE = ["sqlite", "sqlite-thread", "postgres"]
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 class Backend:

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from pg_server import DATABASE, pg_server_fixture
+from pg_server import DATABASE
 from support import until
 from test_failover import HubProcess, client, free_port, wait_for
 
@@ -31,11 +31,6 @@ from tui.app import WorkbenchApp
 from tui.settings import Settings
 
 HUB_OPTIONS: dict[str, Any] = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0}
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    yield from pg_server_fixture()
 
 
 @pytest.fixture
