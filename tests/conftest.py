@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_server import pg_server_fixture
-from support import quiet
 
 from ag2net.hub import Hub
 from ag2net.store import MemoryStore, SqliteStore
@@ -69,6 +67,8 @@ def store_factory(request, tmp_path):
 async def make_hub(request):
     """Opens hubs (``await make_hub(store, **settings)``) with ``support.quiet()`` settings, the test's ``hub``
     mark's over them and ``settings`` over both; closes every one it opened after the test, last first."""
+    from support import quiet  # here, not at the top: test_user_dirs*.py run this file without its neighbours
+
     marked = {key: value for key, value in _hub_mark(request.node).items() if key != "store"}
     opened: list[Hub] = []
 
@@ -98,6 +98,8 @@ async def sqlite_hub(make_hub, tmp_path):
 def pg_server():
     """The session's throwaway PostgreSQL server (tests/pg_server.py), started by the first test that asks;
     ``await pg_server.fresh_url()`` is a fresh schema on it. Skips the test, with the reason, without one."""
+    from pg_server import pg_server_fixture  # here: test_user_dirs*.py run this file without its neighbours
+
     yield from pg_server_fixture()
 
 
