@@ -75,13 +75,18 @@ async def test_every_tool_answers_small_on_the_demo(demo_db):
         assert critic["sender"] == "critic" and critic["text"].startswith("On “where do we start?”")
         one = await answer(client, "envelope", {"channel": pairing, "envelope_id": critic["envelope_id"]})
         assert one["seq"] == 5 and one["caused_by"]["seq"] == 4 and one["led_to"][0]["seq"] == 6
-        assert {c["participant"]: c["reason"] for c in one["seen_by"]} == {"coder": "delivered", "critic": "sender"}
+        assert {c["participant"]: c["reason"] for c in one["seen_by"]} == {
+            "coder": "delivered",
+            "critic": "sender",
+        }
         proj = await answer(client, "projection", {"channel": pairing, "participant": "critic", "at_seq": 4})
         assert proj["events_total"] == 1 and proj["events"][0]["type"] == "model_request"
         turns = await answer(client, "turns", {"channel": pairing, "participant": "critic", "limit": 2})
         assert turns["turns_total"] == 8 and [t["turn"] for t in turns["turns"]] == [1, 2]
         assert turns["turns"][0]["reply"] == critic["text"] and "say" in turns["turns"][0]["tools_offered"]
-        diff = await answer(client, "compare_turns", {"channel": pairing, "participant": "critic", "a": 1, "b": 2})
+        diff = await answer(
+            client, "compare_turns", {"channel": pairing, "participant": "critic", "a": 1, "b": 2}
+        )
         assert diff["history"]["a"] < diff["history"]["b"] and diff["history"]["added"]
         vis = await answer(client, "visibility", {"channel": pairing, "from_seq": 4, "limit": 2})
         assert [r["seq"] for r in vis["rows"]] == [4, 5] and vis["next_cursor"]
@@ -91,7 +96,9 @@ async def test_every_tool_answers_small_on_the_demo(demo_db):
         assert critic["envelope_id"] in tree["chain"] and tree["nodes"][0]["level"] == 0
         dry = await answer(client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok"})
         assert dry["admitted"] is False and "closed" in dry["refusal"]  # the demo's channels are closed now
-        dry = await answer(client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok", "at_seq": 4})
+        dry = await answer(
+            client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok", "at_seq": 4}
+        )
         assert dry["admitted"] is True and [r["name"] for r in dry["recipients"]] == ["coder"]
         same = await answer(client, "replay", {"channel": pairing, "at_seq": 1})
         assert same["identical"] is True and same["verdict"] == "completed: 20 of 20 envelopes reproduced"
@@ -140,15 +147,21 @@ async def test_bad_arguments_are_refused_in_one_sentence_naming_the_fix(demo_db)
             "no such": await refusal(client, "read_wal", {"channel": "nowhere"}),
             "two": await refusal(client, "read_wal", {"channel": "conversation"}),
             "filter": await refusal(client, "read_wal", {"channel": pairing, "filter": 're:"/(/"'}),
-            "view": await refusal(client, "projection", {"channel": pairing, "participant": "critic", "view": "x"}),
+            "view": await refusal(
+                client, "projection", {"channel": pairing, "participant": "critic", "view": "x"}
+            ),
             "who": await refusal(client, "turns", {"channel": pairing, "participant": "planner"}),
             "seq": await refusal(client, "state_at", {"channel": pairing, "seq": 999}),
             "tool": await refusal(client, "explain", {}),
             "dry": await refusal(client, "dry_run", {"channel": pairing, "sender": "critic"}),
-            "model": await refusal(client, "replay", {"channel": pairing, "at_seq": 1, "models": {"critic": "gpt"}}),
+            "model": await refusal(
+                client, "replay", {"channel": pairing, "at_seq": 1, "models": {"critic": "gpt"}}
+            ),
         }
     assert said["no channel"].startswith("read_wal needs 'channel' (the channel: its label")
-    assert said["unknown"].startswith("read_wal has no argument 'chanel'; its arguments are channel, from_seq")
+    assert said["unknown"].startswith(
+        "read_wal has no argument 'chanel'; its arguments are channel, from_seq"
+    )
     assert said["type"] == 'read_wal: limit must be a whole number, got "ten"; give a whole number'
     assert said["no such"].endswith("call list_channels for the labels")
     assert said["two"].startswith("channel 'conversation' names 2 channels (")
@@ -164,7 +177,9 @@ async def test_post_is_refused_without_allow_post(demo_db):
     db, steps = demo_db
     async with stdio_session("--db", str(db)) as client:
         names = [t.name for t in (await client.list_tools()).tools]
-        sentence = await refusal(client, "post", {"channel": label(steps["pairing"], "conversation"), "text": "hi"})
+        sentence = await refusal(
+            client, "post", {"channel": label(steps["pairing"], "conversation"), "text": "hi"}
+        )
     assert "post" not in names
     assert sentence == (
         "post is off: this server is read-only; restart it with 'ag2net mcp --connect ws://HOST:PORT --allow-post' "
@@ -184,7 +199,11 @@ async def test_resources_are_the_channels_and_the_peer_cards(demo_db):
     assert f"ag2net://channels/{pairing}" in uris and "ag2net://peers/critic" in uris
     assert [t.uri_template for t in templates] == ["ag2net://channels/{label}", "ag2net://peers/{name}"]
     data = json.loads(channel.contents[0].text)
-    assert data["label"] == pairing and data["participant_names"] == ["coder", "critic"] and data["wal_count"] == 20
+    assert (
+        data["label"] == pairing
+        and data["participant_names"] == ["coder", "critic"]
+        and data["wal_count"] == 20
+    )
     assert card.contents[0].text.startswith("---\ntitle: Critic\n")
 
 
@@ -239,7 +258,9 @@ def test_print_config_registers_this_server_with_coding_agents(demo_db):
     assert f"claude mcp add ag2net -- ag2net mcp --db {db.resolve()}" in text
     start = text.index("{")
     entry = json.loads(text[start : text.index("\n}\n", start) + 2])
-    assert entry == {"mcpServers": {"ag2net": {"command": "ag2net", "args": ["mcp", "--db", str(db.resolve())]}}}
+    assert entry == {
+        "mcpServers": {"ag2net": {"command": "ag2net", "args": ["mcp", "--db", str(db.resolve())]}}
+    }
     assert "[mcp_servers.ag2net]" in text and "skills/debug-network/SKILL.md" in text
     http = run_cli("--db", str(db), "--http", "127.0.0.1:8770", "--http-token", "secret", "--print-config")
     assert http.returncode == 0 and "secret" not in http.stdout
@@ -251,7 +272,9 @@ def test_the_core_does_not_import_the_sdk():
         "import sys, ag2net, ag2net.cli, ag2net.cli.commands, ag2net.mcp, ag2net.mcp.cli, ag2net.mcp.calls; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'uvicorn', 'starlette')))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), cwd=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env(), cwd=str(ROOT)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -269,7 +292,9 @@ def test_the_skill_is_a_skill_card_naming_only_real_tools():
     assert parsed.frontmatter["name"] == "debug-network" and parsed.frontmatter["description"]
     assert isinstance(parsed.frontmatter["expertise"], list)
     names = {t.name for t in TOOLS}
-    steps = re.findall(r"\*\*[^*]+\*\* `(\w+)`", parsed.body) + re.findall(r"^\d\. \*\*.*?\*\* `(\w+)`", parsed.body)
+    steps = re.findall(r"\*\*[^*]+\*\* `(\w+)`", parsed.body) + re.findall(
+        r"^\d\. \*\*.*?\*\* `(\w+)`", parsed.body
+    )
     assert steps and set(steps) <= names
     for name in ORDER:
         assert f"`{name}`" in parsed.body, name
@@ -286,6 +311,10 @@ def test_the_command_is_mounted_on_ag2net_when_the_group_lists_it():
 
         pytest.skip("ag2net/cli/commands.py does not mount mcp yet")
     done = subprocess.run(
-        [sys.executable, "-m", "ag2net.cli", "mcp", "--help"], capture_output=True, text=True, env=env(), cwd=str(ROOT)
+        [sys.executable, "-m", "ag2net.cli", "mcp", "--help"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        cwd=str(ROOT),
     )
     assert done.returncode == 0 and "--print-config" in done.stdout

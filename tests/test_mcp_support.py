@@ -23,7 +23,7 @@ from ag2net.store import SqliteStore
 
 pytest.importorskip("mcp", reason="needs the 'mcp' extra")
 
-from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = 1200
@@ -33,7 +33,9 @@ LONG = 1200
 async def make_demo_db(db: Path) -> dict[str, str]:
     """The demo network run once into ``db``, plus ana and ben's conversation of ``LONG`` texts;
     channel id → what it was opened for."""
-    hub = await Hub.open(SqliteStore(db), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5)
+    hub = await Hub.open(
+        SqliteStore(db), ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=5
+    )
     hc = HubClient.local(hub)
     try:
         demo = await start_demo(hc)
@@ -64,7 +66,9 @@ def env() -> dict[str, str]:
 
 
 def server_params(*args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "ag2net.mcp.cli", *args], env=env(), cwd=str(ROOT))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "ag2net.mcp.cli", *args], env=env(), cwd=str(ROOT)
+    )
 
 
 @contextlib.asynccontextmanager
@@ -91,7 +95,9 @@ async def refusal(client: Any, tool: str, arguments: dict[str, Any] | None = Non
     [content] = result.content
     sentence = content.text
     assert "\n" not in sentence and "Traceback" not in sentence, sentence
-    assert "; " in sentence or " one of " in sentence, f"names no fix: {sentence}"  # what is wrong; what to do
+    assert "; " in sentence or " one of " in sentence, (
+        f"names no fix: {sentence}"
+    )  # what is wrong; what to do
     assert not sentence.endswith("."), sentence
     return sentence
 
@@ -118,4 +124,8 @@ def one_sentence(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, list[str]]:
-    return hashlib.sha256(path.read_bytes()).digest(), path.stat().st_mtime_ns, sorted(os.listdir(path.parent))
+    return (
+        hashlib.sha256(path.read_bytes()).digest(),
+        path.stat().st_mtime_ns,
+        sorted(os.listdir(path.parent)),
+    )

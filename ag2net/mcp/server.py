@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,11 +33,25 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(net: Network, *, allow_post: bool = False) -> Server[Any]:
-    """The SDK server answering from ``net``; ``post`` is listed and callable only with ``allow_post``."""
-    from ag2net.version import __version__ as version
+RESOURCE_TEMPLATES = [
+    types.ResourceTemplate(
+        uri_template="ag2net://channels/{label}",
+        name="channel",
+        description="A channel's metadata, participants and WAL length, by its label.",
+        mime_type="application/json",
+    ),
+    types.ResourceTemplate(
+        uri_template="ag2net://peers/{name}",
+        name="peer",
+        description="An agent's skill card (SKILL.md), by its name.",
+        mime_type="text/markdown",
+    ),
+]
 
-    tools = [
+
+def sdk_tools(allow_post: bool) -> list[types.Tool]:
+    """The tools as the SDK's ``Tool``s, in their fixed order."""
+    return [
         types.Tool(
             name=spec.name,
             description=spec.description,
@@ -45,6 +60,13 @@ def build_server(net: Network, *, allow_post: bool = False) -> Server[Any]:
         )
         for spec in listed(allow_post)
     ]
+
+
+def build_server(net: Network, *, allow_post: bool = False) -> Server[Any]:
+    """The SDK server answering from ``net``; ``post`` is listed and callable only with ``allow_post``."""
+    from ag2net.version import __version__ as version
+
+    tools = sdk_tools(allow_post)
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -77,22 +99,7 @@ def build_server(net: Network, *, allow_post: bool = False) -> Server[Any]:
     async def on_list_resource_templates(
         ctx: ServerRequestContext[Any], params: Any
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(
-            resource_templates=[
-                types.ResourceTemplate(
-                    uri_template="ag2net://channels/{label}",
-                    name="channel",
-                    description="A channel's metadata, participants and WAL length, by its label.",
-                    mime_type="application/json",
-                ),
-                types.ResourceTemplate(
-                    uri_template="ag2net://peers/{name}",
-                    name="peer",
-                    description="An agent's skill card (SKILL.md), by its name.",
-                    mime_type="text/markdown",
-                ),
-            ]
-        )
+        return types.ListResourceTemplatesResult(resource_templates=RESOURCE_TEMPLATES)
 
     async def on_read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -170,21 +177,52 @@ async def serve_http(
         app = _BearerToken(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     web = _QuietServer(config)
+    sock = listening_socket(host, port)
     if ready is not None:
         original = web.startup
 
         async def startup(sockets: Any = None) -> None:
             await original(sockets=sockets)
-            bound = [s.getsockname()[1] for srv in web.servers for s in (srv.sockets or [])]
-            ready(bound[0] if bound else port)
+            if web.started:
+                ready(sock.getsockname()[1])
 
         web.startup = startup  # type: ignore[method-assign]
-    with stopping_with(lambda: setattr(web, "should_exit", True)):
-        await web.serve()
-    if not web.started:
+    try:
+        with stopping_with(lambda: setattr(web, "should_exit", True)):
+            await web.serve(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening; a ``Refusal`` naming the reason otherwise."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as exc:
         raise Refusal(
-            f"--http {host}:{port}: cannot listen there (in use, or not an address of this machine)"
-        )
+            f"--http {host}:{port}: {host!r} is not an address here ({exc}); give 127.0.0.1 or a local address"
+        ) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise Refusal(
+            f"--http {host}:{port}: cannot listen there ({reason}); choose another port or address"
+        ) from None
+    sock.set_inheritable(False)
+    return sock
 
 
-__all__ = ["INSTRUCTIONS", "build_server", "serve_http", "serve_stdio"]
+__all__ = [
+    "INSTRUCTIONS",
+    "RESOURCE_TEMPLATES",
+    "build_server",
+    "listening_socket",
+    "sdk_tools",
+    "serve_http",
+    "serve_stdio",
+]
