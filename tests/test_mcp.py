@@ -318,3 +318,26 @@ def test_the_command_is_mounted_on_ag2net_when_the_group_lists_it():
         cwd=str(ROOT),
     )
     assert done.returncode == 0 and "--print-config" in done.stdout
+
+
+async def test_a_database_a_hub_writes_meanwhile_is_read_afresh(demo_db, tmp_path):
+    import shutil
+
+    from ag2net import Hub, HubClient
+    from ag2net.store import SqliteStore
+
+    db, steps = demo_db
+    copy = tmp_path / "live.db"
+    shutil.copy(db, copy)
+    long = label(steps["long"], "conversation")
+    async with stdio_session("--db", str(copy)) as client:
+        before = await answer(client, "read_wal", {"channel": long, "from_seq": LONG + 3})
+        hub = await Hub.open(SqliteStore(copy), ttl_sweep_interval=0, expectation_sweep_interval=0)
+        hc = HubClient.local(hub)
+        ana = await hc.attach_human("ana")
+        await ana.send(steps["long"], "one more, written while the server runs")
+        await hc.close()
+        await hub.close()
+        after = await answer(client, "read_wal", {"channel": long, "from_seq": LONG + 3})
+    assert before["wal_count"] == LONG + 3 and after["wal_count"] == LONG + 4
+    assert after["envelopes"][-1]["text"] == "one more, written while the server runs"
