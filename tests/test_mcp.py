@@ -69,6 +69,9 @@ async def test_every_tool_answers_small_on_the_demo(demo_db):
         assert {c["label"] for c in channels["channels"]} >= {pairing}
         only = await answer(client, "list_channels", {"type": "workflow", "participant": "reviewer"})
         assert [c["type"] for c in only["channels"]] == ["workflow"]
+        typed = await answer(client, "list_channels", {"query": "conversation critic"})
+        assert [c["label"] for c in typed["channels"]] == [pairing]
+        assert (await answer(client, "list_channels", {"query": pairing[-4:]}))["total"] == 1
         wal = await answer(client, "read_wal", {"channel": pairing, "limit": 5})
         assert [e["seq"] for e in wal["envelopes"]] == [1, 2, 3, 4, 5] and wal["wal_count"] == 20
         critic = wal["envelopes"][4]

@@ -17,6 +17,16 @@ SCAN = 5000
 """Envelopes a filtered ``read_wal`` reads at most per call before it answers with a cursor."""
 
 
+def _listed(net: Network, md: Any, query: str) -> bool:
+    """Whether the workbench's channel list shows ``md`` under the filter ``query`` (``ChannelRow.matches``,
+    or one word inside its label)."""
+    from tui.source import channel_row
+
+    words = query.lower().split()
+    label = net.label_for(md.channel_id).lower()
+    return channel_row(md, net.name_for).matches(query) or (len(words) == 1 and words[0] in label)
+
+
 async def list_channels(net: Network, args: dict[str, Any]) -> dict[str, Any]:
     channels = await net.channels()
     stats = await net.hc.channel_stats()
@@ -28,6 +38,8 @@ async def list_channels(net: Network, args: dict[str, Any]) -> dict[str, Any]:
         if (want_type and md.manifest.type != want_type) or (want_state and state != want_state):
             continue
         if who is not None and who not in md.participant_ids():
+            continue
+        if args.get("query") and not _listed(net, md, args["query"]):
             continue
         rows.append(
             {

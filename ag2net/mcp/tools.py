@@ -76,6 +76,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "type": _s("Only channels of this type (conversation, discussion, consulting, workflow, …)."),
             "state": _s("Only channels in this state (open, closed, …)."),
             "participant": _s("Only channels this agent (name or id) takes part in."),
+            "query": _s(
+                "The channel list's filter: words its type, state, id, participants or close reason all contain."
+            ),
             "limit": _i("Channels per page.", 20, 1, 100),
             "cursor": CURSOR,
         },
