@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from test_mcp_support import (
     LONG,
@@ -62,49 +63,52 @@ async def test_the_tools_are_listed_in_a_fixed_order_with_schemas_and_one_line_d
 
 async def test_every_tool_answers_small_on_the_demo(demo_db):
     db, steps = demo_db
-    pairing = label(steps["pairing"], "conversation")
     async with stdio_session("--db", str(db)) as client:
-        channels = await answer(client, "list_channels", {})
-        assert channels["total"] == 7 and channels["next_cursor"] is None
-        assert {c["label"] for c in channels["channels"]} >= {pairing}
-        only = await answer(client, "list_channels", {"type": "workflow", "participant": "reviewer"})
-        assert [c["type"] for c in only["channels"]] == ["workflow"]
-        typed = await answer(client, "list_channels", {"query": "conversation critic"})
-        assert [c["label"] for c in typed["channels"]] == [pairing]
-        assert (await answer(client, "list_channels", {"query": pairing[-4:]}))["total"] == 1
-        wal = await answer(client, "read_wal", {"channel": pairing, "limit": 5})
-        assert [e["seq"] for e in wal["envelopes"]] == [1, 2, 3, 4, 5] and wal["wal_count"] == 20
-        critic = wal["envelopes"][4]
-        assert critic["sender"] == "critic" and critic["text"].startswith("On “where do we start?”")
-        one = await answer(client, "envelope", {"channel": pairing, "envelope_id": critic["envelope_id"]})
-        assert one["seq"] == 5 and one["caused_by"]["seq"] == 4 and one["led_to"][0]["seq"] == 6
-        assert {c["participant"]: c["reason"] for c in one["seen_by"]} == {
-            "coder": "delivered",
-            "critic": "sender",
-        }
-        proj = await answer(client, "projection", {"channel": pairing, "participant": "critic", "at_seq": 4})
-        assert proj["events_total"] == 1 and proj["events"][0]["type"] == "model_request"
-        turns = await answer(client, "turns", {"channel": pairing, "participant": "critic", "limit": 2})
-        assert turns["turns_total"] == 8 and [t["turn"] for t in turns["turns"]] == [1, 2]
-        assert turns["turns"][0]["reply"] == critic["text"] and "say" in turns["turns"][0]["tools_offered"]
-        diff = await answer(
-            client, "compare_turns", {"channel": pairing, "participant": "critic", "a": 1, "b": 2}
-        )
-        assert diff["history"]["a"] < diff["history"]["b"] and diff["history"]["added"]
-        vis = await answer(client, "visibility", {"channel": pairing, "from_seq": 4, "limit": 2})
-        assert [r["seq"] for r in vis["rows"]] == [4, 5] and vis["next_cursor"]
-        state = await answer(client, "state_at", {"channel": pairing, "seq": 5})
-        assert state["seq"] == 5 and state["lifecycle"] == "active" and state["sender"] == "critic"
-        tree = await answer(client, "causation", {"envelope_id": critic["envelope_id"]})
-        assert critic["envelope_id"] in tree["chain"] and tree["nodes"][0]["level"] == 0
-        dry = await answer(client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok"})
-        assert dry["admitted"] is False and "closed" in dry["refusal"]  # the demo's channels are closed now
-        dry = await answer(
-            client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok", "at_seq": 4}
-        )
-        assert dry["admitted"] is True and [r["name"] for r in dry["recipients"]] == ["coder"]
-        same = await answer(client, "replay", {"channel": pairing, "at_seq": 1})
-        assert same["identical"] is True and same["verdict"] == "completed: 20 of 20 envelopes reproduced"
+        await every_tool(client, steps)
+
+
+async def every_tool(client: Any, steps: dict[str, str]) -> None:
+    """Call every tool (but post) on the demo and check what it answers: small, and right."""
+    pairing = label(steps["pairing"], "conversation")
+    channels = await answer(client, "list_channels", {})
+    assert channels["total"] == 7 and channels["next_cursor"] is None
+    assert {c["label"] for c in channels["channels"]} >= {pairing}
+    only = await answer(client, "list_channels", {"type": "workflow", "participant": "reviewer"})
+    assert [c["type"] for c in only["channels"]] == ["workflow"]
+    typed = await answer(client, "list_channels", {"query": "conversation critic"})
+    assert [c["label"] for c in typed["channels"]] == [pairing]
+    assert (await answer(client, "list_channels", {"query": pairing[-4:]}))["total"] == 1
+    wal = await answer(client, "read_wal", {"channel": pairing, "limit": 5})
+    assert [e["seq"] for e in wal["envelopes"]] == [1, 2, 3, 4, 5] and wal["wal_count"] == 20
+    critic = wal["envelopes"][4]
+    assert critic["sender"] == "critic" and critic["text"].startswith("On “where do we start?”")
+    one = await answer(client, "envelope", {"channel": pairing, "envelope_id": critic["envelope_id"]})
+    assert one["seq"] == 5 and one["caused_by"]["seq"] == 4 and one["led_to"][0]["seq"] == 6
+    assert {c["participant"]: c["reason"] for c in one["seen_by"]} == {
+        "coder": "delivered",
+        "critic": "sender",
+    }
+    proj = await answer(client, "projection", {"channel": pairing, "participant": "critic", "at_seq": 4})
+    assert proj["events_total"] == 1 and proj["events"][0]["type"] == "model_request"
+    turns = await answer(client, "turns", {"channel": pairing, "participant": "critic", "limit": 2})
+    assert turns["turns_total"] == 8 and [t["turn"] for t in turns["turns"]] == [1, 2]
+    assert turns["turns"][0]["reply"] == critic["text"] and "say" in turns["turns"][0]["tools_offered"]
+    diff = await answer(
+        client, "compare_turns", {"channel": pairing, "participant": "critic", "a": 1, "b": 2}
+    )
+    assert diff["history"]["a"] < diff["history"]["b"] and diff["history"]["added"]
+    vis = await answer(client, "visibility", {"channel": pairing, "from_seq": 4, "limit": 2})
+    assert [r["seq"] for r in vis["rows"]] == [4, 5] and vis["next_cursor"]
+    state = await answer(client, "state_at", {"channel": pairing, "seq": 5})
+    assert state["seq"] == 5 and state["lifecycle"] == "active" and state["sender"] == "critic"
+    tree = await answer(client, "causation", {"envelope_id": critic["envelope_id"]})
+    assert critic["envelope_id"] in tree["chain"] and tree["nodes"][0]["level"] == 0
+    dry = await answer(client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok"})
+    assert dry["admitted"] is False and "closed" in dry["refusal"]  # the demo's channels are closed now
+    dry = await answer(client, "dry_run", {"channel": pairing, "sender": "critic", "text": "ok", "at_seq": 4})
+    assert dry["admitted"] is True and [r["name"] for r in dry["recipients"]] == ["coder"]
+    same = await answer(client, "replay", {"channel": pairing, "at_seq": 1})
+    assert same["identical"] is True and same["verdict"] == "completed: 20 of 20 envelopes reproduced"
     for data in (channels, wal, one, proj, turns, diff, vis, state, tree, dry, same):
         assert len(json.dumps(data)) < 20_000
 

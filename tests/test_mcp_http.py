@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_mcp import every_tool
 from test_mcp_support import ROOT, answer, demo_db, env, refusal, stdio_session
 
 from ag2net import Hub, HubClient
@@ -77,6 +78,7 @@ async def test_over_http_with_a_token_the_tools_answer_and_page(demo_db):
             turns = await answer(client, "turns", {"channel": pairing, "participant": "critic", "turn": 3})
             vis = await answer(client, "visibility", {"channel": pairing, "from_seq": 9, "limit": 1})
             sentence = await refusal(client, "post", {"channel": pairing, "text": "hi"})
+            await every_tool(client, steps)
         async with httpx2.AsyncClient() as bare:
             unauthorized = await bare.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             wrong = await bare.post(url, json={}, headers={"Authorization": "Bearer nope"})

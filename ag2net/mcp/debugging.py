@@ -246,7 +246,7 @@ async def replay(net: Network, args: dict[str, Any]) -> dict[str, Any]:
     at = args["at_seq"]
     if not 0 <= at <= total:
         raise Refusal(f"replay: at_seq {at} is out of range; give a seq from 0 to {total}")
-    key = query_key("replay", args)
+    key = f"{query_key('replay', args)}:{cid}:{total}"  # a channel that grew is replayed again
     record = _REPLAYS.get(key)
     if record is None:
         overrides, shown = _overrides(net, md, args)
