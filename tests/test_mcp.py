@@ -56,6 +56,7 @@ async def test_the_tools_are_listed_in_a_fixed_order_with_schemas_and_one_line_d
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"])
+        assert not [k for k in schema["required"] if "default" in schema["properties"][k]], tool.name
         for name, prop in schema["properties"].items():
             assert prop.get("description"), (tool.name, name)
         assert tool.annotations.read_only_hint is True

@@ -46,14 +46,11 @@ def _s(description: str, **extra: Any) -> dict[str, Any]:
     return {"type": "string", "description": description, **extra}
 
 
-def _i(description: str, default: int, low: int, high: int) -> dict[str, Any]:
-    return {
-        "type": "integer",
-        "description": description,
-        "default": default,
-        "minimum": low,
-        "maximum": high,
-    }
+def _i(description: str, default: int | None, low: int, high: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "description": description, "minimum": low, "maximum": high}
+    if default is not None:
+        schema["default"] = default
+    return schema
 
 
 CHANNEL = _s(
@@ -103,7 +100,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "One envelope in full, with who could see it (delivered, why not, what each model got) and its causation links.",
         {
             "channel": CHANNEL,
-            "seq": _i("The envelope's seq (or give envelope_id).", 1, 1, 10**12),
+            "seq": _i("The envelope's seq (or give envelope_id).", None, 1, 10**12),
             "envelope_id": _s("The envelope's id (or give seq)."),
             "max_chars": MAX_CHARS,
         },
@@ -115,7 +112,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "channel": CHANNEL,
             "participant": PARTICIPANT,
-            "at_seq": _i("Project the WAL up to this seq (default: all of it, the next turn).", 1, 0, 10**12),
+            "at_seq": _i(
+                "Project the WAL up to this seq (default: all of it, the next turn).", None, 0, 10**12
+            ),
             "view": VIEW,
             "params": VIEW_PARAMS,
             "limit": _i("Events per page.", 30, 1, 200),
@@ -130,7 +129,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "channel": CHANNEL,
             "participant": PARTICIPANT,
-            "turn": _i("Only this turn (1 is the participant's first on the channel).", 1, 1, 10**9),
+            "turn": _i("Only this turn (1 is the participant's first on the channel).", None, 1, 10**9),
             "limit": _i("Turns per page.", 5, 1, 20),
             "max_chars": _i("Clip every text to this many characters.", 200, 20, 20000),
             "cursor": CURSOR,
@@ -143,8 +142,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "channel": CHANNEL,
             "participant": PARTICIPANT,
-            "a": _i("The first turn's number (as turns numbers them).", 1, 1, 10**9),
-            "b": _i("The second turn's number.", 2, 1, 10**9),
+            "a": _i("The first turn's number (as turns numbers them).", None, 1, 10**9),
+            "b": _i("The second turn's number.", None, 1, 10**9),
             "max_chars": _i("Clip every text to this many characters.", 200, 20, 20000),
         },
         ("channel", "participant", "a", "b"),
@@ -172,7 +171,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The protocol state right after a seq (the scrubber): lifecycle, adapter state, who is expected, expectations.",
         {
             "channel": CHANNEL,
-            "seq": _i("The seq (1 is the first envelope).", 1, 1, 10**12),
+            "seq": _i("The seq (1 is the first envelope).", None, 1, 10**12),
             "max_chars": MAX_CHARS,
         },
         ("channel", "seq"),
@@ -201,7 +200,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "items": {"type": "string"},
                 "description": "Names it is addressed to.",
             },
-            "at_seq": _i("Dry-run on a fork of the channel as it was after this seq.", 1, 0, 10**12),
+            "at_seq": _i("Dry-run on a fork of the channel as it was after this seq.", None, 0, 10**12),
             "max_chars": MAX_CHARS,
         },
         ("channel", "sender"),
@@ -211,7 +210,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Fork a channel at a seq and replay it with overrides (views, models, prompts); the comparison and first divergence.",
         {
             "channel": CHANNEL,
-            "at_seq": _i("Fork after this seq (0: before the first envelope).", 1, 0, 10**12),
+            "at_seq": _i("Fork after this seq (0: before the first envelope).", None, 0, 10**12),
             "views": {
                 "type": "object",
                 "additionalProperties": {"type": "object"},
@@ -299,11 +298,7 @@ def check_arguments(tool: ToolSpec, given: dict[str, Any] | None) -> dict[str, A
         if kind is list and not all(isinstance(v, str) for v in value):
             raise Refusal(f'{tool.name}: {key} must be a list of names; give strings, e.g. ["critic"]')
     for key, schema in tool.properties.items():
-        if (
-            key not in args
-            and "default" in schema
-            and key in ("limit", "max_chars", "from_seq", "turns", "timeout")
-        ):
+        if key not in args and "default" in schema:
             args[key] = schema["default"]
     return args
 
