@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from ag2net.errors import NetworkError
 from ag2net.mcp import debugging, reading
 from ag2net.mcp.network import Network, Refusal
 from ag2net.mcp.tools import BY_NAME, check_arguments
+
+logger = logging.getLogger(__name__)
+
+RESOURCE_PAGE = 200
+"""Resources one ``resources/list`` page holds."""
 
 HANDLERS = {
     "list_channels": reading.list_channels,
@@ -53,6 +59,12 @@ async def call_tool(
             raise
         except NetworkError as exc:  # the hub's own refusal: already a sentence
             raise Refusal(f"{name}: {_sentence(str(exc)).rstrip('.')}") from None
+        except Exception as exc:  # a fault of this server, said in one line rather than a traceback
+            logger.exception("tool %s failed", name)
+            raise Refusal(
+                f"{name} failed ({type(exc).__name__}: {_sentence(str(exc))[:200]}); this is a bug of ag2net mcp, "
+                "report it with the arguments that caused it"
+            ) from None
 
 
 # ----------------------------------------------------------------------------------------- resources
@@ -111,4 +123,12 @@ async def read_resource(net: Network, uri: str) -> tuple[str, str]:
     )
 
 
-__all__ = ["CHANNEL_PREFIX", "HANDLERS", "PEER_PREFIX", "call_tool", "read_resource", "resources"]
+__all__ = [
+    "CHANNEL_PREFIX",
+    "HANDLERS",
+    "PEER_PREFIX",
+    "RESOURCE_PAGE",
+    "call_tool",
+    "read_resource",
+    "resources",
+]

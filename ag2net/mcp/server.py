@@ -20,7 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 from ag2net.cli.support import stopping_with
-from ag2net.mcp.calls import call_tool, read_resource, resources
+from ag2net.mcp.calls import RESOURCE_PAGE, call_tool, read_resource, resources
 from ag2net.mcp.network import Network, Refusal
 from ag2net.mcp.tools import listed
 
@@ -86,14 +86,19 @@ def build_server(net: Network, *, allow_post: bool = False) -> Server[Any]:
         )
 
     async def on_list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        cursor = getattr(params, "cursor", None) if params is not None else None
+        start = int(cursor) if cursor and str(cursor).isdigit() else 0
         found = await resources(net)
+        shown = found[start : start + RESOURCE_PAGE]
+        more = start + RESOURCE_PAGE < len(found)
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
                     uri=r["uri"], name=r["name"], description=r["description"], mime_type=r["mime_type"]
                 )
-                for r in found
-            ]
+                for r in shown
+            ],
+            next_cursor=str(start + RESOURCE_PAGE) if more else None,
         )
 
     async def on_list_resource_templates(
