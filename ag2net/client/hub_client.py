@@ -11,14 +11,16 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import utc_now
+from ag2net.protocol import ops
 from ag2net.protocol.observe import ObservedEvent
+from ag2net.protocol.ops import Request, request_of
 from ag2net.protocol.ports import HubPort, InProcessLink, Link, LinkFactory
 from ag2net.tasks import TaskMetadata
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from ag2net.client.turns import TurnPreview, TurnRecord
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class _NotRegisteredError(NotFoundError, ValueError):
@@ -188,16 +191,20 @@ class HubClient:
         """Unregister every identity this client registered, then close."""
         for agent_id in list(self._clients):
             with contextlib.suppress(Exception):
-                await self.call("unregister", agent_id=agent_id)
+                await self.request(ops.Unregister(agent_id=agent_id))
         await self.close()
 
-    async def call(self, op: str, **params: Any) -> Any:
-        """Run a control-plane op on the hub."""
+    async def request(self, request: Request[T]) -> T:
+        """Run one op on the hub: its typed request (``ag2net.protocol.ops``) in, its typed result out."""
         if self._closed:
             raise RuntimeError("HubClient is closed")
         if not self._open:
             await self.open()
-        return await self.link.request(op, params)
+        return await self.link.request(request)
+
+    async def call(self, op: str, **params: Any) -> Any:
+        """Run a control-plane op on the hub by name: ``params`` make the op's typed request."""
+        return await self.request(request_of(op, params))
 
     # ------------------------------------------------------------------ deliveries
 
@@ -240,8 +247,8 @@ class HubClient:
                 "register() is for agent-kind participants; use HubClient.register_human(...) for kind='human' passports"
             )
         resume = resume or Resume()
-        stamped: Passport = await self.call(
-            "register", passport=passport, resume=resume, skill_md=skill_md, rule=rule
+        stamped: Passport = await self.request(
+            ops.Register(passport=passport, resume=resume, skill_md=skill_md, rule=rule)
         )
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
@@ -252,10 +259,11 @@ class HubClient:
 
     async def _bound_identity(self, name: str) -> tuple[Passport, Resume, Rule]:
         """Bind this connection to the existing identity ``name``; its passport, resume and rule."""
-        passport = await self.call("bind", name=name)
+        passport = await self.request(ops.Bind(name=name))
         self._remember(passport)
-        resume = await self.call("get_resume", agent_id=passport.agent_id)
-        rule = await self.call("get_rule", agent_id=passport.agent_id)
+        agent_id = passport.agent_id or ""  # a bound identity is always stamped
+        resume = await self.request(ops.GetResume(agent_id=agent_id))
+        rule = await self.request(ops.GetRule(agent_id=agent_id))
         return passport, resume, rule
 
     def _new_agent_client(
@@ -330,7 +338,7 @@ class HubClient:
                 f"attach({name!r}): since_envelope_id must be an envelope id string, '' (resend everything "
                 f"unacknowledged) or None (resend nothing); got {type(since_envelope_id).__name__}"
             )
-        agent_id = await self.call("find_agent_id", name=name)
+        agent_id = await self.request(ops.FindAgentId(name=name))
         if agent_id is None:
             if passport is None or resume is None:
                 raise _NotRegisteredError(
@@ -348,15 +356,17 @@ class HubClient:
             )
         # Seat the client before binding, so a delivery that arrives right after the bind (or a replayed
         # one) finds it.
-        existing = await self.call("get_agent", name_or_id=agent_id)
-        existing_resume = await self.call("get_resume", agent_id=agent_id)
-        existing_rule = await self.call("get_rule", agent_id=agent_id)
+        existing = await self.request(ops.GetAgent(name_or_id=agent_id))
+        existing_resume = await self.request(ops.GetResume(agent_id=agent_id))
+        existing_rule = await self.request(ops.GetRule(agent_id=agent_id))
         client = self._new_agent_client(
             agent, existing, existing_resume, existing_rule, attach_default_handler
         )
         self._clients[agent_id] = client
         try:
-            bound: Passport = await self.call("bind", name=name, **self._bind_credentials(name, passport))
+            bound: Passport = await self.request(
+                ops.Bind(name=name, **self._bind_credentials(name, passport))
+            )
             self._remember(bound)
             if self.remote and since_envelope_id is not None:
                 await self._resend_unacked(agent_id, since_envelope_id)
@@ -409,7 +419,7 @@ class HubClient:
             raise ValueError(f"register_human() requires kind='human' (or None); got {passport.kind!r}")
         passport.kind = "human"
         resume = resume or Resume()
-        stamped = await self.call("register", passport=passport, resume=resume, rule=rule)
+        stamped = await self.request(ops.Register(passport=passport, resume=resume, rule=rule))
         passport.agent_id = stamped.agent_id
         passport.created_at = stamped.created_at
         self._remember(stamped)
@@ -441,29 +451,29 @@ class HubClient:
                 "rotate_secret: in-process identities have no secret; only a --token server issues them"
             )
         agent_id = self.find_agent_id(name_or_agent_id) or name_or_agent_id
-        result = await self.call("rotate_secret", agent_id=agent_id)
+        result = await self.request(ops.RotateSecret(agent_id=agent_id))
         return result["identity_secret"]
 
     async def unregister_agent(self, agent_id: str) -> None:
-        await self.call("unregister", agent_id=agent_id)
+        await self.request(ops.Unregister(agent_id=agent_id))
         self._forget(agent_id)
 
     async def get_agent(self, name_or_id: str) -> Passport:
-        passport = await self.call("get_agent", name_or_id=name_or_id)
+        passport = await self.request(ops.GetAgent(name_or_id=name_or_id))
         self._remember(passport)
         return passport
 
     async def get_resume(self, agent_id: str) -> Resume:
-        return await self.call("get_resume", agent_id=agent_id)
+        return await self.request(ops.GetResume(agent_id=agent_id))
 
     async def get_rule(self, agent_id: str) -> Rule:
-        return await self.call("get_rule", agent_id=agent_id)
+        return await self.request(ops.GetRule(agent_id=agent_id))
 
     async def get_skill(self, agent_id: str) -> str | None:
-        return await self.call("get_skill", agent_id=agent_id)
+        return await self.request(ops.GetSkill(agent_id=agent_id))
 
     async def get_skill_info(self, agent_id: str) -> dict[str, Any]:
-        return await self.call("get_skill_info", agent_id=agent_id)
+        return await self.request(ops.GetSkillInfo(agent_id=agent_id))
 
     def find_agent_id(self, name: str) -> str | None:
         """Sync lookup from the local name cache (filled by every passport this client has seen)."""
@@ -472,10 +482,10 @@ class HubClient:
         return self._ids_by_name.get(name)
 
     async def find_agent_id_remote(self, name: str) -> str | None:
-        return await self.call("find_agent_id", name=name)
+        return await self.request(ops.FindAgentId(name=name))
 
     async def names_for(self, agent_ids: list[str]) -> dict[str, str]:
-        names = await self.call("names_for", agent_ids=list(agent_ids))
+        names = await self.request(ops.NamesFor(agent_ids=list(agent_ids)))
         for agent_id, name in names.items():
             if name != agent_id:
                 self._names[agent_id] = name
@@ -505,8 +515,8 @@ class HubClient:
         sort_by: str | None = None,
         limit: int | None = 50,
     ) -> list[Passport]:
-        result = await self.call(
-            "list_agents", capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit
+        result = await self.request(
+            ops.ListAgents(capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit)
         )
         passports = [(p) for p in result]
         for p in passports:
@@ -515,16 +525,16 @@ class HubClient:
 
     async def presence(self, agent_ids: list[str] | None = None) -> dict[str, bool]:
         """``{agent_id: online}``: whether each registered identity is bound to a live connection now."""
-        return dict(await self.call("presence", agent_ids=agent_ids))
+        return dict(await self.request(ops.Presence(agent_ids=agent_ids)))
 
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
-        return await self.call("set_resume", agent_id=agent_id, resume=resume)
+        return await self.request(ops.SetResume(agent_id=agent_id, resume=resume))
 
     async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
-        await self.call("set_skill", agent_id=agent_id, skill_md=skill_md)
+        await self.request(ops.SetSkill(agent_id=agent_id, skill_md=skill_md))
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        return await self.call("set_rule", agent_id=agent_id, rule=rule)
+        return await self.request(ops.SetRule(agent_id=agent_id, rule=rule))
 
     # ------------------------------------------------------------------ channels
 
@@ -541,24 +551,25 @@ class HubClient:
         intent: str | None = None,
         labels: dict[str, Any] | None = None,
     ) -> ChannelMetadata:
-        md: ChannelMetadata = await self.call(
-            "create_channel",
-            creator_id=creator_id,
-            manifest_type=manifest_type,
-            manifest_version=manifest_version,
-            participants=participants,
-            required_acks=required_acks,
-            ttl=ttl,
-            knobs=knobs,
-            intent=intent,
-            labels=labels,
+        md: ChannelMetadata = await self.request(
+            ops.CreateChannel(
+                creator_id=creator_id,
+                manifest_type=manifest_type,
+                manifest_version=manifest_version,
+                participants=participants,
+                required_acks=required_acks,
+                ttl=ttl,
+                knobs=knobs,
+                intent=intent,
+                labels=labels,
+            )
         )
         if self.remote:
             await self.names_for(md.participant_ids())
         return self._cache_channel(md)
 
     async def get_channel(self, channel_id: str) -> ChannelMetadata:
-        return self._cache_channel(await self.call("get_channel", channel_id=channel_id))
+        return self._cache_channel(await self.request(ops.GetChannel(channel_id=channel_id)))
 
     def _cache_channel(self, metadata: ChannelMetadata) -> ChannelMetadata:
         """Remember the newest metadata seen for a channel (``adapter_for``/``default_view_policy`` read it
@@ -591,56 +602,61 @@ class HubClient:
     ) -> list[ChannelMetadata]:
         """Channels of ``agent_id``; without it, every channel the hub lets this connection see (in-process:
         all of them; over a socket: those of the identities bound to it), as in ag2."""
-        result = await self.call(
-            "list_channels", agent_id=agent_id, include_terminal=include_terminal, limit=limit
+        result = await self.request(
+            ops.ListChannels(agent_id=agent_id, include_terminal=include_terminal, limit=limit)
         )
         return [self._cache_channel(m) for m in result]
 
     async def channel_stats(self) -> dict[str, dict[str, Any]]:
-        return await self.call("channel_stats")
+        return await self.request(ops.ChannelStats())
 
     async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
-        return await self.call("close_channel", channel_id=channel_id, reason=reason)
+        return await self.request(ops.CloseChannel(channel_id=channel_id, reason=reason))
 
     async def post_envelope(self, envelope: Envelope) -> str:
-        return await self.call("post_envelope", envelope=envelope)
+        return await self.request(ops.PostEnvelope(envelope=envelope))
 
     async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
-        return await self.call("read_wal", channel_id=channel_id, since=since, until=until)
+        return await self.request(ops.ReadWal(channel_id=channel_id, since=since, until=until))
 
     async def read_wal_seq(
         self, channel_id: str, first_seq: int, last_seq: int
     ) -> list[tuple[int, Envelope]]:
-        return await self.call("read_wal_seq", channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
+        return await self.request(
+            ops.ReadWalSeq(channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
+        )
 
     async def read_wal_until(self, channel_id: str, envelope_id: str) -> list[Envelope]:
-        return await self.call("read_wal_until", channel_id=channel_id, envelope_id=envelope_id)
+        return await self.request(ops.ReadWalUntil(channel_id=channel_id, envelope_id=envelope_id))
 
     async def wal_count(self, channel_id: str) -> int:
-        return await self.call("wal_count", channel_id=channel_id)
+        return await self.request(ops.WalCount(channel_id=channel_id))
 
     async def find_envelope_by_causation(
         self, channel_id: str, *, sender_id: str, causation_id: str
     ) -> Envelope | None:
-        return await self.call(
-            "find_envelope_by_causation",
-            channel_id=channel_id,
-            sender_id=sender_id,
-            causation_id=causation_id,
+        return await self.request(
+            ops.FindEnvelopeByCausation(
+                channel_id=channel_id,
+                sender_id=sender_id,
+                causation_id=causation_id,
+            )
         )
 
     async def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
-        return await self.call("can_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type)
+        return await self.request(
+            ops.CanSend(channel_id=channel_id, sender_id=sender_id, event_type=event_type)
+        )
 
     async def explain_send(
         self, channel_id: str, sender_id: str, *, event_type: str | None = None
     ) -> tuple[bool, str]:
-        return await self.call(
-            "explain_send", channel_id=channel_id, sender_id=sender_id, event_type=event_type
+        return await self.request(
+            ops.ExplainSend(channel_id=channel_id, sender_id=sender_id, event_type=event_type)
         )
 
     async def pending_turns_for(self, agent_id: str) -> list[Any]:
-        return await self.call("pending_turns_for", agent_id=agent_id)
+        return await self.request(ops.PendingTurnsFor(agent_id=agent_id))
 
     async def report_turn_failure(
         self, *, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str
@@ -648,13 +664,14 @@ class HubClient:
         """Tell the hub a turn failed. In-process the exception itself reaches the hub's listeners (as in
         ag2); over a socket its text and type name do."""
         local = self._in_process is not None and isinstance(exc, BaseException)
-        await self.call(
-            "report_turn_failure",
-            channel_id=channel_id,
-            agent_id=agent_id,
-            envelope_id=envelope_id,
-            exc_type=type(exc).__name__ if isinstance(exc, BaseException) else "Error",
-            error=exc if local else str(exc),
+        await self.request(
+            ops.ReportTurnFailure(
+                channel_id=channel_id,
+                agent_id=agent_id,
+                envelope_id=envelope_id,
+                exc_type=type(exc).__name__ if isinstance(exc, BaseException) else "Error",
+                error=exc if local else str(exc),
+            )
         )
 
     # ------------------------------------------------------------------ adapters (local helpers)
@@ -711,7 +728,7 @@ class HubClient:
     # ------------------------------------------------------------------ tasks
 
     async def get_task(self, task_id: str) -> TaskMetadata:
-        return await self.call("get_task", task_id=task_id)
+        return await self.request(ops.GetTask(task_id=task_id))
 
     async def list_tasks(
         self,
@@ -721,28 +738,30 @@ class HubClient:
         state: Any = None,
         limit: int = 50,
     ) -> list[TaskMetadata]:
-        result = await self.call(
-            "list_tasks",
-            agent_id=agent_id,
-            channel_id=channel_id,
-            state=getattr(state, "value", state),
-            limit=limit,
+        result = await self.request(
+            ops.ListTasks(
+                agent_id=agent_id,
+                channel_id=channel_id,
+                state=getattr(state, "value", state),
+                limit=limit,
+            )
         )
         return [(t) for t in result]
 
     async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
-        return await self.call("observe_task", metadata=metadata)
+        return await self.request(ops.ObserveTask(metadata=metadata))
 
     async def update_task(
         self, task_id: str, *, state: Any = None, progress: Any = None, result: Any = None, error: Any = None
     ) -> TaskMetadata:
-        return await self.call(
-            "update_task",
-            task_id=task_id,
-            state=getattr(state, "value", state),
-            progress=progress,
-            result=result,
-            error=error,
+        return await self.request(
+            ops.UpdateTask(
+                task_id=task_id,
+                state=getattr(state, "value", state),
+                progress=progress,
+                result=result,
+                error=error,
+            )
         )
 
     async def record_observation(
@@ -755,37 +774,38 @@ class HubClient:
         task_id: str | None = None,
     ) -> None:
         """Record an observed outcome of ``owner_id`` on ``capability`` (feeds its observed resume)."""
-        await self.call(
-            "record_observation",
-            owner_id=owner_id,
-            capability=capability,
-            outcome=getattr(outcome, "value", outcome),
-            latency_ms=latency_ms,
-            task_id=task_id,
+        await self.request(
+            ops.RecordObservation(
+                owner_id=owner_id,
+                capability=capability,
+                outcome=getattr(outcome, "value", outcome),
+                latency_ms=latency_ms,
+                task_id=task_id,
+            )
         )
 
     async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
-        await self.call("fire_task_event", task_id=task_id, kind=kind, payload=payload)
+        await self.request(ops.FireTaskEvent(task_id=task_id, kind=kind, payload=payload))
 
     async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:
         """Store ``state`` as the checkpoint of ``task_id`` in the hub (the last write wins, no history)."""
-        await self.call("checkpoint_task", task_id=task_id, state=state)
+        await self.request(ops.CheckpointTask(task_id=task_id, state=state))
 
     async def read_task_checkpoint(self, task_id: str) -> dict[str, object] | None:
         """The checkpoint last stored for ``task_id``, or None if there is none."""
-        return await self.call("read_task_checkpoint", task_id=task_id)
+        return await self.request(ops.ReadTaskCheckpoint(task_id=task_id))
 
     # ------------------------------------------------------------------ knowledge, turns, audit
 
     async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
-        return await self.call("add_knowledge", agent_id=agent_id, text=text, source=source)
+        return await self.request(ops.AddKnowledge(agent_id=agent_id, text=text, source=source))
 
     async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        return await self.call("search_knowledge", agent_id=agent_id, query=query, limit=limit)
+        return await self.request(ops.SearchKnowledge(agent_id=agent_id, query=query, limit=limit))
 
     async def record_turn(self, record: TurnRecord) -> str:
         """Store one turn record; the hub assigns its id, which is written back into ``record``."""
-        turn_id = await self.call("record_turn", record=record.to_dict())
+        turn_id = await self.request(ops.RecordTurn(record=record.to_dict()))
         if isinstance(turn_id, str) and turn_id:
             record.turn_id = turn_id
         return record.turn_id
@@ -800,12 +820,13 @@ class HubClient:
     ) -> list[TurnRecord]:
         from ag2net.client.turns import TurnRecord
 
-        rows = await self.call(
-            "list_turns",
-            channel_id=channel_id,
-            agent_id=agent_id,
-            trigger_envelope_id=trigger_envelope_id,
-            limit=limit,
+        rows = await self.request(
+            ops.ListTurns(
+                channel_id=channel_id,
+                agent_id=agent_id,
+                trigger_envelope_id=trigger_envelope_id,
+                limit=limit,
+            )
         )
         return [TurnRecord.from_dict(r) for r in rows]
 
@@ -817,18 +838,18 @@ class HubClient:
     async def list_audit(
         self, *, since: int = 0, limit: int | None = None
     ) -> list[tuple[int, dict[str, Any]]]:
-        return await self.call("list_audit", since=since, limit=limit)
+        return await self.request(ops.ListAudit(since=since, limit=limit))
 
     async def health(self) -> dict[str, Any]:
-        return await self.call("health")
+        return await self.request(ops.Health())
 
     async def adapter_types(self) -> list[str]:
-        return await self.call("adapter_types")
+        return await self.request(ops.AdapterTypes())
 
     # ------------------------------------------------------------------ observe
 
     async def observe_position(self) -> int:
-        return await self.call("observe_position")
+        return await self.request(ops.ObservePosition())
 
     async def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
         """Every admitted envelope and lifecycle/audit event after position ``since`` (default: from now)."""

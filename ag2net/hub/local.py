@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
@@ -37,12 +37,35 @@ from ag2net.protocol.frames import (
 )
 from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ops import OPS as CATALOGUE
-from ag2net.protocol.ports import NotifyHandler
-
-if TYPE_CHECKING:
-    from ag2net.hub.hub import Hub
+from ag2net.protocol.ops import Request, request_of
+from ag2net.protocol.ports import HubPort, NotifyHandler
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+
+class LocalHub(HubPort, Protocol):
+    """What the in-process link needs of a hub beyond the op door (``HubPort``): the synchronous answers
+    ag2 gives in-process, the hello handshake's lookups and its ids (``ag2net.hub.Hub`` is one)."""
+
+    agents: Any
+    auth: Any
+    ids: Any
+    _adapters: dict[tuple[str, int], Any]
+
+    def clock(self) -> str: ...
+
+    def lookup_channel(self, channel_id: str) -> ChannelMetadata: ...
+
+    def find_agent_id(self, name: str) -> str | None: ...
+
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str: ...
+
+    def register_adapter(self, adapter: Any) -> None: ...
+
+    def adapter_state(self, channel_id: str) -> Any: ...
+
+    async def replay(self, endpoint: Any, agent_id: str, since_envelope_id: str) -> int: ...
 
 
 async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
@@ -63,6 +86,9 @@ class LocalLinkEndpoint:
     When a ``HubClient`` opened the connection with a handler, the hub's deliveries call that handler
     directly instead (no queue hop).
     """
+
+    #: An in-process connection: the hub's own process, the operator unless ``operator`` says otherwise.
+    in_process = True
 
     def __init__(
         self,
@@ -135,7 +161,7 @@ class LocalLinkClient:
         client_to_hub: asyncio.Queue[Any] | None = None,
         hub_to_client: asyncio.Queue[Any] | None = None,
         *,
-        hub: Hub | None = None,
+        hub: LocalHub | None = None,
         endpoint: LocalLinkEndpoint | None = None,
     ) -> None:
         if endpoint is None:
@@ -154,7 +180,7 @@ class LocalLinkClient:
         """The hub-side end while the connection is attached to the hub (``None`` before and after)."""
         return self._endpoint if self._attached else None
 
-    def _need_hub(self) -> Hub:
+    def _need_hub(self) -> LocalHub:
         if self.hub is None:
             raise RuntimeError(
                 "this LocalLinkClient has no hub: make it with LocalLink(hub).client() (or pass hub=...)"
@@ -215,14 +241,17 @@ class LocalLinkClient:
             )
         return _drain(self.hub_to_client)
 
-    async def request(self, op: str, params: dict[str, Any]) -> Any:
+    async def request(self, request: Request[R] | str, params: dict[str, Any] | None = None) -> R:
         """Run an op as this connection: the hub sees its endpoint (its bound identities), never "no
-        endpoint" (the hub itself), so a connection made by hand keeps the rules of one a client opened."""
+        endpoint" (the hub itself), so a connection made by hand keeps the rules of one a client opened.
+        ``request`` is the op's typed request (or, as ag2net's links took it before, its name and params)."""
         hub = self._need_hub()
         if self._closed:
             raise RuntimeError("this LocalLinkClient is closed; take a new one with LocalLink(hub).client()")
         self.attach()
-        return await hub.handle_op(self._endpoint, op, params)
+        if isinstance(request, str):
+            request = request_of(request, dict(params or {}))
+        return await hub.handle_op(self._endpoint, request.spec.name, request)
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
@@ -279,7 +308,7 @@ def _code(exc: BaseException) -> str:
     return code if isinstance(code, str) else "error"
 
 
-async def _serve_frames(hub: Hub, endpoint: LocalLinkEndpoint) -> None:
+async def _serve_frames(hub: LocalHub, endpoint: LocalLinkEndpoint) -> None:
     """The hub's side of a frame-speaking in-process connection: one frame at a time, in order."""
     try:
         async for frame in endpoint.frames():
@@ -293,7 +322,7 @@ async def _serve_frames(hub: Hub, endpoint: LocalLinkEndpoint) -> None:
             await hub.detach_endpoint(endpoint)
 
 
-async def _serve_frame(hub: Hub, endpoint: LocalLinkEndpoint, frame: Any) -> None:
+async def _serve_frame(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: Any) -> None:
     if isinstance(frame, RequestFrame):
         try:
             result = await hub.handle_op(endpoint, frame.op, frame.params)
@@ -320,7 +349,7 @@ async def _serve_frame(hub: Hub, endpoint: LocalLinkEndpoint, frame: Any) -> Non
         )
 
 
-async def _hello(hub: Hub, endpoint: LocalLinkEndpoint, frame: HelloFrame) -> None:
+async def _hello(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: HelloFrame) -> None:
     """Bind a registered identity to this connection, after its auth claim checks out."""
     agent_id = hub.find_agent_id(frame.name)
     record = hub.agents.get(agent_id) if agent_id is not None else None
@@ -359,11 +388,11 @@ class LocalLink:
 
     local = True
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: LocalHub) -> None:
         self._hub = hub
 
     @property
-    def hub(self) -> Hub:
+    def hub(self) -> LocalHub:
         return self._hub
 
     def client(self) -> LocalLinkClient:

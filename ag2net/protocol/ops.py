@@ -1,27 +1,33 @@
-"""The op catalogue: every control-plane op declared once — its params, result, access rule and codec.
+"""The op catalogue: every control-plane op is one request class, declared once.
 
-Each ``OpSpec`` says what crosses the wire for one op. The in-process link passes the typed values
-through; the WebSocket link encodes params and decodes the result with the spec, and the server decodes
-params and encodes the result with the same spec, so every link returns the same typed result. The hub's
-behaviour for an op lives in ``ag2net/hub/ops.py`` (one handler per spec; a test keeps them in step) and
-the server reads the access rule from here.
+``@op(name, result, access, doc)`` on a class of fields makes it a frozen request dataclass and its
+``OpSpec``: the fields are the op's params (in wire order, each with its check and codec), ``result`` the
+result's codec, ``access`` who may run it over a socket. From that one declaration follow the typed client
+call (``HubClient.request(ReadWal(channel_id=...))`` returns the op's typed result on every link), the
+params' validation (``OpSpec.parse``), the codec both ends of the WebSocket use, and the rule the server's
+policy enforces. The hub's behaviour for an op is its method of the same name (``ag2net/hub/ops.py``
+calls it with the request's fields), or a handler there when the op needs the calling connection.
 
-Adding an op: declare it below (``_declare(OpSpec(...))``), write its handler in ``ag2net/hub/ops.py``,
-and, for an access rule ``POLICY``, its rule on the server's ``WirePolicy`` (``ag2net/server/policy.py``).
+Adding an op: declare its request class below, give the hub its behaviour, write its tests (see the
+README's "Adding an op").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
-from ag2net.channel import ChannelMetadata
+from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope
 from ag2net.errors import ProtocolError
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.protocol.codec import BOOL, INT, JSON, STR, Codec, ListOf, Record, TupleOf, to_wire
 from ag2net.protocol.records import PendingTurn
 from ag2net.tasks import TaskMetadata
+
+R = TypeVar("R")
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------- access
 
@@ -53,18 +59,75 @@ def agent(param: str = "agent_id", *, operators_too: bool = False) -> Access:
     return Access("agent", param, operators_too)
 
 
-# ---------------------------------------------------------------------------------------------- specs
+# ---------------------------------------------------------------------------------------------- params
+
+#: How a param's wire value is checked when a request is parsed from JSON params.
+#: ``str``: a string, required; ``opt_str``: a string or null; ``int``/``bool``: converted with
+#: ``int()``/``bool()``; ``or_empty``: a missing or empty value reads as ``""``; ``json``: taken as it is.
+CHECKS = frozenset({"str", "opt_str", "int", "bool", "or_empty", "json"})
+
+
+def param(
+    *,
+    default: Any = MISSING,
+    codec: Codec = JSON,
+    check: str = "json",
+    key: str | None = None,
+    omit: bool = False,
+) -> Any:
+    """One field of a request: its ``default`` (none: required), ``codec`` (records decode), ``check``
+    (see ``CHECKS``), wire ``key`` (default: the field's name) and ``omit`` (not sent while it holds its
+    default: the params ag2 1.2.1 leaves out, and the server's own)."""
+    if check not in CHECKS:
+        raise ValueError(f"unknown param check {check!r}; one of {sorted(CHECKS)}")
+    meta = {"codec": codec, "check": check, "key": key, "omit": omit}
+    if default is MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True, slots=True)
 class Param:
+    """One param as the wire sees it: its ``name`` (the JSON key) and its ``codec``."""
+
     name: str
     codec: Codec = JSON
+    check: str = "json"
+    attr: str = ""
+    default: Any = None
+    required: bool = False
+    omit: bool = False
+
+    def read(self, params: dict[str, Any]) -> Any:
+        """This param's typed value out of JSON (or typed) params; a ``ProtocolError`` says what is wrong."""
+        value = params.get(self.name, MISSING)
+        check = self.check
+        if value is MISSING or value is None:
+            if check == "str":
+                raise ProtocolError(f"params.{self.name} must be a string")
+            if value is MISSING:
+                if self.required:
+                    raise KeyError(self.name)
+                return self.default
+        if check == "json":
+            return value if self.codec is JSON else self.codec.decode(value)
+        if check == "str" or check == "opt_str":
+            if value is not None and not isinstance(value, str):
+                raise ProtocolError(f"params.{self.name} must be a string")
+            return value
+        if check == "int":
+            return None if value is None else int(value)
+        if check == "bool":
+            return bool(value)
+        return value or ""  # or_empty
+
+
+# ---------------------------------------------------------------------------------------------- specs
 
 
 @dataclass(frozen=True, slots=True)
 class OpSpec:
-    """One op: ``name``, its ``params`` (each with a codec), its ``result`` codec and ``access`` rule.
+    """One op: ``name``, its ``params``, its ``result`` codec and ``access`` rule, and its request class.
 
     ``connection``: answered by the connection itself (the observe subscription), not by the hub."""
 
@@ -74,11 +137,20 @@ class OpSpec:
     access: Access
     doc: str = ""
     connection: bool = False
+    request: type[Request[Any]] | None = None
     #: The params whose codec decodes something (records, envelopes): the rest is plain JSON.
     typed: tuple[Param, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "typed", tuple(p for p in self.params if p.codec is not JSON))
+
+    def parse(self, params: dict[str, Any]) -> Request[Any]:
+        """The typed request of JSON (or typed) params: each param checked and decoded, unknown ones
+        ignored, then the op's own ``check``."""
+        assert self.request is not None
+        request = self.request(**{p.attr: p.read(params) for p in self.params})
+        request.check()
+        return request
 
     def encode_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """Params as JSON data (a passport keeps its claim: the hub checks it)."""
@@ -99,20 +171,54 @@ class OpSpec:
         return self.result.decode(data)
 
 
+class Request(Generic[R]):
+    """A request of one op (``R``: its typed result). Subclasses are declared with ``@op``."""
+
+    __slots__ = ()
+    spec: ClassVar[OpSpec]
+
+    def to_params(self) -> dict[str, Any]:
+        """The params as typed values, keyed and ordered as on the wire (``omit`` ones left out at
+        their default)."""
+        out: dict[str, Any] = {}
+        for p in self.spec.params:
+            value = getattr(self, p.attr)
+            if p.omit and value == p.default:
+                continue
+            out[p.name] = value
+        return out
+
+    def check(self) -> None:
+        """What the op refuses beyond each param's own check (overridden per op)."""
+
+
 OPS: dict[str, OpSpec] = {}
+_PLAIN: Mapping[str, Any] = {"codec": JSON, "check": "json", "key": None, "omit": False}
 
 
-def _declare(
-    name: str, params: str | tuple[Any, ...], result: Codec, access: Access, doc: str, **kw: Any
-) -> None:
-    """``params``: space-separated plain JSON names, or a tuple mixing names and ``Param``s."""
-    items = params.split() if isinstance(params, str) else params
-    spec = OpSpec(
-        name, tuple(p if isinstance(p, Param) else Param(p) for p in items), result, access, doc, **kw
-    )
-    if name in OPS:
-        raise ValueError(f"op {name!r} is declared twice")
-    OPS[name] = spec
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(param,))
+def op(
+    name: str, result: Codec, access: Access, doc: str, *, connection: bool = False
+) -> Callable[[type[T]], type[T]]:
+    """Declare the request class of op ``name`` (a frozen, keyword-only dataclass) and its ``OpSpec``."""
+
+    def declare(cls: type[T]) -> type[T]:
+        if name in OPS:
+            raise ValueError(f"op {name!r} is declared twice")
+        made = dataclass(frozen=True, kw_only=True, slots=True)(cls)
+        params = []
+        for f in fields(made):  # type: ignore[arg-type]
+            meta: Mapping[str, Any] = f.metadata or _PLAIN
+            required = f.default is MISSING
+            default = None if required else f.default
+            key = meta["key"] or f.name
+            params.append(Param(key, meta["codec"], meta["check"], f.name, default, required, meta["omit"]))
+        spec = OpSpec(name, tuple(params), result, access, doc, connection, made)  # type: ignore[arg-type]
+        made.spec = spec  # type: ignore[attr-defined]
+        OPS[name] = spec
+        return made
+
+    return declare
 
 
 def spec_for(name: str) -> OpSpec:
@@ -122,186 +228,487 @@ def spec_for(name: str) -> OpSpec:
     return spec
 
 
+def request_of(name: str, params: dict[str, Any]) -> Request[Any]:
+    """The typed request of op ``name`` from its params (``HubClient.call(name, **params)``)."""
+    return spec_for(name).parse(params)
+
+
 PASSPORT = Record(Passport)
 RESUME = Record(Resume)
 RULE = Record(Rule)
 CHANNEL_MD = Record(ChannelMetadata)
 TASK = Record(TaskMetadata)
 ENVELOPE = Record(Envelope, "post_envelope needs params.envelope as an envelope object")
+DRY_RUN_ENVELOPE = Record(Envelope, "dry_run needs params.envelope as an envelope object")
 WAL_PAGE = ListOf(Record(Envelope))
 OPTIONAL_ENVELOPE = Record(Envelope)
+#: How many items a listing answers when the caller names no limit (``list_agents`` … ``list_turns``).
+DEFAULT_LIMIT = 50
+#: How many knowledge items ``search_knowledge`` answers by default.
+DEFAULT_KNOWLEDGE_LIMIT = 10
 
-# --- identities
-_declare(
-    "register",
-    (Param("passport", PASSPORT), Param("resume", RESUME), "skill_md", Param("rule", RULE), "bind"),
-    PASSPORT,
-    POLICY,
-    "register an identity (and bind it to this connection unless bind=False)",
-)
-_declare(
-    "bind",
-    "name auth_scheme auth_claim",
-    PASSPORT,
-    POLICY,
-    "bind an existing identity to this connection, presenting its credentials",
-)
-_declare("unbind", "agent_id", JSON, agent(), "stop delivering an identity's envelopes to this connection")
-_declare("unregister", "agent_id", JSON, agent(), "remove an identity")
-_declare("get_agent", "name_or_id", PASSPORT, DIRECTORY, "a passport by name or id (claims stripped)")
-_declare("get_resume", "agent_id", RESUME, DIRECTORY, "an agent's resume")
-_declare("get_rule", "agent_id", RULE, DIRECTORY, "an agent's rule")
-_declare("get_skill", "agent_id", JSON, DIRECTORY, "an agent's skill card markdown, or null")
-_declare("get_skill_info", "agent_id", JSON, DIRECTORY, "the skill card, or the generated fallback")
-_declare("find_agent_id", "name", JSON, DIRECTORY, "the id registered under a name, or null")
-_declare("names_for", "agent_ids", JSON, DIRECTORY, "{agent_id: name} for known ids")
-_declare("list_agents", "capability query kind sort_by limit", ListOf(PASSPORT), DIRECTORY, "the directory")
-_declare(
+_CHANNEL_STATES = frozenset(s.value for s in ChannelState)
+
+
+def text() -> Any:
+    """A required string param."""
+    return param(check="str")
+
+
+def opt_text() -> Any:
+    """A string param that may be null (the default)."""
+    return param(default=None, check="opt_str")
+
+
+def _limit_check(value: Any, *, nullable: bool) -> None:
+    if value is None and nullable:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProtocolError("params.limit must be a non-negative integer" + (" or null" if nullable else ""))
+
+
+def _required(value: Any, name: str, cls: type) -> None:
+    if value is None:
+        raise ProtocolError(f"params.{name} is required: a {cls.__name__} object")
+
+
+# ---------------------------------------------------------------------------------------------- identities
+
+
+@op("register", PASSPORT, POLICY, "register an identity (and bind it to this connection unless bind=False)")
+class Register(Request[Passport]):
+    passport: Passport | None = param(default=None, codec=PASSPORT)
+    resume: Resume | None = param(default=None, codec=RESUME)
+    skill_md: str | None = param(default=None, omit=True)
+    rule: Rule | None = param(default=None, codec=RULE)
+    bind: bool = param(default=True, check="bool", omit=True)
+    #: Set by the WebSocket server only (a client's own ``_secret_digest`` is dropped before this).
+    secret_digest: Any = param(default=None, key="_secret_digest", omit=True)
+
+    def check(self) -> None:
+        if self.passport is None:
+            raise ProtocolError("register needs params.passport")
+
+
+@op("bind", PASSPORT, POLICY, "bind an existing identity to this connection, presenting its credentials")
+class Bind(Request[Passport]):
+    name: str = text()
+    auth_scheme: str | None = param(default=None, omit=True)
+    auth_claim: dict[str, Any] | None = param(default=None, omit=True)
+
+
+@op("unbind", JSON, agent(), "stop delivering an identity's envelopes to this connection")
+class Unbind(Request[None]):
+    agent_id: str = text()
+
+
+@op("unregister", JSON, agent(), "remove an identity")
+class Unregister(Request[None]):
+    agent_id: str = text()
+
+
+@op("get_agent", PASSPORT, DIRECTORY, "a passport by name or id (claims stripped)")
+class GetAgent(Request[Passport]):
+    name_or_id: str = text()
+
+
+@op("get_resume", RESUME, DIRECTORY, "an agent's resume")
+class GetResume(Request[Resume]):
+    agent_id: str = text()
+
+
+@op("get_rule", RULE, DIRECTORY, "an agent's rule")
+class GetRule(Request[Rule]):
+    agent_id: str = text()
+
+
+@op("get_skill", JSON, DIRECTORY, "an agent's skill card markdown, or null")
+class GetSkill(Request[str | None]):
+    agent_id: str = text()
+
+
+@op("get_skill_info", JSON, DIRECTORY, "the skill card, or the generated fallback")
+class GetSkillInfo(Request[dict[str, Any]]):
+    agent_id: str = text()
+
+
+@op("find_agent_id", JSON, DIRECTORY, "the id registered under a name, or null")
+class FindAgentId(Request[str | None]):
+    name: str = text()
+
+
+@op("names_for", JSON, DIRECTORY, "{agent_id: name} for known ids")
+class NamesFor(Request[dict[str, str]]):
+    agent_ids: list[str] | None = param(default=None)
+
+    def check(self) -> None:
+        if self.agent_ids is not None and not isinstance(self.agent_ids, list):
+            raise ProtocolError("params.agent_ids must be a list of ids")
+
+
+@op("list_agents", ListOf(PASSPORT), DIRECTORY, "the directory")
+class ListAgents(Request[list[Passport]]):
+    capability: str | None = opt_text()
+    query: str | None = opt_text()
+    kind: str | None = opt_text()
+    sort_by: str | None = opt_text()
+    limit: int | None = param(default=DEFAULT_LIMIT)
+
+    def check(self) -> None:
+        _limit_check(self.limit, nullable=True)
+
+
+@op(
     "presence",
-    "agent_ids",
     JSON,
     DIRECTORY,
     "{agent_id: online} for registered identities (all, or those of agent_ids): bound to a live connection now",
 )
-_declare("set_resume", ("agent_id", Param("resume", RESUME)), RESUME, agent(), "replace an agent's resume")
-_declare("set_skill", "agent_id skill_md", JSON, agent(), "replace (or clear) an agent's skill card")
-_declare("set_rule", ("agent_id", Param("rule", RULE)), RULE, agent(), "replace an agent's rule")
-# --- channels and the WAL
-_declare(
-    "create_channel",
-    "creator_id manifest_type manifest_version participants required_acks ttl knobs intent labels",
-    CHANNEL_MD,
-    agent("creator_id"),
-    "open a channel (invites go out to the participants)",
-)
-_declare("get_channel", "channel_id", CHANNEL_MD, CHANNEL, "a channel's metadata")
-_declare(
+class Presence(Request[dict[str, bool]]):
+    agent_ids: list[str] | None = param(default=None)
+
+    def check(self) -> None:
+        ids = self.agent_ids
+        if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+            raise ProtocolError(
+                "params.agent_ids must be a list of agent ids (strings) or null for every identity"
+            )
+
+
+@op("set_resume", RESUME, agent(), "replace an agent's resume")
+class SetResume(Request[Resume]):
+    agent_id: str = text()
+    resume: Resume | None = param(default=None, codec=RESUME)
+
+    def check(self) -> None:
+        _required(self.resume, "resume", Resume)
+
+
+@op("set_skill", JSON, agent(), "replace (or clear) an agent's skill card")
+class SetSkill(Request[None]):
+    agent_id: str = text()
+    skill_md: str | None = param(default=None)
+
+
+@op("set_rule", RULE, agent(), "replace an agent's rule")
+class SetRule(Request[Rule]):
+    agent_id: str = text()
+    rule: Rule | None = param(default=None, codec=RULE)
+
+    def check(self) -> None:
+        _required(self.rule, "rule", Rule)
+
+
+# ---------------------------------------------------------------------------------------------- channels, WAL
+
+
+@op("create_channel", CHANNEL_MD, agent("creator_id"), "open a channel (invites go out to the participants)")
+class CreateChannel(Request[ChannelMetadata]):
+    creator_id: str = text()
+    manifest_type: str = text()
+    manifest_version: int = param(default=1, check="int")
+    participants: list[str] | None = param(default=None)
+    required_acks: int | None = param(default=None)
+    ttl: Any = param(default=None)
+    knobs: dict[str, Any] | None = param(default=None)
+    intent: str | None = param(default=None)
+    labels: dict[str, Any] | None = param(default=None)
+
+    def check(self) -> None:
+        if not isinstance(self.participants, list):
+            raise ProtocolError("params.participants must be a list of agent ids")
+
+
+@op("get_channel", CHANNEL_MD, CHANNEL, "a channel's metadata")
+class GetChannel(Request[ChannelMetadata]):
+    channel_id: str = text()
+
+
+@op(
     "list_channels",
-    "agent_id state include_terminal limit",
     ListOf(CHANNEL_MD),
     POLICY,
     "channels (of an agent; over a socket only those the connection may see)",
 )
-_declare("channel_stats", "", JSON, POLICY, "{channel_id: {wal_count, ...}} for live channels")
-_declare("close_channel", "channel_id reason", CHANNEL_MD, CHANNEL, "close a channel")
-_declare(
-    "post_envelope",
-    (Param("envelope", ENVELOPE),),
-    STR,
-    POLICY,
-    "admit an envelope: durable when this returns its id",
-)
-_declare("read_wal", "channel_id since until", WAL_PAGE, CHANNEL, "a channel's envelopes by index")
-_declare(
+class ListChannels(Request[list[ChannelMetadata]]):
+    agent_id: str | None = param(default=None)
+    state: str | None = param(default=None, check="opt_str", omit=True)
+    include_terminal: bool = param(default=False, check="bool")
+    limit: int | None = param(default=DEFAULT_LIMIT)
+
+    def check(self) -> None:
+        if self.state is not None and self.state not in _CHANNEL_STATES:
+            allowed = ", ".join(s.value for s in ChannelState)
+            raise ProtocolError(f"params.state must be one of {allowed}; got {self.state!r}")
+
+
+@op("channel_stats", JSON, POLICY, "{channel_id: {wal_count, ...}} for live channels")
+class ChannelStats(Request[dict[str, dict[str, Any]]]):
+    pass
+
+
+@op("close_channel", CHANNEL_MD, CHANNEL, "close a channel")
+class CloseChannel(Request[ChannelMetadata]):
+    channel_id: str = text()
+    reason: str = param(default="", check="or_empty")
+
+
+@op("post_envelope", STR, POLICY, "admit an envelope: durable when this returns its id")
+class PostEnvelope(Request[str]):
+    envelope: Envelope = param(default=None, codec=ENVELOPE)
+
+    def check(self) -> None:
+        if not isinstance(self.envelope, Envelope):
+            raise ProtocolError(ENVELOPE.message)
+
+
+@op("read_wal", WAL_PAGE, CHANNEL, "a channel's envelopes by index")
+class ReadWal(Request[list[Envelope]]):
+    channel_id: str = text()
+    since: int = param(default=0, check="int")
+    until: int | None = param(default=None)
+
+
+@op(
     "read_wal_seq",
-    "channel_id first_seq last_seq",
     ListOf(TupleOf((INT, Record(Envelope)))),
     CHANNEL,
     "(seq, envelope) pairs for a seq range",
 )
-_declare(
-    "read_wal_until", "channel_id envelope_id", WAL_PAGE, CHANNEL, "the WAL up to and including an envelope"
-)
-_declare("wal_count", "channel_id", INT, CHANNEL, "how many envelopes a channel's WAL holds")
-_declare(
+class ReadWalSeq(Request[list[tuple[int, Envelope]]]):
+    channel_id: str = text()
+    first_seq: int = param(check="int")
+    last_seq: int = param(check="int")
+
+
+@op("read_wal_until", WAL_PAGE, CHANNEL, "the WAL up to and including an envelope")
+class ReadWalUntil(Request[list[Envelope]]):
+    channel_id: str = text()
+    envelope_id: str = text()
+
+
+@op("wal_count", INT, CHANNEL, "how many envelopes a channel's WAL holds")
+class WalCount(Request[int]):
+    channel_id: str = text()
+
+
+@op(
     "find_envelope_by_causation",
-    "channel_id sender_id causation_id",
     OPTIONAL_ENVELOPE,
     CHANNEL,
     "the envelope a sender posted in answer to another, or null",
 )
-_declare(
-    "can_send",
-    "channel_id sender_id event_type",
-    BOOL,
-    agent("sender_id", operators_too=True),
-    "whether admission would accept a send now",
-)
-_declare(
-    "explain_send",
-    "channel_id sender_id event_type",
-    TupleOf((BOOL, STR)),
-    agent("sender_id", operators_too=True),
-    "(allowed, why) for a send",
-)
-_declare(
+class FindEnvelopeByCausation(Request[Envelope | None]):
+    channel_id: str = text()
+    sender_id: str = text()
+    causation_id: str = text()
+
+
+@op("can_send", BOOL, agent("sender_id", operators_too=True), "whether admission would accept a send now")
+class CanSend(Request[bool]):
+    channel_id: str = text()
+    sender_id: str = text()
+    event_type: str | None = param(default=None)
+
+
+@op("explain_send", TupleOf((BOOL, STR)), agent("sender_id", operators_too=True), "(allowed, why) for a send")
+class ExplainSend(Request[tuple[bool, str]]):
+    channel_id: str = text()
+    sender_id: str = text()
+    event_type: str | None = param(default=None)
+
+
+@op(
     "dry_run",
-    (Param("envelope", Record(Envelope, "dry_run needs params.envelope as an envelope object")),),
     JSON,
     POLICY,
     "what posting an envelope would do now (verdict, recipients, projections, adapter state); writes nothing",
 )
-# --- turns
-_declare(
+class DryRun(Request[dict[str, Any]]):
+    envelope: Envelope = param(default=None, codec=DRY_RUN_ENVELOPE)
+
+    def check(self) -> None:
+        if not isinstance(self.envelope, Envelope):
+            raise ProtocolError(DRY_RUN_ENVELOPE.message)
+
+
+# ---------------------------------------------------------------------------------------------- turns
+
+
+@op(
     "pending_turns_for",
-    "agent_id",
     ListOf(Record(PendingTurn)),
     agent(operators_too=True),
     "the turns the hub expects of an agent",
 )
-_declare(
-    "report_turn_failure",
-    "channel_id agent_id envelope_id error exc_type",
-    JSON,
-    POLICY,
-    "tell the hub a turn failed",
-)
-_declare("record_turn", "record", STR, POLICY, "store a turn record; returns the hub-assigned turn_id")
-_declare(
-    "list_turns",
-    "channel_id agent_id trigger_envelope_id limit",
-    JSON,
-    POLICY,
-    "turn records (dicts), newest first",
-)
-# --- tasks
-_declare("get_task", "task_id", TASK, POLICY, "a task's metadata")
-_declare("list_tasks", "agent_id channel_id state limit", ListOf(TASK), POLICY, "tasks")
-_declare("observe_task", (Param("metadata", TASK),), TASK, POLICY, "start (or refresh) observing a task")
-_declare("update_task", "task_id state progress result error", TASK, POLICY, "move a task on")
-_declare(
+class PendingTurnsFor(Request[list[PendingTurn]]):
+    agent_id: str = text()
+
+
+@op("report_turn_failure", JSON, POLICY, "tell the hub a turn failed")
+class ReportTurnFailure(Request[None]):
+    channel_id: str = text()
+    agent_id: str = text()
+    envelope_id: str = text()
+    exc_type: str = param(default="Error")
+    #: The error's text (in-process: the exception itself, for the hub's listeners).
+    error: Any = param(default="")
+
+
+@op("record_turn", STR, POLICY, "store a turn record; returns the hub-assigned turn_id")
+class RecordTurn(Request[str]):
+    record: dict[str, Any] = param(default=None)
+
+    def check(self) -> None:
+        if not isinstance(self.record, dict):
+            raise ProtocolError("params.record must be a turn record object")
+
+
+@op("list_turns", JSON, POLICY, "turn records (dicts), newest first")
+class ListTurns(Request[list[dict[str, Any]]]):
+    channel_id: str | None = opt_text()
+    agent_id: str | None = opt_text()
+    trigger_envelope_id: str | None = opt_text()
+    limit: int = param(default=DEFAULT_LIMIT)
+
+    def check(self) -> None:
+        if self.limit is not None:  # null reads as the default
+            _limit_check(self.limit, nullable=False)
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+
+@op("get_task", TASK, POLICY, "a task's metadata")
+class GetTask(Request[TaskMetadata]):
+    task_id: str = text()
+
+
+@op("list_tasks", ListOf(TASK), POLICY, "tasks")
+class ListTasks(Request[list[TaskMetadata]]):
+    agent_id: str | None = param(default=None)
+    channel_id: str | None = param(default=None)
+    state: str | None = param(default=None)
+    limit: int | None = param(default=DEFAULT_LIMIT)
+
+
+@op("observe_task", TASK, POLICY, "start (or refresh) observing a task")
+class ObserveTask(Request[TaskMetadata]):
+    metadata: TaskMetadata = param(default=None, codec=TASK)
+
+
+@op("update_task", TASK, POLICY, "move a task on")
+class UpdateTask(Request[TaskMetadata]):
+    task_id: str = text()
+    state: str | None = param(default=None)
+    progress: Any = param(default=None)
+    result: Any = param(default=None)
+    error: Any = param(default=None)
+
+
+@op(
     "record_observation",
-    "owner_id capability outcome latency_ms task_id",
     JSON,
     POLICY,
     "an observed outcome feeding the owner's observed resume",
 )
-_declare("fire_task_event", "task_id kind payload", JSON, POLICY, "a task event for the hub's listeners")
-_declare("checkpoint_task", "task_id state", JSON, POLICY, "store a task's checkpoint (last write wins)")
-_declare("read_task_checkpoint", "task_id", JSON, POLICY, "a task's last checkpoint, or null")
-# --- knowledge, audit, health
-_declare("add_knowledge", "agent_id text source", INT, agent(), "add to an agent's knowledge store")
-_declare(
+class RecordObservation(Request[None]):
+    owner_id: str = text()
+    capability: str = text()
+    outcome: Any = param(default=None)
+    latency_ms: float | None = param(default=None)
+    task_id: str | None = param(default=None)
+
+
+@op("fire_task_event", JSON, POLICY, "a task event for the hub's listeners")
+class FireTaskEvent(Request[None]):
+    task_id: str = text()
+    kind: str = text()
+    payload: dict[str, Any] | None = param(default=None)
+
+
+@op("checkpoint_task", JSON, POLICY, "store a task's checkpoint (last write wins)")
+class CheckpointTask(Request[None]):
+    task_id: str = text()
+    state: dict[str, Any] = param(default=None)
+
+    def check(self) -> None:
+        if not isinstance(self.state, dict):
+            raise ProtocolError("params.state must be a JSON object: the checkpoint to store")
+
+
+@op("read_task_checkpoint", JSON, POLICY, "a task's last checkpoint, or null")
+class ReadTaskCheckpoint(Request[dict[str, Any] | None]):
+    task_id: str = text()
+
+
+# ---------------------------------------------------------------------------------------------- knowledge, audit
+
+
+@op("add_knowledge", INT, agent(), "add to an agent's knowledge store")
+class AddKnowledge(Request[int]):
+    agent_id: str = text()
+    text: str = param(check="str")
+    source: str = param(default="", check="or_empty")
+
+
+@op(
     "search_knowledge",
-    "agent_id query limit",
     JSON,
     agent(operators_too=True),
     "an agent's knowledge items containing a query",
 )
-_declare(
-    "list_audit", "since limit", ListOf(TupleOf((INT, JSON))), OPERATOR, "(position, record) audit pairs"
-)
-_declare("health", "", JSON, DIRECTORY, "an in-memory snapshot of the hub")
-_declare("observe_position", "", INT, OPERATOR, "the observe stream's newest position")
-_declare("adapter_types", "", ListOf(STR), OPEN, "the channel types the hub can open")
-# --- the connection's own ops (the observe subscription over a socket)
-_declare(
-    "observe",
-    "subscription since incarnation",
-    JSON,
-    OPERATOR,
-    "stream the observe log to this connection",
-    connection=True,
-)
-_declare("unobserve", "subscription", JSON, OPERATOR, "stop a subscription", connection=True)
-_declare(
+class SearchKnowledge(Request[list[dict[str, Any]]]):
+    agent_id: str = text()
+    query: str = text()
+    limit: int = param(default=DEFAULT_KNOWLEDGE_LIMIT, check="int")
+
+
+@op("list_audit", ListOf(TupleOf((INT, JSON))), OPERATOR, "(position, record) audit pairs")
+class ListAudit(Request[list[tuple[int, dict[str, Any]]]]):
+    since: int = param(default=0, check="int")
+    limit: int | None = param(default=None)
+
+
+@op("health", JSON, DIRECTORY, "an in-memory snapshot of the hub")
+class Health(Request[dict[str, Any]]):
+    pass
+
+
+@op("observe_position", INT, OPERATOR, "the observe stream's newest position")
+class ObservePosition(Request[int]):
+    pass
+
+
+@op("adapter_types", ListOf(STR), OPEN, "the channel types the hub can open")
+class AdapterTypes(Request[list[str]]):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- the connection's own
+
+
+@op("observe", JSON, OPERATOR, "stream the observe log to this connection", connection=True)
+class Observe(Request[dict[str, Any]]):
+    subscription: Any = param(default=None)
+    since: Any = param(default=None)
+    incarnation: Any = param(default=None)
+
+
+@op("unobserve", JSON, OPERATOR, "stop a subscription", connection=True)
+class Unobserve(Request[None]):
+    subscription: Any = param(default=None)
+
+
+@op(
     "rotate_secret",
-    "agent_id",
     JSON,
     agent(operators_too=True),
     "a new identity secret for its holder (token servers): the old one is refused from then on",
     connection=True,
 )
+class RotateSecret(Request[dict[str, Any]]):
+    agent_id: Any = param(default=None)
 
 
 def hub_ops() -> frozenset[str]:
@@ -312,6 +719,7 @@ def hub_ops() -> frozenset[str]:
 __all__ = [
     "ACCESS_RULES",
     "CHANNEL",
+    "DEFAULT_LIMIT",
     "DIRECTORY",
     "OPEN",
     "OPERATOR",
@@ -320,7 +728,11 @@ __all__ = [
     "Access",
     "OpSpec",
     "Param",
+    "Request",
     "agent",
     "hub_ops",
+    "op",
+    "param",
+    "request_of",
     "spec_for",
 ]

@@ -6,27 +6,32 @@ and ``HubPort``: what an in-process link needs of a hub. No implementation lives
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.protocol.frames import Frame
 from ag2net.protocol.observe import ObservedEvent
 
+if TYPE_CHECKING:
+    from ag2net.protocol.ops import Request
+
 NotifyHandler = Callable[[str, Envelope], Awaitable[None]]
+R = TypeVar("R")
 
 
 class Link(Protocol):
     """What a ``HubClient`` needs from a connection to a hub.
 
-    ``request(op, params)`` returns the op's typed result (``ag2net.protocol.ops``) on every link: an
-    in-process link passes objects through, a network link decodes at its edge."""
+    ``request(r)`` takes one op's typed request (``ag2net.protocol.ops``) and returns its typed result on
+    every link, as every httpx transport returns the same ``Response``: an in-process link passes the
+    request through to the hub, a network link encodes it and decodes the answer at its edge."""
 
     local: bool  # the hub runs in this process
 
     async def open(self, on_notify: NotifyHandler) -> None: ...
 
-    async def request(self, op: str, params: dict[str, Any]) -> Any: ...
+    async def request(self, request: Request[R]) -> R: ...
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
@@ -110,9 +115,10 @@ class LinkFactory(Protocol):
 @runtime_checkable
 class HubPort(Protocol):
     """What a link (in-process or the WebSocket server) needs of a hub: the op door, receipts, the observe
-    stream and endpoint bookkeeping. ``ag2net.hub.Hub`` is one."""
+    stream and endpoint bookkeeping. ``ag2net.hub.Hub`` is one. ``params``: the op's JSON params, or its
+    typed request (``ag2net.protocol.ops.Request``)."""
 
-    async def handle_op(self, endpoint: Any, op: str, params: dict[str, Any]) -> Any: ...
+    async def handle_op(self, endpoint: Any, op: str, params: Any) -> Any: ...
 
     def handle_receipt(
         self,

@@ -45,7 +45,7 @@ import random
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -66,6 +66,7 @@ from ag2net.protocol.frames import (
 )
 from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.protocol.ops import Request
 from ag2net.protocol.ports import NotifyHandler
 from ag2net.transport.secret_file import SecretFile
 from ag2net.transport.ws_delivery import END, DeliveryQueues, Subscription
@@ -82,6 +83,9 @@ MULTI_URL_MAX_DELAY = 1.0
 _DISPLACED = re.compile(
     r"^identity '(?P<name>.*)' \((?P<agent_id>[^)]+)\) was attached by another connection"
 )
+
+
+R = TypeVar("R")
 
 
 class ConnectionLostError(NetworkError, ConnectionError):
@@ -296,7 +300,13 @@ class WsLinkClient:
             raise
         self._supervisor = asyncio.get_running_loop().create_task(self._supervise())
 
-    async def request(self, op: str, params: dict[str, Any]) -> Any:
+    async def request(self, request: Request[R] | str, params: dict[str, Any] | None = None) -> R:
+        """Run one op on the hub: ``request`` is its typed request (or its name, with ``params``); the
+        answer is decoded to the op's typed result, the one every link returns."""
+        if isinstance(request, str):
+            op, params = request, params or {}
+        else:
+            op, params = request.spec.name, request.to_params()
         wire = self._prepare(op, params)
         request_id = make_id()
         try:
