@@ -41,6 +41,7 @@ from ag2net.client.channel import Channel
 from ag2net.client.human_client import HumanClient
 from ag2net.client.hub_client import HubClient
 from ag2net.client.plugin import NetworkContextPolicy, NetworkPlugin, identity_prefix
+from ag2net.client.port import HubClientPort, NetworkClientPort, TaskLookup
 from ag2net.client.runtime import ClientTask
 from ag2net.client.tools import make_delegate_tool, make_plugin_tools
 from ag2net.tasks import TaskMetadata
@@ -55,6 +56,14 @@ def fine(agent: AgentClient, human: HumanClient, hub: HubClient, md: ChannelMeta
     Channel(metadata=md, client=human)
     ClientTask(metadata=t, client=agent)
     return ClientTask(metadata=t, client=hub)
+
+
+def ports(agent: AgentClient, human: HumanClient, hub: HubClient) -> tuple[Any, ...]:
+    a: NetworkClientPort = agent
+    h: NetworkClientPort = human
+    p: HubClientPort = hub
+    lookup: TaskLookup = hub
+    return a, h, p, lookup
 
 
 class NoHubClient:

@@ -396,15 +396,11 @@ class HubClient:
         return {"auth_scheme": auth.scheme, "auth_claim": claim}
 
     async def _resend_unacked(self, agent_id: str, since_envelope_id: str) -> None:
-        """Ask a remote hub to resend what ``agent_id`` has not acknowledged past ``since_envelope_id``: a
-        ``hello`` for the identity the link just bound (what the link itself sends after a reconnect)."""
-        hello = getattr(self.link, "_hello", None)
-        identity = (getattr(self.link, "_identities", None) or {}).get(agent_id)
-        if hello is None or identity is None:
-            return  # a link without the hello handshake has nothing to resend through
-        from ag2net.protocol.frames import HelloFrame
-
-        await hello(HelloFrame(identity.name, identity.scheme, dict(identity.claim), since_envelope_id))
+        """Ask a remote hub to resend what ``agent_id`` has not acknowledged past ``since_envelope_id``
+        (a link without the hello handshake has nothing to resend through)."""
+        resend = getattr(self.link, "resend_unacked", None)
+        if resend is not None:
+            await resend(agent_id, since_envelope_id)
 
     async def register_human(
         self,

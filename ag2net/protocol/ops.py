@@ -99,24 +99,31 @@ class Param:
     omit: bool = False
 
     def read(self, params: dict[str, Any]) -> Any:
-        """This param's typed value out of JSON (or typed) params; a ``ProtocolError`` says what is wrong."""
+        """This param's value in JSON (or typed) params: its default when missing (``KeyError`` when it
+        has none; a missing string is refused by ``settle`` in its own words)."""
         value = params.get(self.name, MISSING)
+        if value is MISSING:
+            if self.required and self.check != "str":
+                raise KeyError(self.name)
+            return self.default
+        return value
+
+    def settle(self, value: Any) -> Any:
+        """``value`` checked and made typed (records decoded, ``int``/``bool`` converted), or a
+        ``ProtocolError`` that names the param."""
         check = self.check
-        if value is MISSING or value is None:
-            if check == "str":
-                raise ProtocolError(f"params.{self.name} must be a string")
-            if value is MISSING:
-                if self.required:
-                    raise KeyError(self.name)
-                return self.default
         if check == "json":
-            return value if self.codec is JSON else self.codec.decode(value)
-        if check == "str" or check == "opt_str":
+            return value if self.codec is JSON or value is None else self.codec.decode(value)
+        if check == "str":
+            if not isinstance(value, str):
+                raise ProtocolError(f"params.{self.name} must be a string")
+            return value
+        if check == "opt_str":
             if value is not None and not isinstance(value, str):
                 raise ProtocolError(f"params.{self.name} must be a string")
             return value
         if check == "int":
-            return None if value is None else int(value)
+            return value if value is None or type(value) is int else int(value)
         if check == "bool":
             return bool(value)
         return value or ""  # or_empty
@@ -148,9 +155,7 @@ class OpSpec:
         """The typed request of JSON (or typed) params: each param checked and decoded, unknown ones
         ignored, then the op's own ``check``."""
         assert self.request is not None
-        request = self.request(**{p.attr: p.read(params) for p in self.params})
-        request.check()
-        return request
+        return self.request(**{p.attr: p.read(params) for p in self.params})
 
     def encode_params(self, params: dict[str, Any]) -> dict[str, Any]:
         """Params as JSON data (a passport keeps its claim: the hub checks it)."""
@@ -172,10 +177,21 @@ class OpSpec:
 
 
 class Request(Generic[R]):
-    """A request of one op (``R``: its typed result). Subclasses are declared with ``@op``."""
+    """A request of one op (``R``: its typed result). Subclasses are declared with ``@op``.
+
+    Making one checks it, however it is made (by a client's method, or parsed from the wire): each
+    param's own check (``Param.settle``), then the op's ``check``."""
 
     __slots__ = ()
     spec: ClassVar[OpSpec]
+
+    def __post_init__(self) -> None:
+        for p in self.spec.params:
+            value = getattr(self, p.attr)
+            settled = p.settle(value)
+            if settled is not value:
+                object.__setattr__(self, p.attr, settled)
+        self.check()
 
     def to_params(self) -> dict[str, Any]:
         """The params as typed values, keyed and ordered as on the wire (``omit`` ones left out at

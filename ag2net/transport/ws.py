@@ -42,13 +42,11 @@ import contextlib
 import json
 import logging
 import random
-import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 
 from ag2net.envelope import Envelope
 from ag2net.errors import AuthError, NetworkError, ProtocolError, StandbyError, error_from_code
@@ -70,26 +68,23 @@ from ag2net.protocol.ops import Request
 from ag2net.protocol.ports import NotifyHandler
 from ag2net.transport.secret_file import SecretFile
 from ag2net.transport.ws_delivery import END, DeliveryQueues, Subscription
+from ag2net.transport.ws_dial import (
+    MULTI_URL_MAX_DELAY,
+    ROLE_HEADER,
+    STANDBY_ROLE,
+    ConnectionLostError,
+    Dialer,
+    race,
+)
+from ag2net.transport.ws_identities import IdentityBook
 from ag2net.transport.ws_requests import PendingRequests
 
 log = logging.getLogger(__name__)
 
 OPERATOR_SCHEME = "operator"
-#: The handshake header by which a standby hub says what it is (``ag2net.server.leadership``).
-ROLE_HEADER = "X-Ag2net-Role"
-STANDBY_ROLE = "standby"
-#: With several URLs a reconnect asks them again at least this often (a takeover takes seconds).
-MULTI_URL_MAX_DELAY = 1.0
-_DISPLACED = re.compile(
-    r"^identity '(?P<name>.*)' \((?P<agent_id>[^)]+)\) was attached by another connection"
-)
 
 
 R = TypeVar("R")
-
-
-class ConnectionLostError(NetworkError, ConnectionError):
-    """The hub could not be reached, or the connection dropped before an answer arrived."""
 
 
 async def _finish(task: asyncio.Task[Any]) -> None:
@@ -121,13 +116,6 @@ def split_urls(url: str | Sequence[str]) -> list[str]:
 def to_json_params(value: Any) -> Any:
     """Op params as JSON data: records via ``to_dict`` (a passport keeps its claim: the hub checks it)."""
     return to_wire(value, claims=True)
-
-
-@dataclass(slots=True)
-class _Identity:
-    name: str
-    scheme: str
-    claim: dict[str, Any]
 
 
 class WsLinkClient:
@@ -201,24 +189,33 @@ class WsLinkClient:
         self.url = self.urls[0]
         self.token = token
         self.secrets = secrets
-        #: identities another connection took over (agent id -> what the hub said); not re-attached
-        self.displaced: dict[str, str] = {}
-        self._known_secrets: dict[str, str] = {}
+        #: the identities this link holds, their credentials and secrets (``ws_identities``)
+        self.identities = IdentityBook(self.urls, token, secrets)
         self.operator_token = operator_token
         self.operator = operator if operator is not None else (True if operator_token is not None else None)
         self.is_operator = False
-        self.ssl_context = ssl_context
-        self.ping_interval = ping_interval
-        self.ping_timeout = ping_timeout
         self.ping_deadline = None if ping_deadline is None else float(ping_deadline)
         self.open_timeout = open_timeout
+        self.dialer = Dialer(
+            ssl_context,
+            open_timeout,
+            ping_interval,
+            ping_timeout,
+            max_message_bytes,
+            compression,
+            self.ping_deadline,
+        )
         self.rpc_timeout = rpc_timeout
         self.reconnect = reconnect
         self.reconnect_initial_delay = reconnect_initial_delay
         self.reconnect_max_delay = reconnect_max_delay
-        self.max_message_bytes = max_message_bytes
         self.dedupe_window = dedupe_window
-        self.compression = compression
+        self.ssl_context, self.compression, self.max_message_bytes = (
+            ssl_context,
+            compression,
+            max_message_bytes,
+        )
+        self.ping_interval, self.ping_timeout = ping_interval, ping_timeout
         self.endpoint_id = ""
         self.reconnects = 0
         self._on_notify: NotifyHandler | None = None
@@ -232,7 +229,6 @@ class WsLinkClient:
         self._failure: NetworkError | None = None
         #: the requests in flight and the hello frames awaiting a welcome (``ws_requests``)
         self.pending = PendingRequests()
-        self._identities: dict[str, _Identity] = {}
         #: each recipient's queue of deliveries and its task (``ws_delivery``)
         self.deliveries = DeliveryQueues(dedupe_window, lambda: self._on_notify, self._ack_again, self._spawn)
         self._subs: dict[str, Subscription] = {}
@@ -257,7 +253,23 @@ class WsLinkClient:
     @property
     def bound_ids(self) -> list[str]:
         """Identities this link re-attaches after a reconnect."""
-        return list(self._identities)
+        return list(self.identities.held)
+
+    @property
+    def displaced(self) -> dict[str, str]:
+        """Identities another connection took over (agent id -> what the hub said); not re-attached."""
+        return self.identities.displaced
+
+    def secret_for(self, name: str) -> str | None:
+        """The identity secret this link holds for ``name`` on its hub (memory, then the secret file)."""
+        return self.identities.secret_for(name)
+
+    async def resend_unacked(self, agent_id: str, since_envelope_id: str) -> None:
+        """Ask the hub to resend what ``agent_id`` (bound through this link) has not acknowledged past
+        ``since_envelope_id``: a ``hello`` for it, what the link itself sends after a reconnect."""
+        ident = self.identities.held.get(agent_id)
+        if ident is not None:
+            await self._hello(HelloFrame(ident.name, ident.scheme, dict(ident.claim), since_envelope_id))
 
     async def open(self, on_notify: NotifyHandler | None = None) -> None:
         """Connect. With ``on_notify`` (what ``HubClient`` passes) also run the handshake and keep the
@@ -307,7 +319,10 @@ class WsLinkClient:
             op, params = request, params or {}
         else:
             op, params = request.spec.name, request.to_params()
-        wire = self._prepare(op, params)
+        spec = CATALOGUE.get(op)
+        wire = self.identities.present(
+            op, spec.encode_params(params) if spec is not None else to_json_params(params)
+        )
         request_id = make_id()
         try:
             text = json.dumps({"kind": "request", "request_id": request_id, "op": op, "params": wire})
@@ -332,8 +347,7 @@ class WsLinkClient:
                 result = await asyncio.wait_for(future, self.rpc_timeout)
         finally:
             secret = self.pending.forget(request_id)
-        self._remember(op, wire, result, secret)
-        spec = CATALOGUE.get(op)
+        self.identities.learn(op, wire, result, secret)
         if spec is None:
             return result
         try:
@@ -421,140 +435,22 @@ class WsLinkClient:
         if len(self.urls) == 1:
             await self._connect_to(self.url)
             return
-        await self._race(asyncio.get_running_loop().time() + (self.open_timeout or 10.0))
+        until = asyncio.get_running_loop().time() + (self.open_timeout or 10.0)
+        self._adopt(
+            *await race(self.urls, self.dialer.open, self.dialer.discard, self.reconnect_initial_delay, until)
+        )
 
     async def _connect(self) -> None:
         """Connect to the URL or, with several, to whichever admits first (asking until one does)."""
         if len(self.urls) == 1:
             await self._connect_to(self.url)
             return
-        await self._race(None)
-
-    async def _race(self, until: float | None) -> None:
-        """Connect to whichever URL admits first. Every URL is asked at once, and again on its own backoff
-        when it refuses or answers standby, so a hub that never answers (a frozen process: its kernel
-        accepts the connection, the handshake never ends) holds up only its own attempt.
-
-        ``until`` (a loop time; the first connect) gives up when every URL refused the connection (none
-        answered standby) or at that time, with one sentence saying what each answered. ``None`` (a
-        reconnect) asks until one admits."""
-        loop = asyncio.get_running_loop()
-        attempts: dict[asyncio.Task[ClientConnection], str] = {}
-        answers: dict[str, Exception] = {}
-        due = dict.fromkeys(self.urls, loop.time())
-        delay = dict.fromkeys(self.urls, self.reconnect_initial_delay)
-        try:
-            while True:
-                now = loop.time()
-                for url in self.urls:
-                    if url not in attempts.values() and due[url] <= now:
-                        attempts[loop.create_task(self._open_ws(url))] = url
-                if until is not None and (
-                    now >= until
-                    or (
-                        not attempts
-                        and all(isinstance(answers.get(u), ConnectionLostError) for u in self.urls)
-                    )
-                ):
-                    raise self._none_admits(answers)
-                waits = [due[u] - now for u in self.urls if u not in attempts.values()]
-                if until is not None:
-                    waits.append(until - now)
-                timeout = max(0.0, min(waits)) if waits else None
-                if not attempts:
-                    await asyncio.sleep(timeout or 0.0)  # every URL waits for its next turn
-                    continue
-                done, _ = await asyncio.wait(attempts, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                won: tuple[str, ClientConnection] | None = None
-                for task in sorted(done, key=lambda t: self.urls.index(attempts[t])):
-                    url = attempts.pop(task)
-                    exc = task.exception()
-                    if exc is None:
-                        if won is None:
-                            won = (url, task.result())
-                        else:
-                            await self._discard(task.result())  # only one hub of a database admits
-                        continue
-                    if not isinstance(exc, StandbyError | ConnectionLostError):
-                        raise exc
-                    answers[url] = exc
-                    due[url] = loop.time() + delay[url] * (0.5 + random.random())
-                    delay[url] = min(delay[url] * 2, MULTI_URL_MAX_DELAY)
-                if won is not None:
-                    self._adopt(*won)
-                    return
-        finally:
-            for task in attempts:
-                task.cancel()
-            if attempts:
-                await asyncio.wait(attempts)
-                for task in attempts:
-                    if not task.cancelled() and task.exception() is None:
-                        await self._discard(task.result())
-
-    def _none_admits(self, answers: dict[str, Exception]) -> NetworkError:
-        failures: list[str] = []
-        for url in self.urls:
-            answer = answers.get(url)
-            if answer is None:
-                failures.append(f"{url} did not answer")
-            elif isinstance(answer, StandbyError):
-                failures.append(f"{url} is a standby")
-            else:
-                failures.append(str(answer).removeprefix("cannot connect to "))
-        detail = "; ".join(failures)
-        if any(isinstance(a, StandbyError) for a in answers.values()):
-            return StandbyError(
-                f"no hub of {', '.join(self.urls)} admits now ({detail}); a standby takes over within seconds "
-                "of the active hub stopping"
-            )
-        return ConnectionLostError(f"cannot connect to any of {', '.join(self.urls)} ({detail})")
+        self._adopt(
+            *await race(self.urls, self.dialer.open, self.dialer.discard, self.reconnect_initial_delay, None)
+        )
 
     async def _connect_to(self, url: str) -> None:
-        self._adopt(url, await self._open_ws(url))
-
-    async def _open_ws(self, url: str) -> ClientConnection:
-        """An open WebSocket connection to the hub at ``url``; StandbyError when it is a standby,
-        ConnectionLostError when it cannot be had."""
-        try:
-            ws = await connect(
-                url,
-                ssl=self.ssl_context,
-                open_timeout=self.open_timeout,
-                ping_interval=self.ping_interval,
-                ping_timeout=self.ping_timeout,
-                max_size=self.max_message_bytes,
-                max_queue=None,
-                compression=self.compression,
-            )
-        except InvalidURI as exc:
-            raise ValueError(
-                f"{url!r} is not a WebSocket URL; use ws://HOST:PORT or wss://HOST:PORT"
-            ) from exc
-        except InvalidStatus as exc:
-            body = (exc.response.body or b"").decode("utf-8", "replace").strip()
-            detail = f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-            raise ConnectionLostError(f"cannot connect to {url}: {detail}") from None
-        except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ConnectionLostError(f"cannot connect to {url}: {exc}") from None
-        response = ws.response
-        if response is not None and response.headers.get(ROLE_HEADER) == STANDBY_ROLE:
-            await self._discard(ws)
-            raise StandbyError(
-                f"the hub at {url} is a standby: another hub on its database admits; connect to that one "
-                "(give both URLs: ws://a,ws://b)"
-            )
-        return ws
-
-    async def _discard(self, ws: ClientConnection) -> None:
-        """Close ``ws``: with the closing handshake when the hub answers it within the ping deadline (10 s
-        without one), else at once."""
-        try:
-            await asyncio.wait_for(ws.close(), self.ping_deadline or 10.0)
-        except BaseException as exc:
-            ws.transport.abort()
-            if not isinstance(exc, Exception):
-                raise
+        self._adopt(url, await self.dialer.open(url))
 
     def _adopt(self, url: str, ws: ClientConnection) -> None:
         """Make ``ws`` (to ``url``) the link's connection: read it, and watch that the hub answers."""
@@ -611,7 +507,7 @@ class WsLinkClient:
         if keeper is not None and keeper is not asyncio.current_task():
             await _finish(keeper)
         if ws is not None:
-            await self._discard(ws)
+            await self.dialer.discard(ws)
         if reader is not None and reader is not asyncio.current_task():
             await _finish(reader)
 
@@ -637,14 +533,14 @@ class WsLinkClient:
                     raise
                 self.is_operator = False  # only asked in passing (an ag2 hub answers not_found)
         if rebind:
-            for agent_id, ident in list(self._identities.items()):
+            for agent_id, ident in list(self.identities.held.items()):
                 try:
                     await self._hello(HelloFrame(ident.name, ident.scheme, dict(ident.claim), ""))
                 except (AuthError, StandbyError):
                     raise
                 except NetworkError as exc:
                     log.warning("could not re-attach %s after reconnect: %s", ident.name, exc)
-                    self._identities.pop(agent_id, None)
+                    self.identities.held.pop(agent_id, None)
             for sub in list(self._subs.values()):
                 await self._subscribe(sub)
         self._ready.set()
@@ -752,86 +648,6 @@ class WsLinkClient:
         if reader is not None and reader is not asyncio.current_task():
             await asyncio.wait({reader}, timeout=1.0)
 
-    # ------------------------------------------------------------------ params and identities
-
-    def _prepare(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
-        spec = CATALOGUE.get(op)
-        wire = spec.encode_params(params) if spec is not None else to_json_params(params)
-        if op == "register" and self.token is not None:
-            passport = wire.get("passport")
-            if isinstance(passport, dict) and passport.get("kind") != "remote_agent":
-                auth = passport.setdefault("auth", {})
-                if auth.get("scheme", "none") == "none" and not auth.get("claim"):
-                    auth["scheme"] = "api_key"
-                    auth["claim"] = {"token": self.token}
-                wire["identity_secret"] = True  # a token server hands it over once, in the response
-        elif op == "bind" and self.token is not None and "auth_claim" not in wire:
-            claim = {"token": self.token}
-            secret = self.secret_for(str(wire.get("name")))
-            if secret is not None:
-                claim["secret"] = secret
-            wire["auth_claim"] = claim
-        return wire
-
-    def secret_for(self, name: str) -> str | None:
-        """The identity secret this link holds for ``name`` on its hub (memory, then the secret file)."""
-        secret = self._known_secrets.get(name)
-        if secret is None and self.secrets is not None:
-            for url in self.urls:  # the hubs of one database share their identities' secrets
-                secret = self.secrets.get(url, name)
-                if secret is not None:
-                    break
-        return secret
-
-    def _keep_secret(self, name: str, secret: str) -> None:
-        self._known_secrets[name] = secret
-        if self.secrets is not None:
-            try:
-                for url in self.urls:
-                    self.secrets.put(url, name, secret)
-            except OSError as exc:
-                log.error(
-                    "cannot keep the identity secret of %r in %s (%s): this process can re-attach it, a new "
-                    "one cannot",
-                    name,
-                    self.secrets.path,
-                    exc,
-                )
-
-    def _remember(self, op: str, wire: dict[str, Any], result: Any, secret: str | None = None) -> None:
-        if op == "register" and isinstance(result, dict):
-            auth = (wire.get("passport") or {}).get("auth") or {}
-            claim = dict(auth.get("claim") or {})
-            if secret is not None:
-                self._keep_secret(result["name"], secret)
-                claim["secret"] = secret
-            if wire.get("bind", True):
-                self._identities[result["agent_id"]] = _Identity(
-                    result["name"], auth.get("scheme", "none"), claim
-                )
-                self.displaced.pop(result["agent_id"], None)
-        elif op == "bind" and isinstance(result, dict):
-            scheme = (result.get("auth") or {}).get("scheme", "none")
-            self._identities[result["agent_id"]] = _Identity(
-                result["name"], scheme, dict(wire.get("auth_claim") or {})
-            )
-            self.displaced.pop(result["agent_id"], None)
-        elif op == "rotate_secret" and isinstance(result, dict):
-            secret = result.get("identity_secret")
-            if isinstance(secret, str):
-                self._keep_secret(str(result.get("name")), secret)
-                ident = self._identities.get(str(result.get("agent_id")))
-                if ident is not None:
-                    ident.claim["secret"] = secret
-        elif op in ("unregister", "unbind"):
-            ident = self._identities.pop(str(wire.get("agent_id")), None)
-            if op == "unregister" and ident is not None:
-                self._known_secrets.pop(ident.name, None)
-                if self.secrets is not None and "secret" in ident.claim:
-                    with contextlib.suppress(OSError):
-                        for url in self.urls:
-                            self.secrets.forget(url, ident.name)
-
     # ------------------------------------------------------------------ reading
 
     async def _read(self, ws: ClientConnection) -> None:
@@ -877,12 +693,8 @@ class WsLinkClient:
         elif isinstance(frame, WelcomeFrame):
             self.pending.resolve_hello(frame, None)
         elif isinstance(frame, ErrorFrame):
-            displaced = _DISPLACED.match(frame.message) if frame.code == "access_denied" else None
-            if displaced is not None:
+            if frame.code == "access_denied" and self.identities.lost(frame.message):
                 # Someone holding this identity's credentials attached it elsewhere: do not fight back.
-                agent_id = displaced.group("agent_id")
-                self._identities.pop(agent_id, None)
-                self.displaced[agent_id] = frame.message
                 log.warning("hub: %s", frame.message)
             elif not self.pending.resolve_hello(None, error_from_code(frame.code, frame.message)):
                 log.warning("hub reported %s: %s", frame.code, frame.message)
@@ -897,7 +709,7 @@ class WsLinkClient:
             targets = [recipient_id]
         else:
             audience = envelope.audience
-            targets = [a for a in self._identities if audience is None or a in audience]
+            targets = [a for a in self.identities.held if audience is None or a in audience]
         for rid in targets:
             self.deliveries.deliver(rid, envelope)
 
