@@ -20,7 +20,7 @@ from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import utc_now
 from ag2net.protocol import ops
 from ag2net.protocol.observe import ObservedEvent
-from ag2net.protocol.ops import Request, request_of
+from ag2net.protocol.ops import DEFAULT_KNOWLEDGE_LIMIT, DEFAULT_LIMIT, Request, request_of
 from ag2net.protocol.ports import HubPort, InProcessLink, Link, LinkFactory
 from ag2net.tasks import TaskMetadata
 
@@ -509,7 +509,7 @@ class HubClient:
         query: str | None = None,
         kind: str | None = None,
         sort_by: str | None = None,
-        limit: int | None = 50,
+        limit: int | None = DEFAULT_LIMIT,
     ) -> list[Passport]:
         result = await self.request(
             ops.ListAgents(capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit)
@@ -594,7 +594,7 @@ class HubClient:
         *,
         agent_id: str | None = None,
         include_terminal: bool = False,
-        limit: int | None = 50,
+        limit: int | None = DEFAULT_LIMIT,
     ) -> list[ChannelMetadata]:
         """Channels of ``agent_id``; without it, every channel the hub lets this connection see (in-process:
         all of them; over a socket: those of the identities bound to it), as in ag2."""
@@ -732,7 +732,7 @@ class HubClient:
         agent_id: str | None = None,
         channel_id: str | None = None,
         state: Any = None,
-        limit: int = 50,
+        limit: int = DEFAULT_LIMIT,
     ) -> list[TaskMetadata]:
         result = await self.request(
             ops.ListTasks(
@@ -796,7 +796,9 @@ class HubClient:
     async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
         return await self.request(ops.AddKnowledge(agent_id=agent_id, text=text, source=source))
 
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    async def search_knowledge(
+        self, agent_id: str, query: str, limit: int = DEFAULT_KNOWLEDGE_LIMIT
+    ) -> list[dict[str, Any]]:
         return await self.request(ops.SearchKnowledge(agent_id=agent_id, query=query, limit=limit))
 
     async def record_turn(self, record: TurnRecord) -> str:
@@ -812,7 +814,7 @@ class HubClient:
         channel_id: str | None = None,
         agent_id: str | None = None,
         trigger_envelope_id: str | None = None,
-        limit: int = 20,
+        limit: int = DEFAULT_LIMIT,
     ) -> list[TurnRecord]:
         from ag2net.client.turns import TurnRecord
 

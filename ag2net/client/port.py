@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.identity import Passport, Resume
+from ag2net.protocol.ops import DEFAULT_KNOWLEDGE_LIMIT, DEFAULT_LIMIT
 from ag2net.tasks import TaskMetadata
 
 
@@ -54,7 +55,7 @@ class HubClientPort(Protocol):
     async def get_agent(self, name_or_id: str) -> Passport: ...
 
     async def list_agents(
-        self, *, capability: str | None = None, query: str | None = None, limit: int | None = 50
+        self, *, capability: str | None = None, query: str | None = None, limit: int | None = DEFAULT_LIMIT
     ) -> list[Passport]: ...
 
     async def get_resume(self, agent_id: str) -> Resume: ...
@@ -64,7 +65,11 @@ class HubClientPort(Protocol):
     async def get_channel(self, channel_id: str) -> ChannelMetadata: ...
 
     async def list_channels(
-        self, *, agent_id: str | None = None, include_terminal: bool = False, limit: int | None = 50
+        self,
+        *,
+        agent_id: str | None = None,
+        include_terminal: bool = False,
+        limit: int | None = DEFAULT_LIMIT,
     ) -> list[ChannelMetadata]: ...
 
     async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata: ...
@@ -75,9 +80,13 @@ class HubClientPort(Protocol):
 
     async def get_task(self, task_id: str) -> TaskMetadata: ...
 
-    async def list_tasks(self, *, agent_id: str | None = None, limit: int = 50) -> list[TaskMetadata]: ...
+    async def list_tasks(
+        self, *, agent_id: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> list[TaskMetadata]: ...
 
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
+    async def search_knowledge(
+        self, agent_id: str, query: str, limit: int = DEFAULT_KNOWLEDGE_LIMIT
+    ) -> list[dict[str, Any]]: ...
 
     def name_for(self, agent_id: str) -> str: ...
 

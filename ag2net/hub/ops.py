@@ -23,7 +23,7 @@ from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.probe import dry_run as probe_dry_run
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.protocol import ops as req
-from ag2net.protocol.codec import to_wire
+from ag2net.protocol.codec import Record, to_wire
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import Request
 from ag2net.tasks import TaskState
@@ -153,13 +153,28 @@ def caller_agents(hub: HubOps, endpoint: Any) -> set[str]:
     return {agent_id for agent_id, bound in hub.inboxes.bindings.items() if bound is endpoint}
 
 
+#: The params of each op left to admission's own text checks (``check_shape``, ``encode_envelope``):
+#: its envelopes.
+_ENVELOPES: dict[str, frozenset[str]] = {
+    name: frozenset(p.name for p in spec.params if isinstance(p.codec, Record) and p.codec.cls is Envelope)
+    for name, spec in CATALOGUE.items()
+}
+#: The ops whose every param is an envelope: a typed request of one skips the scan.
+_TRUSTED_TEXT = frozenset(
+    name
+    for name, spec in CATALOGUE.items()
+    if spec.params and _ENVELOPES[name] >= {p.name for p in spec.params}
+)
+
+
 def _check_text(name: str, params: Mapping[str, Any]) -> None:
     """Refuse any string the store cannot encode (a lone surrogate) before the op touches anything.
 
-    ``post_envelope``'s envelope is checked by admission (``check_shape`` and ``encode_envelope``).
+    An envelope is checked by admission (``check_shape`` and ``encode_envelope``).
     """
+    envelopes = _ENVELOPES.get(name, frozenset())
     for key, value in params.items():
-        if key == "envelope" and name in ("post_envelope", "dry_run"):
+        if key in envelopes:
             continue
         if isinstance(value, (int, float, bool)) or value is None:
             continue
@@ -194,10 +209,6 @@ async def run_op(hub: Any, endpoint: Any, name: str, params: dict[str, Any] | Re
         return await own(hub, endpoint, request)
     result = getattr(hub, FORWARDED[name])(**_fields(request))
     return await result if inspect.isawaitable(result) else result
-
-
-#: Ops whose only params are checked elsewhere (the envelope, by admission): a typed request skips the scan.
-_TRUSTED_TEXT = frozenset({"post_envelope", "dry_run"})
 
 
 def _fields(request: Request[Any]) -> dict[str, Any]:

@@ -12,20 +12,16 @@ pass through it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope, visible_to
 from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
 from ag2net.hub.checkpoints import authorize_checkpoint
 from ag2net.identity import Passport, check_resume_size, check_skill_size
+from ag2net.protocol.ops import DEFAULT_LIMIT
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TASK_ID_RE
-
-#: The ops whose answer holds envelopes of a channel, narrowed for a participant to what it could see
-#: (a test checks that every op of the catalogue whose result decodes an envelope is listed here).
-ENVELOPE_READS = frozenset(
-    {"read_wal", "read_wal_seq", "read_wal_until", "find_envelope_by_causation", "dry_run"}
-)
 
 #: The payload keys a remote ``fire_task_event`` (kind ``mirror_failed``) may carry.
 MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
@@ -64,12 +60,18 @@ def check_task_id(task_id: Any) -> None:
         raise ProtocolError(f"invalid task_id {task_id!r}; use 1-128 of letters, digits, '.', '_' or '-'")
 
 
+#: The params each op stores and serves to every reader, capped (SPEC decision 23), with their check.
+SIZED: dict[str, tuple[tuple[str, Callable[[Any, str], None]], ...]] = {
+    "register": (("skill_md", check_skill_size), ("resume", check_resume_size)),
+    "set_skill": (("skill_md", check_skill_size),),
+    "set_resume": (("resume", check_resume_size),),
+}
+
+
 def check_sizes(op: str, params: dict[str, Any]) -> None:
     """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
-    if op in ("register", "set_skill"):
-        check_skill_size(params.get("skill_md"), "params.skill_md")
-    if op in ("register", "set_resume"):
-        check_resume_size(params.get("resume"), "params.resume")
+    for name, check in SIZED.get(op, ()):
+        check(params.get(name), f"params.{name}")
 
 
 class WirePolicy:
@@ -281,7 +283,7 @@ class WirePolicy:
                 self.require_bound(conn, agent_id)
             return
         if not conn.operator:
-            params["_filter_limit"] = params.get("limit", 50)
+            params["_filter_limit"] = params.get("limit", DEFAULT_LIMIT)
             params["limit"] = None
 
     async def channel_stats(self, conn: Connection, params: dict[str, Any]) -> None:
@@ -295,7 +297,7 @@ class WirePolicy:
 
     async def list_tasks(self, conn: Connection, params: dict[str, Any]) -> None:
         if not conn.operator:
-            params["_filter_limit"] = params.get("limit", 50)
+            params["_filter_limit"] = params.get("limit", DEFAULT_LIMIT)
             params["limit"] = None
 
     async def observe_task(self, conn: Connection, params: dict[str, Any]) -> None:
@@ -344,37 +346,89 @@ class WirePolicy:
         """An envelope read cut down to what the connection's identities could see. A WAL page keeps the
         WAL's own positions and seqs: ``since``/``until`` and seqs still count every envelope of the channel,
         so a participant's page may be shorter than the range it asked for."""
-        if op in ("read_wal", "read_wal_until"):
-            return [env for env in result if self.sees(conn, env)]
-        if op == "read_wal_seq":
-            return [(seq, env) for seq, env in result if self.sees(conn, env)]
-        if op == "find_envelope_by_causation":
-            return result if result is None or self.sees(conn, result) else None
-        if op == "dry_run" and isinstance(result, dict):
-            # each participant's projection before and after is read from what that participant sees:
-            # a participant is shown only its own identities' projections
-            projections = result.get("projections") or {}
-            result["projections"] = {pid: p for pid, p in projections.items() if pid in conn.bound}
-        return result
+        narrow = _ENVELOPE_NARROWS.get(op)
+        return result if narrow is None else narrow(self, conn, result)
 
     def narrow(self, conn: Connection, op: str, params: dict[str, Any], result: Any) -> Any:
         """Cut a listing down to what a non-operator connection may see, and a read of envelopes down to
         those its identities could see."""
         if conn.operator:
             return result
-        if op in ENVELOPE_READS:
+        if op in _ENVELOPE_NARROWS:
             return self.narrow_envelopes(conn, op, result)
-        if op == "list_channels" and "_filter_limit" in params:
-            out = [md for md in result if any(p in conn.bound for p in md.participant_ids())]
-            limit = params["_filter_limit"]
-            return out if limit is None else out[: int(limit)]
-        if op == "list_tasks" and "_filter_limit" in params:
-            out = [t for t in result if self.task_visible(conn, t)]
-            limit = params["_filter_limit"]
-            return out if limit is None else out[: int(limit)]
-        if op == "channel_stats":
-            return {cid: stats for cid, stats in result.items() if self.participates(conn, cid)}
+        narrow = _LISTING_NARROWS.get(op)
+        return result if narrow is None else narrow(self, conn, params, result)
+
+
+# ---------------------------------------------------------------------------------------------- after the op
+
+
+def _page(policy: WirePolicy, conn: Connection, result: Any) -> Any:
+    return [env for env in result if policy.sees(conn, env)]
+
+
+def _seq_page(policy: WirePolicy, conn: Connection, result: Any) -> Any:
+    return [(seq, env) for seq, env in result if policy.sees(conn, env)]
+
+
+def _one(policy: WirePolicy, conn: Connection, result: Any) -> Any:
+    return result if result is None or policy.sees(conn, result) else None
+
+
+def _dry_run(policy: WirePolicy, conn: Connection, result: Any) -> Any:
+    if isinstance(result, dict):
+        # each participant's projection before and after is read from what that participant sees:
+        # a participant is shown only its own identities' projections
+        projections = result.get("projections") or {}
+        result["projections"] = {pid: p for pid, p in projections.items() if pid in conn.bound}
+    return result
+
+
+def _limited(out: list[Any], params: dict[str, Any]) -> list[Any]:
+    limit = params["_filter_limit"]
+    return out if limit is None else out[: int(limit)]
+
+
+def _channels(policy: WirePolicy, conn: Connection, params: dict[str, Any], result: Any) -> Any:
+    if "_filter_limit" not in params:
         return result
+    return _limited([md for md in result if any(p in conn.bound for p in md.participant_ids())], params)
 
 
-__all__ = ["ENVELOPE_READS", "MIRROR_FAILED_KEYS", "Connection", "WirePolicy", "check_sizes", "check_task_id"]
+def _tasks(policy: WirePolicy, conn: Connection, params: dict[str, Any], result: Any) -> Any:
+    if "_filter_limit" not in params:
+        return result
+    return _limited([t for t in result if policy.task_visible(conn, t)], params)
+
+
+def _stats(policy: WirePolicy, conn: Connection, params: dict[str, Any], result: Any) -> Any:
+    return {cid: stats for cid, stats in result.items() if policy.participates(conn, cid)}
+
+
+#: How each read of envelopes is narrowed to what a participant could see (a test checks that every op
+#: of the catalogue whose result decodes an envelope is here).
+_ENVELOPE_NARROWS: dict[str, Callable[[WirePolicy, Connection, Any], Any]] = {
+    "read_wal": _page,
+    "read_wal_until": _page,
+    "read_wal_seq": _seq_page,
+    "find_envelope_by_causation": _one,
+    "dry_run": _dry_run,
+}
+ENVELOPE_READS = frozenset(_ENVELOPE_NARROWS)
+#: How each listing is narrowed to what a non-operator connection may see.
+_LISTING_NARROWS: dict[str, Callable[[WirePolicy, Connection, dict[str, Any], Any], Any]] = {
+    "list_channels": _channels,
+    "list_tasks": _tasks,
+    "channel_stats": _stats,
+}
+
+
+__all__ = [
+    "ENVELOPE_READS",
+    "MIRROR_FAILED_KEYS",
+    "SIZED",
+    "Connection",
+    "WirePolicy",
+    "check_sizes",
+    "check_task_id",
+]
