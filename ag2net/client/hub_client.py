@@ -11,7 +11,8 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
@@ -20,9 +21,8 @@ from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import utc_now
 from ag2net.protocol import ops
 from ag2net.protocol.observe import ObservedEvent
-from ag2net.protocol.ops import DEFAULT_KNOWLEDGE_LIMIT, DEFAULT_LIMIT, Request, request_of
+from ag2net.protocol.ops import DEFAULT_LIMIT, OpSpec, Request, request_of
 from ag2net.protocol.ports import HubPort, InProcessLink, Link, LinkFactory
-from ag2net.tasks import TaskMetadata
 
 if TYPE_CHECKING:
     from ag2net.client.agent_client import AgentClient
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _NotRegisteredError(NotFoundError, ValueError):
@@ -40,6 +41,23 @@ class _NotRegisteredError(NotFoundError, ValueError):
 
 #: How many channels' metadata a remote client remembers for ``adapter_for``/``default_view_policy``.
 CHANNEL_META_CACHE = 10_000
+
+
+def _op_method(
+    request: Callable[P, Request[T]],
+) -> Callable[Concatenate[HubClient, P], CoroutineType[Any, Any, T]]:
+    """A ``HubClient`` method that runs one op: its arguments make the op's typed request (its signature
+    is the request class's), its answer is the op's typed result."""
+
+    async def method(self: HubClient, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.request(request(*args, **kwargs))
+
+    spec: OpSpec = request.spec  # type: ignore[attr-defined]  # every request class has one
+    method.__name__ = method.__qualname__ = spec.name
+    own = request.__doc__ or ""
+    # a dataclass without a docstring of its own gets its signature as one: the op's line says more
+    method.__doc__ = own if own and not own.startswith(f"{getattr(request, '__name__', '')}(") else spec.doc
+    return method
 
 
 class HubClient:
@@ -459,17 +477,10 @@ class HubClient:
         self._remember(passport)
         return passport
 
-    async def get_resume(self, agent_id: str) -> Resume:
-        return await self.request(ops.GetResume(agent_id=agent_id))
-
-    async def get_rule(self, agent_id: str) -> Rule:
-        return await self.request(ops.GetRule(agent_id=agent_id))
-
-    async def get_skill(self, agent_id: str) -> str | None:
-        return await self.request(ops.GetSkill(agent_id=agent_id))
-
-    async def get_skill_info(self, agent_id: str) -> dict[str, Any]:
-        return await self.request(ops.GetSkillInfo(agent_id=agent_id))
+    get_resume = _op_method(ops.GetResume)
+    get_rule = _op_method(ops.GetRule)
+    get_skill = _op_method(ops.GetSkill)
+    get_skill_info = _op_method(ops.GetSkillInfo)
 
     def find_agent_id(self, name: str) -> str | None:
         """Sync lookup from the local name cache (filled by every passport this client has seen)."""
@@ -477,8 +488,7 @@ class HubClient:
             return self._in_process.find_agent_id(name)
         return self._ids_by_name.get(name)
 
-    async def find_agent_id_remote(self, name: str) -> str | None:
-        return await self.request(ops.FindAgentId(name=name))
+    find_agent_id_remote = _op_method(ops.FindAgentId)
 
     async def names_for(self, agent_ids: list[str]) -> dict[str, str]:
         names = await self.request(ops.NamesFor(agent_ids=list(agent_ids)))
@@ -519,18 +529,10 @@ class HubClient:
             self._remember(p)
         return passports
 
-    async def presence(self, agent_ids: list[str] | None = None) -> dict[str, bool]:
-        """``{agent_id: online}``: whether each registered identity is bound to a live connection now."""
-        return dict(await self.request(ops.Presence(agent_ids=agent_ids)))
-
-    async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
-        return await self.request(ops.SetResume(agent_id=agent_id, resume=resume))
-
-    async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
-        await self.request(ops.SetSkill(agent_id=agent_id, skill_md=skill_md))
-
-    async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        return await self.request(ops.SetRule(agent_id=agent_id, rule=rule))
+    presence = _op_method(ops.Presence)
+    set_resume = _op_method(ops.SetResume)
+    set_skill = _op_method(ops.SetSkill)
+    set_rule = _op_method(ops.SetRule)
 
     # ------------------------------------------------------------------ channels
 
@@ -603,56 +605,17 @@ class HubClient:
         )
         return [self._cache_channel(m) for m in result]
 
-    async def channel_stats(self) -> dict[str, dict[str, Any]]:
-        return await self.request(ops.ChannelStats())
-
-    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
-        return await self.request(ops.CloseChannel(channel_id=channel_id, reason=reason))
-
-    async def post_envelope(self, envelope: Envelope) -> str:
-        return await self.request(ops.PostEnvelope(envelope=envelope))
-
-    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
-        return await self.request(ops.ReadWal(channel_id=channel_id, since=since, until=until))
-
-    async def read_wal_seq(
-        self, channel_id: str, first_seq: int, last_seq: int
-    ) -> list[tuple[int, Envelope]]:
-        return await self.request(
-            ops.ReadWalSeq(channel_id=channel_id, first_seq=first_seq, last_seq=last_seq)
-        )
-
-    async def read_wal_until(self, channel_id: str, envelope_id: str) -> list[Envelope]:
-        return await self.request(ops.ReadWalUntil(channel_id=channel_id, envelope_id=envelope_id))
-
-    async def wal_count(self, channel_id: str) -> int:
-        return await self.request(ops.WalCount(channel_id=channel_id))
-
-    async def find_envelope_by_causation(
-        self, channel_id: str, *, sender_id: str, causation_id: str
-    ) -> Envelope | None:
-        return await self.request(
-            ops.FindEnvelopeByCausation(
-                channel_id=channel_id,
-                sender_id=sender_id,
-                causation_id=causation_id,
-            )
-        )
-
-    async def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
-        return await self.request(
-            ops.CanSend(channel_id=channel_id, sender_id=sender_id, event_type=event_type)
-        )
-
-    async def explain_send(
-        self, channel_id: str, sender_id: str, *, event_type: str | None = None
-    ) -> tuple[bool, str]:
-        return await self.request(
-            ops.ExplainSend(channel_id=channel_id, sender_id=sender_id, event_type=event_type)
-        )
-
-    async def pending_turns_for(self, agent_id: str) -> list[Any]:
-        return await self.request(ops.PendingTurnsFor(agent_id=agent_id))
+    channel_stats = _op_method(ops.ChannelStats)
+    close_channel = _op_method(ops.CloseChannel)
+    post_envelope = _op_method(ops.PostEnvelope)
+    read_wal = _op_method(ops.ReadWal)
+    read_wal_seq = _op_method(ops.ReadWalSeq)
+    read_wal_until = _op_method(ops.ReadWalUntil)
+    wal_count = _op_method(ops.WalCount)
+    find_envelope_by_causation = _op_method(ops.FindEnvelopeByCausation)
+    can_send = _op_method(ops.CanSend)
+    explain_send = _op_method(ops.ExplainSend)
+    pending_turns_for = _op_method(ops.PendingTurnsFor)
 
     async def report_turn_failure(
         self, *, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str
@@ -723,83 +686,19 @@ class HubClient:
 
     # ------------------------------------------------------------------ tasks
 
-    async def get_task(self, task_id: str) -> TaskMetadata:
-        return await self.request(ops.GetTask(task_id=task_id))
-
-    async def list_tasks(
-        self,
-        *,
-        agent_id: str | None = None,
-        channel_id: str | None = None,
-        state: Any = None,
-        limit: int = DEFAULT_LIMIT,
-    ) -> list[TaskMetadata]:
-        result = await self.request(
-            ops.ListTasks(
-                agent_id=agent_id,
-                channel_id=channel_id,
-                state=getattr(state, "value", state),
-                limit=limit,
-            )
-        )
-        return [(t) for t in result]
-
-    async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
-        return await self.request(ops.ObserveTask(metadata=metadata))
-
-    async def update_task(
-        self, task_id: str, *, state: Any = None, progress: Any = None, result: Any = None, error: Any = None
-    ) -> TaskMetadata:
-        return await self.request(
-            ops.UpdateTask(
-                task_id=task_id,
-                state=getattr(state, "value", state),
-                progress=progress,
-                result=result,
-                error=error,
-            )
-        )
-
-    async def record_observation(
-        self,
-        *,
-        owner_id: str,
-        capability: str,
-        outcome: Any,
-        latency_ms: float | None = None,
-        task_id: str | None = None,
-    ) -> None:
-        """Record an observed outcome of ``owner_id`` on ``capability`` (feeds its observed resume)."""
-        await self.request(
-            ops.RecordObservation(
-                owner_id=owner_id,
-                capability=capability,
-                outcome=getattr(outcome, "value", outcome),
-                latency_ms=latency_ms,
-                task_id=task_id,
-            )
-        )
-
-    async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
-        await self.request(ops.FireTaskEvent(task_id=task_id, kind=kind, payload=payload))
-
-    async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:
-        """Store ``state`` as the checkpoint of ``task_id`` in the hub (the last write wins, no history)."""
-        await self.request(ops.CheckpointTask(task_id=task_id, state=state))
-
-    async def read_task_checkpoint(self, task_id: str) -> dict[str, object] | None:
-        """The checkpoint last stored for ``task_id``, or None if there is none."""
-        return await self.request(ops.ReadTaskCheckpoint(task_id=task_id))
+    get_task = _op_method(ops.GetTask)
+    list_tasks = _op_method(ops.ListTasks)
+    observe_task = _op_method(ops.ObserveTask)
+    update_task = _op_method(ops.UpdateTask)
+    record_observation = _op_method(ops.RecordObservation)
+    fire_task_event = _op_method(ops.FireTaskEvent)
+    checkpoint_task = _op_method(ops.CheckpointTask)
+    read_task_checkpoint = _op_method(ops.ReadTaskCheckpoint)
 
     # ------------------------------------------------------------------ knowledge, turns, audit
 
-    async def add_knowledge(self, agent_id: str, text: str, *, source: str = "") -> int:
-        return await self.request(ops.AddKnowledge(agent_id=agent_id, text=text, source=source))
-
-    async def search_knowledge(
-        self, agent_id: str, query: str, limit: int = DEFAULT_KNOWLEDGE_LIMIT
-    ) -> list[dict[str, Any]]:
-        return await self.request(ops.SearchKnowledge(agent_id=agent_id, query=query, limit=limit))
+    add_knowledge = _op_method(ops.AddKnowledge)
+    search_knowledge = _op_method(ops.SearchKnowledge)
 
     async def record_turn(self, record: TurnRecord) -> str:
         """Store one turn record; the hub assigns its id, which is written back into ``record``."""
@@ -833,21 +732,13 @@ class HubClient:
 
         return await preview_turn(self, channel_id, participant_id, view)
 
-    async def list_audit(
-        self, *, since: int = 0, limit: int | None = None
-    ) -> list[tuple[int, dict[str, Any]]]:
-        return await self.request(ops.ListAudit(since=since, limit=limit))
-
-    async def health(self) -> dict[str, Any]:
-        return await self.request(ops.Health())
-
-    async def adapter_types(self) -> list[str]:
-        return await self.request(ops.AdapterTypes())
+    list_audit = _op_method(ops.ListAudit)
+    health = _op_method(ops.Health)
+    adapter_types = _op_method(ops.AdapterTypes)
 
     # ------------------------------------------------------------------ observe
 
-    async def observe_position(self) -> int:
-        return await self.request(ops.ObservePosition())
+    observe_position = _op_method(ops.ObservePosition)
 
     async def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
         """Every admitted envelope and lifecycle/audit event after position ``since`` (default: from now)."""

@@ -15,7 +15,7 @@ README's "Adding an op").
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import KW_ONLY, MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
 from ag2net.channel import ChannelMetadata, ChannelState
@@ -63,8 +63,9 @@ def agent(param: str = "agent_id", *, operators_too: bool = False) -> Access:
 
 #: How a param's wire value is checked when a request is parsed from JSON params.
 #: ``str``: a string, required; ``opt_str``: a string or null; ``int``/``bool``: converted with
-#: ``int()``/``bool()``; ``or_empty``: a missing or empty value reads as ``""``; ``json``: taken as it is.
-CHECKS = frozenset({"str", "opt_str", "int", "bool", "or_empty", "json"})
+#: ``int()``/``bool()``; ``or_empty``: a missing or empty value reads as ``""``; ``value``: an enum member
+#: (anything with a ``value``) reads as its value; ``json``: taken as it is.
+CHECKS = frozenset({"str", "opt_str", "int", "bool", "or_empty", "value", "json"})
 
 
 def param(
@@ -74,6 +75,7 @@ def param(
     check: str = "json",
     key: str | None = None,
     omit: bool = False,
+    kw_only: bool = False,
 ) -> Any:
     """One field of a request: its ``default`` (none: required), ``codec`` (records decode), ``check``
     (see ``CHECKS``), wire ``key`` (default: the field's name) and ``omit`` (not sent while it holds its
@@ -81,9 +83,10 @@ def param(
     if check not in CHECKS:
         raise ValueError(f"unknown param check {check!r}; one of {sorted(CHECKS)}")
     meta = {"codec": codec, "check": check, "key": key, "omit": omit}
+    keyword: Any = True if kw_only else MISSING  # MISSING: as the class says
     if default is MISSING:
-        return field(metadata=meta)
-    return field(default=default, metadata=meta)
+        return field(metadata=meta, kw_only=keyword)
+    return field(default=default, metadata=meta, kw_only=keyword)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +102,13 @@ class Param:
     omit: bool = False
 
     def read(self, params: dict[str, Any]) -> Any:
-        """This param's value in JSON (or typed) params: its default when missing (``KeyError`` when it
-        has none; a missing string is refused by ``settle`` in its own words)."""
+        """This param's value in JSON (or typed) params: its default when missing (a missing required
+        number is a ``KeyError``; any other required param is refused by its check, in its own words)."""
         value = params.get(self.name, MISSING)
         if value is MISSING:
-            if self.required and self.check != "str":
-                raise KeyError(self.name)
-            return self.default
+            if self.required and self.check == "int":
+                raise KeyError(self.name)  # a missing number is answered as such
+            return self.default  # None for a required one: its check says what it must be
         return value
 
     def settle(self, value: Any) -> Any:
@@ -126,6 +129,8 @@ class Param:
             return value if value is None or type(value) is int else int(value)
         if check == "bool":
             return bool(value)
+        if check == "value":
+            return getattr(value, "value", value)
         return value or ""  # or_empty
 
 
@@ -212,16 +217,17 @@ OPS: dict[str, OpSpec] = {}
 _PLAIN: Mapping[str, Any] = {"codec": JSON, "check": "json", "key": None, "omit": False}
 
 
-@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(param,))
+@dataclass_transform(frozen_default=True, field_specifiers=(param,))
 def op(
     name: str, result: Codec, access: Access, doc: str, *, connection: bool = False
 ) -> Callable[[type[T]], type[T]]:
-    """Declare the request class of op ``name`` (a frozen, keyword-only dataclass) and its ``OpSpec``."""
+    """Declare the request class of op ``name`` (a frozen dataclass) and its ``OpSpec``. The fields'
+    order and kinds (``_: KW_ONLY``, ``param(kw_only=True)``) are the client method's signature."""
 
     def declare(cls: type[T]) -> type[T]:
         if name in OPS:
             raise ValueError(f"op {name!r} is declared twice")
-        made = dataclass(frozen=True, kw_only=True, slots=True)(cls)
+        made = dataclass(frozen=True, slots=True)(cls)
         params = []
         for f in fields(made):  # type: ignore[arg-type]
             meta: Mapping[str, Any] = f.metadata or _PLAIN
@@ -266,16 +272,6 @@ DEFAULT_KNOWLEDGE_LIMIT = 10
 _CHANNEL_STATES = frozenset(s.value for s in ChannelState)
 
 
-def text() -> Any:
-    """A required string param."""
-    return param(check="str")
-
-
-def opt_text() -> Any:
-    """A string param that may be null (the default)."""
-    return param(default=None, check="opt_str")
-
-
 def _limit_check(value: Any, *, nullable: bool) -> None:
     if value is None and nullable:
         return
@@ -291,9 +287,15 @@ def _required(value: Any, name: str, cls: type) -> None:
 # ---------------------------------------------------------------------------------------------- identities
 
 
-@op("register", PASSPORT, POLICY, "register an identity (and bind it to this connection unless bind=False)")
+@op(
+    "register",
+    PASSPORT,
+    POLICY,
+    "register an identity (and bind it to this connection unless bind=False)",
+)
 class Register(Request[Passport]):
-    passport: Passport | None = param(default=None, codec=PASSPORT)
+    _: KW_ONLY
+    passport: Passport = param(codec=PASSPORT)
     resume: Resume | None = param(default=None, codec=RESUME)
     skill_md: str | None = param(default=None, omit=True)
     rule: Rule | None = param(default=None, codec=RULE)
@@ -306,51 +308,57 @@ class Register(Request[Passport]):
             raise ProtocolError("register needs params.passport")
 
 
-@op("bind", PASSPORT, POLICY, "bind an existing identity to this connection, presenting its credentials")
+@op(
+    "bind",
+    PASSPORT,
+    POLICY,
+    "bind an existing identity to this connection, presenting its credentials",
+)
 class Bind(Request[Passport]):
-    name: str = text()
+    _: KW_ONLY
+    name: str = param(check="str")
     auth_scheme: str | None = param(default=None, omit=True)
     auth_claim: dict[str, Any] | None = param(default=None, omit=True)
 
 
 @op("unbind", JSON, agent(), "stop delivering an identity's envelopes to this connection")
 class Unbind(Request[None]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("unregister", JSON, agent(), "remove an identity")
 class Unregister(Request[None]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("get_agent", PASSPORT, DIRECTORY, "a passport by name or id (claims stripped)")
 class GetAgent(Request[Passport]):
-    name_or_id: str = text()
+    name_or_id: str = param(check="str")
 
 
 @op("get_resume", RESUME, DIRECTORY, "an agent's resume")
 class GetResume(Request[Resume]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("get_rule", RULE, DIRECTORY, "an agent's rule")
 class GetRule(Request[Rule]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("get_skill", JSON, DIRECTORY, "an agent's skill card markdown, or null")
 class GetSkill(Request[str | None]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("get_skill_info", JSON, DIRECTORY, "the skill card, or the generated fallback")
 class GetSkillInfo(Request[dict[str, Any]]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
 
 
 @op("find_agent_id", JSON, DIRECTORY, "the id registered under a name, or null")
 class FindAgentId(Request[str | None]):
-    name: str = text()
+    name: str = param(check="str")
 
 
 @op("names_for", JSON, DIRECTORY, "{agent_id: name} for known ids")
@@ -364,10 +372,11 @@ class NamesFor(Request[dict[str, str]]):
 
 @op("list_agents", ListOf(PASSPORT), DIRECTORY, "the directory")
 class ListAgents(Request[list[Passport]]):
-    capability: str | None = opt_text()
-    query: str | None = opt_text()
-    kind: str | None = opt_text()
-    sort_by: str | None = opt_text()
+    _: KW_ONLY
+    capability: str | None = param(default=None, check="opt_str")
+    query: str | None = param(default=None, check="opt_str")
+    kind: str | None = param(default=None, check="opt_str")
+    sort_by: str | None = param(default=None, check="opt_str")
     limit: int | None = param(default=DEFAULT_LIMIT)
 
     def check(self) -> None:
@@ -381,6 +390,8 @@ class ListAgents(Request[list[Passport]]):
     "{agent_id: online} for registered identities (all, or those of agent_ids): bound to a live connection now",
 )
 class Presence(Request[dict[str, bool]]):
+    """``{agent_id: online}``: whether each registered identity is bound to a live connection now."""
+
     agent_ids: list[str] | None = param(default=None)
 
     def check(self) -> None:
@@ -393,8 +404,8 @@ class Presence(Request[dict[str, bool]]):
 
 @op("set_resume", RESUME, agent(), "replace an agent's resume")
 class SetResume(Request[Resume]):
-    agent_id: str = text()
-    resume: Resume | None = param(default=None, codec=RESUME)
+    agent_id: str = param(check="str")
+    resume: Resume = param(codec=RESUME)
 
     def check(self) -> None:
         _required(self.resume, "resume", Resume)
@@ -402,14 +413,14 @@ class SetResume(Request[Resume]):
 
 @op("set_skill", JSON, agent(), "replace (or clear) an agent's skill card")
 class SetSkill(Request[None]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
     skill_md: str | None = param(default=None)
 
 
 @op("set_rule", RULE, agent(), "replace an agent's rule")
 class SetRule(Request[Rule]):
-    agent_id: str = text()
-    rule: Rule | None = param(default=None, codec=RULE)
+    agent_id: str = param(check="str")
+    rule: Rule = param(codec=RULE)
 
     def check(self) -> None:
         _required(self.rule, "rule", Rule)
@@ -418,12 +429,18 @@ class SetRule(Request[Rule]):
 # ---------------------------------------------------------------------------------------------- channels, WAL
 
 
-@op("create_channel", CHANNEL_MD, agent("creator_id"), "open a channel (invites go out to the participants)")
+@op(
+    "create_channel",
+    CHANNEL_MD,
+    agent("creator_id"),
+    "open a channel (invites go out to the participants)",
+)
 class CreateChannel(Request[ChannelMetadata]):
-    creator_id: str = text()
-    manifest_type: str = text()
+    _: KW_ONLY
+    creator_id: str = param(check="str")
+    manifest_type: str = param(check="str")
     manifest_version: int = param(default=1, check="int")
-    participants: list[str] | None = param(default=None)
+    participants: list[str] | None = param(default=None)  # required: ``check`` says so
     required_acks: int | None = param(default=None)
     ttl: Any = param(default=None)
     knobs: dict[str, Any] | None = param(default=None)
@@ -437,7 +454,7 @@ class CreateChannel(Request[ChannelMetadata]):
 
 @op("get_channel", CHANNEL_MD, CHANNEL, "a channel's metadata")
 class GetChannel(Request[ChannelMetadata]):
-    channel_id: str = text()
+    channel_id: str = param(check="str")
 
 
 @op(
@@ -447,6 +464,7 @@ class GetChannel(Request[ChannelMetadata]):
     "channels (of an agent; over a socket only those the connection may see)",
 )
 class ListChannels(Request[list[ChannelMetadata]]):
+    _: KW_ONLY
     agent_id: str | None = param(default=None)
     state: str | None = param(default=None, check="opt_str", omit=True)
     include_terminal: bool = param(default=False, check="bool")
@@ -465,13 +483,13 @@ class ChannelStats(Request[dict[str, dict[str, Any]]]):
 
 @op("close_channel", CHANNEL_MD, CHANNEL, "close a channel")
 class CloseChannel(Request[ChannelMetadata]):
-    channel_id: str = text()
-    reason: str = param(default="", check="or_empty")
+    channel_id: str = param(check="str")
+    reason: str = param(default="", check="or_empty", kw_only=True)
 
 
 @op("post_envelope", STR, POLICY, "admit an envelope: durable when this returns its id")
 class PostEnvelope(Request[str]):
-    envelope: Envelope = param(default=None, codec=ENVELOPE)
+    envelope: Envelope = param(codec=ENVELOPE)
 
     def check(self) -> None:
         if not isinstance(self.envelope, Envelope):
@@ -480,9 +498,9 @@ class PostEnvelope(Request[str]):
 
 @op("read_wal", WAL_PAGE, CHANNEL, "a channel's envelopes by index")
 class ReadWal(Request[list[Envelope]]):
-    channel_id: str = text()
-    since: int = param(default=0, check="int")
-    until: int | None = param(default=None)
+    channel_id: str = param(check="str")
+    since: int = param(default=0, check="int", kw_only=True)
+    until: int | None = param(default=None, kw_only=True)
 
 
 @op(
@@ -492,20 +510,20 @@ class ReadWal(Request[list[Envelope]]):
     "(seq, envelope) pairs for a seq range",
 )
 class ReadWalSeq(Request[list[tuple[int, Envelope]]]):
-    channel_id: str = text()
+    channel_id: str = param(check="str")
     first_seq: int = param(check="int")
     last_seq: int = param(check="int")
 
 
 @op("read_wal_until", WAL_PAGE, CHANNEL, "the WAL up to and including an envelope")
 class ReadWalUntil(Request[list[Envelope]]):
-    channel_id: str = text()
-    envelope_id: str = text()
+    channel_id: str = param(check="str")
+    envelope_id: str = param(check="str")
 
 
 @op("wal_count", INT, CHANNEL, "how many envelopes a channel's WAL holds")
 class WalCount(Request[int]):
-    channel_id: str = text()
+    channel_id: str = param(check="str")
 
 
 @op(
@@ -515,23 +533,23 @@ class WalCount(Request[int]):
     "the envelope a sender posted in answer to another, or null",
 )
 class FindEnvelopeByCausation(Request[Envelope | None]):
-    channel_id: str = text()
-    sender_id: str = text()
-    causation_id: str = text()
+    channel_id: str = param(check="str")
+    sender_id: str = param(check="str", kw_only=True)
+    causation_id: str = param(check="str", kw_only=True)
 
 
 @op("can_send", BOOL, agent("sender_id", operators_too=True), "whether admission would accept a send now")
 class CanSend(Request[bool]):
-    channel_id: str = text()
-    sender_id: str = text()
-    event_type: str | None = param(default=None)
+    channel_id: str = param(check="str")
+    sender_id: str = param(check="str")
+    event_type: str | None = param(default=None, kw_only=True)
 
 
 @op("explain_send", TupleOf((BOOL, STR)), agent("sender_id", operators_too=True), "(allowed, why) for a send")
 class ExplainSend(Request[tuple[bool, str]]):
-    channel_id: str = text()
-    sender_id: str = text()
-    event_type: str | None = param(default=None)
+    channel_id: str = param(check="str")
+    sender_id: str = param(check="str")
+    event_type: str | None = param(default=None, kw_only=True)
 
 
 @op(
@@ -541,7 +559,7 @@ class ExplainSend(Request[tuple[bool, str]]):
     "what posting an envelope would do now (verdict, recipients, projections, adapter state); writes nothing",
 )
 class DryRun(Request[dict[str, Any]]):
-    envelope: Envelope = param(default=None, codec=DRY_RUN_ENVELOPE)
+    envelope: Envelope = param(codec=DRY_RUN_ENVELOPE)
 
     def check(self) -> None:
         if not isinstance(self.envelope, Envelope):
@@ -557,15 +575,16 @@ class DryRun(Request[dict[str, Any]]):
     agent(operators_too=True),
     "the turns the hub expects of an agent",
 )
-class PendingTurnsFor(Request[list[PendingTurn]]):
-    agent_id: str = text()
+class PendingTurnsFor(Request[list[Any]]):  # PendingTurn records (typed Any: callers read dicts too)
+    agent_id: str = param(check="str")
 
 
 @op("report_turn_failure", JSON, POLICY, "tell the hub a turn failed")
 class ReportTurnFailure(Request[None]):
-    channel_id: str = text()
-    agent_id: str = text()
-    envelope_id: str = text()
+    _: KW_ONLY
+    channel_id: str = param(check="str")
+    agent_id: str = param(check="str")
+    envelope_id: str = param(check="str")
     exc_type: str = param(default="Error")
     #: The error's text (in-process: the exception itself, for the hub's listeners).
     error: Any = param(default="")
@@ -573,7 +592,7 @@ class ReportTurnFailure(Request[None]):
 
 @op("record_turn", STR, POLICY, "store a turn record; returns the hub-assigned turn_id")
 class RecordTurn(Request[str]):
-    record: dict[str, Any] = param(default=None)
+    record: dict[str, Any] = param()
 
     def check(self) -> None:
         if not isinstance(self.record, dict):
@@ -582,9 +601,10 @@ class RecordTurn(Request[str]):
 
 @op("list_turns", JSON, POLICY, "turn records (dicts), newest first")
 class ListTurns(Request[list[dict[str, Any]]]):
-    channel_id: str | None = opt_text()
-    agent_id: str | None = opt_text()
-    trigger_envelope_id: str | None = opt_text()
+    _: KW_ONLY
+    channel_id: str | None = param(default=None, check="opt_str")
+    agent_id: str | None = param(default=None, check="opt_str")
+    trigger_envelope_id: str | None = param(default=None, check="opt_str")
     limit: int = param(default=DEFAULT_LIMIT)
 
     def check(self) -> None:
@@ -597,29 +617,30 @@ class ListTurns(Request[list[dict[str, Any]]]):
 
 @op("get_task", TASK, POLICY, "a task's metadata")
 class GetTask(Request[TaskMetadata]):
-    task_id: str = text()
+    task_id: str = param(check="str")
 
 
 @op("list_tasks", ListOf(TASK), POLICY, "tasks")
 class ListTasks(Request[list[TaskMetadata]]):
+    _: KW_ONLY
     agent_id: str | None = param(default=None)
     channel_id: str | None = param(default=None)
-    state: str | None = param(default=None)
+    state: Any = param(default=None, check="value")
     limit: int | None = param(default=DEFAULT_LIMIT)
 
 
 @op("observe_task", TASK, POLICY, "start (or refresh) observing a task")
 class ObserveTask(Request[TaskMetadata]):
-    metadata: TaskMetadata = param(default=None, codec=TASK)
+    metadata: TaskMetadata = param(codec=TASK)
 
 
 @op("update_task", TASK, POLICY, "move a task on")
 class UpdateTask(Request[TaskMetadata]):
-    task_id: str = text()
-    state: str | None = param(default=None)
-    progress: Any = param(default=None)
-    result: Any = param(default=None)
-    error: Any = param(default=None)
+    task_id: str = param(check="str")
+    state: Any = param(default=None, check="value", kw_only=True)
+    progress: Any = param(default=None, kw_only=True)
+    result: Any = param(default=None, kw_only=True)
+    error: Any = param(default=None, kw_only=True)
 
 
 @op(
@@ -629,24 +650,29 @@ class UpdateTask(Request[TaskMetadata]):
     "an observed outcome feeding the owner's observed resume",
 )
 class RecordObservation(Request[None]):
-    owner_id: str = text()
-    capability: str = text()
-    outcome: Any = param(default=None)
+    """Record an observed outcome of ``owner_id`` on ``capability`` (feeds its observed resume)."""
+
+    _: KW_ONLY
+    owner_id: str = param(check="str")
+    capability: str = param(check="str")
+    outcome: Any = param(default=None, check="value")
     latency_ms: float | None = param(default=None)
     task_id: str | None = param(default=None)
 
 
 @op("fire_task_event", JSON, POLICY, "a task event for the hub's listeners")
 class FireTaskEvent(Request[None]):
-    task_id: str = text()
-    kind: str = text()
-    payload: dict[str, Any] | None = param(default=None)
+    task_id: str = param(check="str")
+    kind: str = param(check="str")
+    payload: dict[str, Any] = param()
 
 
 @op("checkpoint_task", JSON, POLICY, "store a task's checkpoint (last write wins)")
 class CheckpointTask(Request[None]):
-    task_id: str = text()
-    state: dict[str, Any] = param(default=None)
+    """Store ``state`` as the checkpoint of ``task_id`` in the hub (the last write wins, no history)."""
+
+    task_id: str = param(check="str")
+    state: dict[str, Any] = param()
 
     def check(self) -> None:
         if not isinstance(self.state, dict):
@@ -655,7 +681,9 @@ class CheckpointTask(Request[None]):
 
 @op("read_task_checkpoint", JSON, POLICY, "a task's last checkpoint, or null")
 class ReadTaskCheckpoint(Request[dict[str, Any] | None]):
-    task_id: str = text()
+    """The checkpoint last stored for ``task_id``, or None if there is none."""
+
+    task_id: str = param(check="str")
 
 
 # ---------------------------------------------------------------------------------------------- knowledge, audit
@@ -663,9 +691,9 @@ class ReadTaskCheckpoint(Request[dict[str, Any] | None]):
 
 @op("add_knowledge", INT, agent(), "add to an agent's knowledge store")
 class AddKnowledge(Request[int]):
-    agent_id: str = text()
+    agent_id: str = param(check="str")
     text: str = param(check="str")
-    source: str = param(default="", check="or_empty")
+    source: str = param(default="", check="or_empty", kw_only=True)
 
 
 @op(
@@ -675,13 +703,14 @@ class AddKnowledge(Request[int]):
     "an agent's knowledge items containing a query",
 )
 class SearchKnowledge(Request[list[dict[str, Any]]]):
-    agent_id: str = text()
-    query: str = text()
+    agent_id: str = param(check="str")
+    query: str = param(check="str")
     limit: int = param(default=DEFAULT_KNOWLEDGE_LIMIT, check="int")
 
 
 @op("list_audit", ListOf(TupleOf((INT, JSON))), OPERATOR, "(position, record) audit pairs")
 class ListAudit(Request[list[tuple[int, dict[str, Any]]]]):
+    _: KW_ONLY
     since: int = param(default=0, check="int")
     limit: int | None = param(default=None)
 
@@ -706,6 +735,7 @@ class AdapterTypes(Request[list[str]]):
 
 @op("observe", JSON, OPERATOR, "stream the observe log to this connection", connection=True)
 class Observe(Request[dict[str, Any]]):
+    _: KW_ONLY
     subscription: Any = param(default=None)
     since: Any = param(default=None)
     incarnation: Any = param(default=None)
@@ -713,6 +743,7 @@ class Observe(Request[dict[str, Any]]):
 
 @op("unobserve", JSON, OPERATOR, "stop a subscription", connection=True)
 class Unobserve(Request[None]):
+    _: KW_ONLY
     subscription: Any = param(default=None)
 
 
