@@ -219,3 +219,58 @@ async def test_the_in_process_and_the_websocket_link_return_the_same_typed_resul
     assert there["read_wal_seq"] == here["read_wal_seq"]
     assert there["explain_send"] == here["explain_send"]
     assert there["get_channel"] == here["get_channel"]
+
+
+# ------------------------------------------------------------------ one declaration per op
+
+
+def test_a_forwarded_op_calls_the_hub_method_of_its_name_with_the_request_fields() -> None:
+    """An op without a handler of its own is the hub's method of the op's name, called with the request's
+    fields as keywords: each such method takes exactly those."""
+    import inspect
+
+    from ag2net.hub import Hub
+
+    assert hub_ops.FORWARDED, "no op is forwarded"
+    for name, method in sorted(hub_ops.FORWARDED.items()):
+        spec = OPS[name]
+        signature = inspect.signature(getattr(Hub, method))
+        signature.bind(None, **{p.attr: None for p in spec.params})  # raises if a field is not a keyword
+
+
+async def test_the_hub_has_what_the_op_handlers_use(hub: Any) -> None:
+    """``HubOps`` (what ``ag2net/hub/ops.py`` needs of a hub) is met by the real hub."""
+    members = [n for n in vars(hub_ops.HubOps) if not n.startswith("_")] + list(
+        hub_ops.HubOps.__annotations__
+    )
+    assert [n for n in members if not hasattr(hub, n)] == []
+
+
+def test_a_request_is_checked_however_it_is_made() -> None:
+    from ag2net.errors import ProtocolError
+    from ag2net.protocol import ops
+
+    with pytest.raises(ProtocolError, match=r"^params\.channel_id must be a string$"):
+        ops.ReadWal(7)  # type: ignore[arg-type]
+    with pytest.raises(ProtocolError, match=r"^params\.channel_id must be a string$"):
+        OPS["read_wal"].parse({"since": 3})
+    parsed = OPS["read_wal"].parse({"channel_id": "c", "since": "3", "unknown": 1})
+    assert parsed == ops.ReadWal("c", since=3)
+    assert parsed.to_params() == {"channel_id": "c", "since": 3, "until": None}
+    # the params ag2 1.2.1 leaves out stay out while they hold their default
+    assert ops.ListChannels(agent_id="a").to_params() == {
+        "agent_id": "a",
+        "include_terminal": False,
+        "limit": 50,
+    }
+    assert "bind" not in ops.Register(passport=Passport(name="p")).to_params()
+
+
+def test_each_client_method_made_from_a_request_has_its_signature() -> None:
+    import inspect
+
+    from ag2net.protocol import ops
+
+    assert HubClient.read_wal.__name__ == "read_wal"
+    assert str(inspect.signature(ops.ReadWal)).startswith("(channel_id: 'str', *, since: 'int' = 0")
+    assert HubClient.checkpoint_task.__doc__ and "last write wins" in HubClient.checkpoint_task.__doc__

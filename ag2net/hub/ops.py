@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.hub.probe import dry_run as probe_dry_run
-from ag2net.identity import Passport, Resume, Rule
+from ag2net.identity import Passport, Resume
 from ag2net.protocol import ops as req
 from ag2net.protocol.codec import Record, to_wire
 from ag2net.protocol.ops import OPS as CATALOGUE
@@ -41,8 +41,8 @@ class _AuditStore(Protocol):
 
 
 class HubOps(Protocol):
-    """What the op handlers need of a hub (``ag2net.hub.Hub`` is one); the forwarded ops (``FORWARDED``)
-    call its methods of the ops' names besides."""
+    """What the op handlers need of a hub (``ag2net.hub.Hub`` is one; keyword options are the hub
+    method's own); the forwarded ops (``FORWARDED``) call its methods of the ops' names besides."""
 
     agents: Mapping[str, Any]
     inboxes: _Bindings
@@ -52,14 +52,7 @@ class HubOps(Protocol):
     def observe_position(self) -> int: ...
 
     async def register_identity(
-        self,
-        passport: Passport,
-        resume: Resume | None = None,
-        *,
-        skill_md: str | None = None,
-        rule: Rule | None = None,
-        owner_id: str | None = None,
-        secret_digest: str | None = None,
+        self, passport: Passport, resume: Resume | None, **options: Any
     ) -> Passport: ...
 
     def bind_endpoint(self, endpoint_id: Any, agent_id: str | None) -> None: ...
@@ -74,14 +67,7 @@ class HubOps(Protocol):
 
     async def post_envelope(self, envelope: Envelope) -> str: ...
 
-    def query_channels(
-        self,
-        *,
-        agent_id: str | None = None,
-        state: Any = None,
-        include_terminal: bool = False,
-        limit: int | None = 50,
-    ) -> list[ChannelMetadata]: ...
+    def query_channels(self, **filters: Any) -> list[ChannelMetadata]: ...
 
     async def report_turn_failure(
         self, *, channel_id: str, agent_id: str, envelope_id: str, exc: Any, exc_type: str = "Error"
@@ -89,25 +75,9 @@ class HubOps(Protocol):
 
     async def record_turn(self, record: dict[str, Any]) -> str: ...
 
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: Collection[str] | None = None,
-    ) -> list[dict[str, Any]]: ...
+    async def list_turns(self, **filters: Any) -> list[dict[str, Any]]: ...
 
-    async def update_task(
-        self,
-        task_id: str,
-        *,
-        state: TaskState | None = None,
-        progress: Any = None,
-        result: Any = None,
-        error: Any = None,
-    ) -> Any: ...
+    async def update_task(self, task_id: str, **changes: Any) -> Any: ...
 
     async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None: ...
 
