@@ -22,7 +22,6 @@ from typing import Any, Protocol, TypeVar
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.ids import make_id
-from ag2net.protocol.codec import to_wire
 from ag2net.protocol.frames import (
     ErrorFrame,
     Frame,
@@ -36,8 +35,7 @@ from ag2net.protocol.frames import (
     WelcomeFrame,
 )
 from ag2net.protocol.observe import ObservedEvent
-from ag2net.protocol.ops import OPS as CATALOGUE
-from ag2net.protocol.ops import Request, request_of
+from ag2net.protocol.ops import Request, encode_result, request_of
 from ag2net.protocol.ports import HubPort, NotifyHandler
 
 log = logging.getLogger(__name__)
@@ -329,9 +327,7 @@ async def _serve_frame(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: Any) -
         except Exception as exc:
             await endpoint.send_frame(ResponseFrame(frame.request_id, False, None, _code(exc), str(exc)))
         else:
-            spec = CATALOGUE.get(frame.op)
-            wire = spec.encode_result(result) if spec is not None else to_wire(result)
-            await endpoint.send_frame(ResponseFrame(frame.request_id, True, wire))
+            await endpoint.send_frame(ResponseFrame(frame.request_id, True, encode_result(result, frame.op)))
     elif isinstance(frame, ReceiptFrame):
         hub.handle_receipt(
             endpoint, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason

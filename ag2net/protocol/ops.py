@@ -250,6 +250,12 @@ def spec_for(name: str) -> OpSpec:
     return spec
 
 
+def encode_result(value: Any, op: str | None = None) -> Any:
+    """An op's result as JSON data, by the op's codec (an unknown op's by the plain JSON codec)."""
+    spec = OPS.get(op) if op is not None else None
+    return spec.encode_result(value) if spec is not None else to_wire(value)
+
+
 def request_of(name: str, params: dict[str, Any]) -> Request[Any]:
     """The typed request of op ``name`` from its params (``HubClient.call(name, **params)``)."""
     return spec_for(name).parse(params)
@@ -777,6 +783,7 @@ __all__ = [
     "Param",
     "Request",
     "agent",
+    "encode_result",
     "hub_ops",
     "op",
     "param",

@@ -26,7 +26,7 @@ from ag2net.envelope import Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, ProtocolError
 from ag2net.hub.auth import new_identity_secret
 from ag2net.ids import make_id
-from ag2net.protocol.codec import dumps, to_wire
+from ag2net.protocol.codec import dumps
 from ag2net.protocol.frames import (
     ErrorFrame,
     FrameTooDeep,
@@ -43,6 +43,7 @@ from ag2net.protocol.frames import (
     top_level_fields,
 )
 from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.protocol.ops import encode_result
 from ag2net.transport.ws import WsLinkEndpoint
 
 log = logging.getLogger("ag2net.server")
@@ -77,12 +78,6 @@ class ConnectionServer(Protocol):
     def promote(self, endpoint: Any) -> None: ...
 
     def replay_lock(self, endpoint: Any) -> AbstractAsyncContextManager[None]: ...
-
-
-def encode_result(value: Any, op: str | None = None) -> Any:
-    """An op result as JSON data, by the op's codec (the one encoder of ``ag2net.protocol.codec``)."""
-    spec = CATALOGUE.get(op) if op is not None else None
-    return spec.encode_result(value) if spec is not None else to_wire(value)
 
 
 def token_matches(claim: Any, expected: str) -> bool:

@@ -64,9 +64,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from ag2net.errors import AccessDeniedError, AuthError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
-from ag2net.identity import MAX_RESUME_BYTES, MAX_SKILL_BYTES
 from ag2net.ids import make_id
-from ag2net.protocol.frames import MAX_JSON_DEPTH
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.server.connection_limits import (
     DEFAULT_MAX_UNAUTHENTICATED,
@@ -77,15 +75,12 @@ from ag2net.server.endpoint import (
     CLOSE_AUTH_FAILED,
     CLOSE_POLICY,
     CLOSE_TRY_AGAIN,
-    MAX_INFLIGHT_REQUESTS,
-    OBSERVED_KIND,
-    OPERATOR_SCHEME,
     WsEndpoint,
     address_of,
     encode_result,
     token_matches,
 )
-from ag2net.server.policy import MIRROR_FAILED_KEYS, WirePolicy
+from ag2net.server.policy import WirePolicy
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub
@@ -582,15 +577,6 @@ async def serve_cli(
 __all__ = [
     "DIRECTORY_OPS",
     "LOOPBACK_HOSTS",
-    "MAX_INFLIGHT_REQUESTS",
-    "MAX_JSON_DEPTH",
-    "MAX_RESUME_BYTES",
-    "MAX_SKILL_BYTES",
-    "MIRROR_FAILED_KEYS",
-    "OBSERVED_KIND",
-    "OPERATOR_SCHEME",
-    "WirePolicy",
-    "WsEndpoint",
     "WsServer",
     "classified_ops",
     "encode_result",
