@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
@@ -54,6 +55,11 @@ def _op_method(
 
     spec: OpSpec = request.spec  # type: ignore[attr-defined]  # every request class has one
     method.__name__ = method.__qualname__ = spec.name
+    signature = inspect.signature(request)
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]  # what inspect shows
+        parameters=[self_param, *signature.parameters.values()], return_annotation=inspect.Signature.empty
+    )
     own = request.__doc__ or ""
     # a dataclass without a docstring of its own gets its signature as one: the op's line says more
     method.__doc__ = own if own and not own.startswith(f"{getattr(request, '__name__', '')}(") else spec.doc
