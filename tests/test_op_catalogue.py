@@ -274,3 +274,22 @@ def test_each_client_method_made_from_a_request_has_its_signature() -> None:
     assert HubClient.read_wal.__name__ == "read_wal"
     assert str(inspect.signature(ops.ReadWal)).startswith("(channel_id: 'str', *, since: 'int' = 0")
     assert HubClient.checkpoint_task.__doc__ and "last write wins" in HubClient.checkpoint_task.__doc__
+
+
+def test_every_per_op_table_outside_the_catalogue_names_declared_ops() -> None:
+    """What the server, its policy and the WebSocket link do around particular ops is one table entry per
+    op (no op-name switches); each entry names an op of the catalogue."""
+    from ag2net.server import endpoint, policy
+    from ag2net.transport import ws_identities
+
+    tables = {
+        "server CONNECTION_OPS": endpoint.CONNECTION_OPS,
+        "server BEFORE": endpoint.BEFORE,
+        "server AFTER": endpoint.AFTER,
+        "policy SIZED": policy.SIZED,
+        "policy envelope narrows": policy._ENVELOPE_NARROWS,
+        "policy listing narrows": policy._LISTING_NARROWS,
+        "link _PRESENT": ws_identities._PRESENT,
+        "link _LEARN": ws_identities._LEARN,
+    }
+    assert {name: sorted(set(table) - set(OPS)) for name, table in tables.items()} == {n: [] for n in tables}
