@@ -22,18 +22,7 @@ from typing import Any, Protocol, TypeVar
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.ids import make_id
-from ag2net.protocol.frames import (
-    ErrorFrame,
-    Frame,
-    HelloFrame,
-    NotifyFrame,
-    PingFrame,
-    PongFrame,
-    ReceiptFrame,
-    RequestFrame,
-    ResponseFrame,
-    WelcomeFrame,
-)
+from ag2net.protocol import frames as fr
 from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ops import Request, encode_result, request_of
 from ag2net.protocol.ports import HubPort, NotifyHandler
@@ -111,18 +100,18 @@ class LocalLinkEndpoint:
         if self._on_notify is not None:
             await self._on_notify(recipient_id, envelope)
         else:
-            self.hub_to_client.put_nowait(NotifyFrame(envelope=envelope, recipient_id=recipient_id))
+            self.hub_to_client.put_nowait(fr.NotifyFrame(envelope=envelope, recipient_id=recipient_id))
 
-    async def send_frame(self, frame: Frame) -> None:
+    async def send_frame(self, frame: fr.Frame) -> None:
         """To the client; dropped silently once the connection is closed (as in ag2)."""
         if self.closed:
             return
-        if isinstance(frame, NotifyFrame) and self._on_notify is not None:
+        if isinstance(frame, fr.NotifyFrame) and self._on_notify is not None:
             await self._on_notify(frame.recipient_id, frame.envelope)
             return
         self.hub_to_client.put_nowait(frame)
 
-    def frames(self) -> AsyncIterator[Frame]:
+    def frames(self) -> AsyncIterator[fr.Frame]:
         """Frames from the client, until the connection closes."""
         return _drain(self.client_to_hub)
 
@@ -221,7 +210,7 @@ class LocalLinkClient:
             spawn = getattr(self.hub, "_spawn", None) or asyncio.get_running_loop().create_task
             self._serving = spawn(_serve_frames(self.hub, endpoint))
 
-    async def send_frame(self, frame: Frame) -> None:
+    async def send_frame(self, frame: fr.Frame) -> None:
         """To the hub (its frame loop starts with the first frame; the endpoint is attached from
         ``client()`` on); dropped silently once the connection is closed (as in ag2)."""
         if self._closed or self._endpoint.closed:
@@ -230,7 +219,7 @@ class LocalLinkClient:
             await self.open()
         self.client_to_hub.put_nowait(frame)
 
-    def frames(self) -> AsyncIterator[Frame]:
+    def frames(self) -> AsyncIterator[fr.Frame]:
         """Frames from the hub (answers and deliveries), until the connection closes."""
         if self._endpoint._on_notify is not None:
             raise RuntimeError(
@@ -314,49 +303,51 @@ async def _serve_frames(hub: LocalHub, endpoint: LocalLinkEndpoint) -> None:
                 await _serve_frame(hub, endpoint, frame)
             except Exception as exc:  # one bad frame must not end the connection
                 log.warning("in-process frame %r failed: %s", getattr(frame, "kind", frame), exc)
-                await endpoint.send_frame(ErrorFrame(_code(exc), str(exc)))
+                await endpoint.send_frame(fr.ErrorFrame(_code(exc), str(exc)))
     finally:
         with contextlib.suppress(Exception):
             await hub.detach_endpoint(endpoint)
 
 
 async def _serve_frame(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: Any) -> None:
-    if isinstance(frame, RequestFrame):
+    if isinstance(frame, fr.RequestFrame):
         try:
             result = await hub.handle_op(endpoint, frame.op, frame.params)
         except Exception as exc:
-            await endpoint.send_frame(ResponseFrame(frame.request_id, False, None, _code(exc), str(exc)))
+            await endpoint.send_frame(fr.ResponseFrame(frame.request_id, False, None, _code(exc), str(exc)))
         else:
-            await endpoint.send_frame(ResponseFrame(frame.request_id, True, encode_result(result, frame.op)))
-    elif isinstance(frame, ReceiptFrame):
+            await endpoint.send_frame(
+                fr.ResponseFrame(frame.request_id, True, encode_result(result, frame.op))
+            )
+    elif isinstance(frame, fr.ReceiptFrame):
         hub.handle_receipt(
             endpoint, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
         )
-    elif isinstance(frame, HelloFrame):
+    elif isinstance(frame, fr.HelloFrame):
         await _hello(hub, endpoint, frame)
-    elif isinstance(frame, PingFrame):
-        await endpoint.send_frame(PongFrame())
-    elif not isinstance(frame, PongFrame):
+    elif isinstance(frame, fr.PingFrame):
+        await endpoint.send_frame(fr.PongFrame())
+    elif not isinstance(frame, fr.PongFrame):
         kind = getattr(frame, "kind", type(frame).__name__)
         await endpoint.send_frame(
-            ErrorFrame(
+            fr.ErrorFrame(
                 "protocol_error", f"a client sends hello, request, receipt or ping frames, not {kind!r}"
             )
         )
 
 
-async def _hello(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: HelloFrame) -> None:
+async def _hello(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: fr.HelloFrame) -> None:
     """Bind a registered identity to this connection, after its auth claim checks out."""
     agent_id = hub.find_agent_id(frame.name)
     record = hub.agents.get(agent_id) if agent_id is not None else None
     if record is None:
-        await endpoint.send_frame(ErrorFrame("not_found", f"unknown name: {frame.name}"))
+        await endpoint.send_frame(fr.ErrorFrame("not_found", f"unknown name: {frame.name}"))
         return
     passport = record.passport
     registered = passport.auth.scheme
     if frame.auth_scheme != registered:
         await endpoint.send_frame(
-            ErrorFrame(
+            fr.ErrorFrame(
                 "auth_failed",
                 f"auth scheme {frame.auth_scheme!r} does not match {frame.name!r}'s registered scheme "
                 f"{registered!r}",
@@ -366,11 +357,11 @@ async def _hello(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: HelloFrame) 
     try:
         await hub.auth.get(registered).validate(passport, dict(frame.auth_claim or {}))
     except Exception as exc:
-        await endpoint.send_frame(ErrorFrame("auth_failed", str(exc)))
+        await endpoint.send_frame(fr.ErrorFrame("auth_failed", str(exc)))
         return
     hub.bind_endpoint(endpoint, passport.agent_id)
     endpoint.agent_id = passport.agent_id
-    await endpoint.send_frame(WelcomeFrame(endpoint.endpoint_id, hub.clock()))
+    await endpoint.send_frame(fr.WelcomeFrame(endpoint.endpoint_id, hub.clock()))
     if frame.since_envelope_id is not None:
         await hub.replay(endpoint, passport.agent_id, frame.since_envelope_id)
 

@@ -26,22 +26,8 @@ from ag2net.envelope import Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, ProtocolError
 from ag2net.hub.auth import new_identity_secret
 from ag2net.ids import make_id
+from ag2net.protocol import frames as fr
 from ag2net.protocol.codec import dumps
-from ag2net.protocol.frames import (
-    ErrorFrame,
-    FrameTooDeep,
-    HelloFrame,
-    PingFrame,
-    ReceiptFrame,
-    RequestFrame,
-    ResponseFrame,
-    WelcomeFrame,
-    decode_frame,
-    encode_frame,
-    nesting_error,
-    parse_json,
-    top_level_fields,
-)
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import encode_result
 from ag2net.transport.ws import WsLinkEndpoint
@@ -224,7 +210,7 @@ class WsEndpoint(WsLinkEndpoint):
             self.writing_since = None
 
     async def _send_frame(self, frame: Any) -> None:
-        await self._send(encode_frame(frame))
+        await self._send(fr.encode_frame(frame))
 
     async def _send_notify(self, recipient_id: str, envelope: Envelope) -> None:
         await self._send({"kind": "notify", "envelope": envelope.to_dict(), "recipient_id": recipient_id})
@@ -249,7 +235,7 @@ class WsEndpoint(WsLinkEndpoint):
                     raise
                 except Exception as exc:  # one bad frame never ends the connection
                     log.exception("frame handling failed on connection %s", self.endpoint_id)
-                    await self._send_frame(ErrorFrame("error", str(exc) or type(exc).__name__))
+                    await self._send_frame(fr.ErrorFrame("error", str(exc) or type(exc).__name__))
                 if clock() - turn_began > FAIR_SHARE:
                     # Buffered messages are read without a pause: let other connections have the loop.
                     await asyncio.sleep(0)
@@ -259,31 +245,31 @@ class WsEndpoint(WsLinkEndpoint):
 
     async def _on_message(self, message: str | bytes) -> None:
         try:
-            data = parse_json(message)
-        except FrameTooDeep as exc:
-            await self._answer_malformed(top_level_fields(_as_text(message)), exc)
+            data = fr.parse_json(message)
+        except fr.FrameTooDeep as exc:
+            await self._answer_malformed(fr.top_level_fields(_as_text(message)), exc)
             return
         except ProtocolError as exc:
             await self._protocol_error(str(exc))
             return
         try:
-            frame = decode_frame(data)
+            frame = fr.decode_frame(data)
         except RecursionError:
-            await self._answer_malformed(data, nesting_error())
+            await self._answer_malformed(data, fr.nesting_error())
             return
         except (ProtocolError, ValueError, TypeError) as exc:
             await self._answer_malformed(data, exc)
             return
-        if isinstance(frame, RequestFrame):
+        if isinstance(frame, fr.RequestFrame):
             await self._inflight.acquire()  # released once the answer is written (or cannot be)
             self._spawn(self._request(frame))
-        elif isinstance(frame, ReceiptFrame):
+        elif isinstance(frame, fr.ReceiptFrame):
             self.hub.handle_receipt(
                 self, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
             )
-        elif isinstance(frame, HelloFrame):
+        elif isinstance(frame, fr.HelloFrame):
             await self._hello(frame)
-        elif isinstance(frame, PingFrame):
+        elif isinstance(frame, fr.PingFrame):
             await self._send({"kind": "pong"})
         else:
             await self._protocol_error(f"a client does not send {frame.kind} frames")
@@ -298,11 +284,11 @@ class WsEndpoint(WsLinkEndpoint):
 
     async def _protocol_error(self, message: str) -> None:
         with contextlib.suppress(ConnectionClosed):
-            await self._send_frame(ErrorFrame("protocol_error", message))
+            await self._send_frame(fr.ErrorFrame("protocol_error", message))
 
     async def _respond_error(self, request_id: str, code: str, message: str) -> None:
         with contextlib.suppress(ConnectionClosed):
-            await self._send_frame(ResponseFrame(request_id, False, None, code, message))
+            await self._send_frame(fr.ResponseFrame(request_id, False, None, code, message))
 
     async def _refuse(self, message: str) -> None:
         """Authentication failed: nothing else this connection sends is processed."""
@@ -355,17 +341,17 @@ class WsEndpoint(WsLinkEndpoint):
             except Exception:
                 return
 
-    async def _hello(self, frame: HelloFrame) -> None:
+    async def _hello(self, frame: fr.HelloFrame) -> None:
         try:
             if frame.auth_scheme == OPERATOR_SCHEME:
                 try:
                     self.server.check_operator(frame.auth_claim)
                 except AccessDeniedError as exc:  # no credential presented: nothing to punish
-                    await self._send_frame(ErrorFrame("access_denied", str(exc)))
+                    await self._send_frame(fr.ErrorFrame("access_denied", str(exc)))
                     return
                 self.operator = True
                 self.authenticated = True
-                await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+                await self._send_frame(fr.WelcomeFrame(self.endpoint_id, self.hub.clock()))
                 return
             if frame.name == "" and self.server.token is not None:
                 # The connection proves it holds the server's token, binding nothing (WsLink on connect).
@@ -374,11 +360,11 @@ class WsEndpoint(WsLinkEndpoint):
                         "token mismatch: this server's token is not the one given (token=..., --token)"
                     )
                 self.authenticated = True
-                await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+                await self._send_frame(fr.WelcomeFrame(self.endpoint_id, self.hub.clock()))
                 return
             agent_id = self.hub.find_agent_id(frame.name)
             if agent_id is None:
-                await self._send_frame(ErrorFrame("not_found", f"unknown name: {frame.name}"))
+                await self._send_frame(fr.ErrorFrame("not_found", f"unknown name: {frame.name}"))
                 return
             passport = self.hub.lookup_agent(agent_id)
             await self.server.check_identity(self, passport, frame.auth_scheme, frame.auth_claim)
@@ -386,16 +372,16 @@ class WsEndpoint(WsLinkEndpoint):
             self.agent_id = agent_id
         except AuthError as exc:
             with contextlib.suppress(ConnectionClosed):
-                await self._send_frame(ErrorFrame("auth_failed", str(exc)))
+                await self._send_frame(fr.ErrorFrame("auth_failed", str(exc)))
             await self._refuse(str(exc))
             return
         except NetworkError as exc:
-            await self._send_frame(ErrorFrame(exc.code, str(exc)))
+            await self._send_frame(fr.ErrorFrame(exc.code, str(exc)))
             return
         except Exception:
             log.exception("hello from %r failed", frame.name)
             await self._send_frame(
-                ErrorFrame(
+                fr.ErrorFrame(
                     "error", "the hub failed to answer this hello; its log says why (nothing was attached)"
                 )
             )
@@ -407,7 +393,7 @@ class WsEndpoint(WsLinkEndpoint):
             self._replaying[agent_id] = self._replaying.get(agent_id, 0) + 1
         self.authenticated = True
         self.server.claimed(self, agent_id)
-        await self._send_frame(WelcomeFrame(self.endpoint_id, self.hub.clock()))
+        await self._send_frame(fr.WelcomeFrame(self.endpoint_id, self.hub.clock()))
         if frame.since_envelope_id is not None:
             self._spawn(self._replay(agent_id, frame.since_envelope_id))
 
@@ -426,7 +412,7 @@ class WsEndpoint(WsLinkEndpoint):
 
         async def tell() -> None:
             with contextlib.suppress(ConnectionClosed):
-                await self._send_frame(ErrorFrame("access_denied", message))
+                await self._send_frame(fr.ErrorFrame("access_denied", message))
             if alone and not self.bound:
                 await self.shut(CLOSE_POLICY, f"displaced: '{name}' {short}")
 
@@ -463,7 +449,7 @@ class WsEndpoint(WsLinkEndpoint):
         # Nothing awaited since the emptiness check: no live delivery can slip ahead of a held one.
         self._held.pop(agent_id, None)
 
-    async def _request(self, frame: RequestFrame) -> None:
+    async def _request(self, frame: fr.RequestFrame) -> None:
         try:
             try:
                 result, secret = await self._run_request(frame)
@@ -480,7 +466,7 @@ class WsEndpoint(WsLinkEndpoint):
                 )
                 return
             except RecursionError:
-                await self._respond_error(frame.request_id, "protocol_error", str(nesting_error()))
+                await self._respond_error(frame.request_id, "protocol_error", str(fr.nesting_error()))
                 return
             except (TypeError, ValueError) as exc:
                 await self._respond_error(
@@ -503,7 +489,7 @@ class WsEndpoint(WsLinkEndpoint):
             if gate is not None:
                 gate.set()
 
-    async def _respond(self, frame: RequestFrame, result: Any, secret: str | None) -> None:
+    async def _respond(self, frame: fr.RequestFrame, result: Any, secret: str | None) -> None:
         async with self._output:
             if self.ws.state is not State.OPEN:
                 return  # nobody to answer: skip the encoding
@@ -524,8 +510,8 @@ class WsEndpoint(WsLinkEndpoint):
             except (TypeError, ValueError, RecursionError) as exc:
                 log.exception("result of op %s is not JSON", frame.op)
                 text = dumps(
-                    encode_frame(
-                        ResponseFrame(
+                    fr.encode_frame(
+                        fr.ResponseFrame(
                             frame.request_id,
                             False,
                             None,
@@ -536,7 +522,7 @@ class WsEndpoint(WsLinkEndpoint):
                 )
             await self._write(text)
 
-    async def _run_request(self, frame: RequestFrame) -> tuple[Any, str | None]:
+    async def _run_request(self, frame: fr.RequestFrame) -> tuple[Any, str | None]:
         own = CONNECTION_OPS.get(frame.op)
         if own is not None:
             return await own(self, frame.request_id, frame.params), None
