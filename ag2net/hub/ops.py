@@ -1,9 +1,9 @@
 """The hub's behaviour for each op of the catalogue (``ag2net.protocol.ops``): the one door through which
 every client (local or remote) reaches the hub.
 
-``run_op`` looks the op up in the catalogue, checks the caller's access (the endpoint's ``authorize``),
-parses the params into the op's typed request (an in-process caller may pass the request itself) and
-runs the op. Most ops are the hub's method of the same name, called with the request's fields as
+``run_op`` looks the op up in the catalogue, checks the caller's access (the endpoint's ``authorize``:
+a socket's ``WirePolicy``), parses the params into the op's typed request (an in-process caller may pass
+the request itself), checks the hub's own rule for every caller (``CALLER_RULES``) and runs the op. Most ops are the hub's method of the same name, called with the request's fields as
 keywords (``FORWARDED``); the few that need the calling connection have a handler here (``@handler``).
 Results are Python values; the WebSocket server encodes them with the op's codec at its edge.
 
@@ -103,6 +103,24 @@ def handler(name: str) -> Callable[[Handler], Handler]:
 
 op = handler  # the name tests and readers knew
 
+CallerRule = Callable[[Any, Any, Any], None]
+#: The hub's own access rules, one per op that has one, for every caller: in-process connections as
+#: well as sockets (which pass the server's ``WirePolicy`` first). The hub itself (no endpoint) and
+#: operators pass; the rest is refused with ``AccessDeniedError``.
+CALLER_RULES: dict[str, CallerRule] = {}
+
+
+def caller_rule(name: str) -> Callable[[CallerRule], CallerRule]:
+    """Register the hub's access rule of the catalogue's op ``name`` (checked before its behaviour)."""
+    if name not in CATALOGUE or CATALOGUE[name].connection:
+        raise ValueError(f"op {name!r} is not a hub op of the catalogue")
+
+    def register(fn: CallerRule) -> CallerRule:
+        CALLER_RULES[name] = fn
+        return fn
+
+    return register
+
 
 def caller_is_operator(endpoint: Any) -> bool:
     """Whether the caller holds the operator role.
@@ -174,6 +192,9 @@ async def run_op(hub: Any, endpoint: Any, name: str, params: dict[str, Any] | Re
         if authorize is not None:
             await authorize(hub, name, params)
         request = spec.parse(params)
+    rule = CALLER_RULES.get(name)
+    if rule is not None:
+        rule(hub, endpoint, request)
     own = HANDLERS.get(name)
     if own is not None:
         return await own(hub, endpoint, request)
@@ -249,10 +270,9 @@ def check_poster(hub: HubOps, endpoint: Any, env: Envelope) -> None:
     )
 
 
-@handler("post_envelope")
-async def _post_envelope(hub: HubOps, endpoint: Any, r: req.PostEnvelope) -> str:
+@caller_rule("post_envelope")
+def _poster_holds_the_sender(hub: HubOps, endpoint: Any, r: req.PostEnvelope) -> None:
     check_poster(hub, endpoint, r.envelope)
-    return await hub.post_envelope(r.envelope)
 
 
 @handler("list_channels")
@@ -282,37 +302,44 @@ async def _report_turn_failure(hub: HubOps, endpoint: Any, r: req.ReportTurnFail
     )
 
 
-@handler("record_turn")
-async def _record_turn(hub: HubOps, endpoint: Any, r: req.RecordTurn) -> str:
-    """Store a turn record of one of the caller's agents; returns the hub-assigned ``turn_id``."""
+@caller_rule("record_turn")
+def _own_turn_record(hub: HubOps, endpoint: Any, r: req.RecordTurn) -> None:
+    """A turn record is written by its own agent's connection, of a channel that agent is in."""
+    if caller_is_operator(endpoint):
+        return
     record = r.record
-    if not caller_is_operator(endpoint):
-        agent_id = record.get("agent_id")
-        if agent_id not in caller_agents(hub, endpoint):
-            raise AccessDeniedError(
-                f"a turn record may be written only by its own agent's connection; "
-                f"this connection is not bound to agent '{agent_id}'"
-            )
-        channel_id = record.get("channel_id")
-        if not isinstance(channel_id, str):
-            raise ProtocolError("params.record.channel_id must be a string: the channel of the turn")
-        md = hub.lookup_channel(channel_id)
-        if agent_id not in md.participant_ids():
-            raise AccessDeniedError(f"agent '{agent_id}' does not participate in channel '{md.channel_id}'")
-    return await hub.record_turn(record)
+    agent_id = record.get("agent_id")
+    if agent_id not in caller_agents(hub, endpoint):
+        raise AccessDeniedError(
+            f"a turn record may be written only by its own agent's connection; "
+            f"this connection is not bound to agent '{agent_id}'"
+        )
+    channel_id = record.get("channel_id")
+    if not isinstance(channel_id, str):
+        raise ProtocolError("params.record.channel_id must be a string: the channel of the turn")
+    md = hub.lookup_channel(channel_id)
+    if agent_id not in md.participant_ids():
+        raise AccessDeniedError(f"agent '{agent_id}' does not participate in channel '{md.channel_id}'")
+
+
+@caller_rule("list_turns")
+def _own_turn_listing(hub: HubOps, endpoint: Any, r: req.ListTurns) -> None:
+    """Another agent's turn records are read by operators only."""
+    if (
+        r.agent_id is not None
+        and not caller_is_operator(endpoint)
+        and r.agent_id not in caller_agents(hub, endpoint)
+    ):
+        raise AccessDeniedError(
+            f"turn records of agent '{r.agent_id}' are private to its own connection and operators; "
+            "attach with the operator token to read them"
+        )
 
 
 @handler("list_turns")
 async def _list_turns(hub: HubOps, endpoint: Any, r: req.ListTurns) -> list[dict[str, Any]]:
     """Turn records, newest first: every agent's for operators, the caller's own agents' otherwise."""
-    mine = None
-    if not caller_is_operator(endpoint):
-        mine = caller_agents(hub, endpoint)
-        if r.agent_id is not None and r.agent_id not in mine:
-            raise AccessDeniedError(
-                f"turn records of agent '{r.agent_id}' are private to its own connection and operators; "
-                "attach with the operator token to read them"
-            )
+    mine = None if caller_is_operator(endpoint) else caller_agents(hub, endpoint)
     return await hub.list_turns(
         channel_id=r.channel_id,
         agent_id=r.agent_id,
@@ -365,12 +392,14 @@ OPS: dict[str, Handler | None] = {name: HANDLERS.get(name) for name in (*HANDLER
 
 
 __all__ = [
+    "CALLER_RULES",
     "FORWARDED",
     "HANDLERS",
     "OPS",
     "HubOps",
     "caller_agents",
     "caller_is_operator",
+    "caller_rule",
     "check_poster",
     "handler",
     "run_op",
