@@ -21,6 +21,16 @@ from ag2net.store.base import (
 )
 
 
+def _put_record(table: dict[str, str], what: str, record: dict, key: str) -> None:
+    """Keep ``record`` as JSON text under its ``key`` field (``what`` names it in errors)."""
+    record_id = record_key(what, record, key)
+    table[record_id] = encode(f"{what} {record_id!r}", record)
+
+
+def _load_records(table: dict[str, str]) -> list[dict]:
+    return [json.loads(text) for text in table.values()]
+
+
 class MemoryStore:
     """A Store held in process memory (``durable`` is False)."""
 
@@ -52,24 +62,22 @@ class MemoryStore:
     # --- agents ---
 
     async def put_agent(self, record: dict) -> None:
-        agent_id = record_key("agent record", record, "agent_id")
-        self._agents[agent_id] = encode(f"agent record {agent_id!r}", record)
+        _put_record(self._agents, "agent record", record, "agent_id")
 
     async def delete_agent(self, agent_id: str) -> None:
         self._agents.pop(agent_id, None)
         self._cursors.pop(agent_id, None)
 
     async def load_agents(self) -> list[dict]:
-        return [json.loads(text) for text in self._agents.values()]
+        return _load_records(self._agents)
 
     # --- channels ---
 
     async def put_channel(self, metadata: dict) -> None:
-        channel_id = record_key("channel metadata", metadata, "channel_id")
-        self._channels[channel_id] = encode(f"channel metadata {channel_id!r}", metadata)
+        _put_record(self._channels, "channel metadata", metadata, "channel_id")
 
     async def load_channels(self) -> list[dict]:
-        return [json.loads(text) for text in self._channels.values()]
+        return _load_records(self._channels)
 
     # --- WAL ---
 
@@ -154,11 +162,10 @@ class MemoryStore:
     # --- tasks ---
 
     async def put_task(self, record: dict) -> None:
-        task_id = record_key("task record", record, "task_id")
-        self._tasks[task_id] = encode(f"task record {task_id!r}", record)
+        _put_record(self._tasks, "task record", record, "task_id")
 
     async def load_tasks(self) -> list[dict]:
-        return [json.loads(text) for text in self._tasks.values()]
+        return _load_records(self._tasks)
 
     # --- delivery cursors ---
 

@@ -159,6 +159,15 @@ class SqlStore(ABC):
         """Wait until every write submitted so far is committed."""
         await self._submit(BARRIER, ())
 
+    # --- whole records kept as JSON text, keyed by one of their fields ---
+
+    async def _put_record(self, op: int, what: str, record: dict, key: str) -> None:
+        record_id = self._column(key, record_key(what, record, key))
+        await self._submit(op, (record_id, encode(f"{what} {record_id!r}", record)))
+
+    async def _load_records(self, sql: str) -> list[dict]:
+        return [json.loads(row[0]) for row in await self._fetch(sql)]
+
     # --- agents ---
 
     async def put_agent(self, record: dict) -> None:
@@ -181,16 +190,15 @@ class SqlStore(ABC):
         await self._submit(DELETE_AGENT, (agent_id,))
 
     async def load_agents(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM agents ORDER BY ord")]
+        return await self._load_records("SELECT record FROM agents ORDER BY ord")
 
     # --- channels ---
 
     async def put_channel(self, metadata: dict) -> None:
-        channel_id = self._column("channel_id", record_key("channel metadata", metadata, "channel_id"))
-        await self._submit(CHANNEL, (channel_id, encode(f"channel metadata {channel_id!r}", metadata)))
+        await self._put_record(CHANNEL, "channel metadata", metadata, "channel_id")
 
     async def load_channels(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT metadata FROM channels ORDER BY ord")]
+        return await self._load_records("SELECT metadata FROM channels ORDER BY ord")
 
     # --- WAL ---
 
@@ -318,11 +326,10 @@ class SqlStore(ABC):
     # --- tasks ---
 
     async def put_task(self, record: dict) -> None:
-        task_id = self._column("task_id", record_key("task record", record, "task_id"))
-        await self._submit(TASK, (task_id, encode(f"task record {task_id!r}", record)))
+        await self._put_record(TASK, "task record", record, "task_id")
 
     async def load_tasks(self) -> list[dict]:
-        return [json.loads(row[0]) for row in await self._fetch("SELECT record FROM tasks ORDER BY ord")]
+        return await self._load_records("SELECT record FROM tasks ORDER BY ord")
 
     # --- delivery cursors ---
 
