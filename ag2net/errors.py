@@ -2,61 +2,52 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 
 class NetworkError(Exception):
     """Base of every error the network raises on purpose. Wire code ``error``."""
 
-    code = "error"
+    code: ClassVar[str] = "error"
+
+    # a subclass names its wire code in its header, ``class X(NetworkError, code="x")``, or keeps its base's
+    def __init_subclass__(cls, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
 
-class NotFoundError(NetworkError):
+class NotFoundError(NetworkError, code="not_found"):
     """An agent, channel, task, adapter or record that does not exist."""
 
-    code = "not_found"
 
-
-class AccessDeniedError(NetworkError):
+class AccessDeniedError(NetworkError, code="access_denied"):
     """A rule, limit or per-connection authorisation refused the call."""
 
-    code = "access_denied"
 
-
-class AuthError(NetworkError):
+class AuthError(NetworkError, code="auth_failed"):
     """Authentication failed (unknown scheme, bad claim, token mismatch)."""
 
-    code = "auth_failed"
 
-
-class ProtocolError(NetworkError):
+class ProtocolError(NetworkError, code="protocol_error"):
     """The call broke the protocol: bad shape, wrong state, not your turn."""
 
-    code = "protocol_error"
 
-
-class StandbyError(NetworkError):
+class StandbyError(NetworkError, code="standby"):
     """The hub asked is a standby (another hub on its database is active): ask the active one."""
-
-    code = "standby"
 
 
 class InboxFull(NetworkError):
     """A recipient holds too many unacknowledged deliveries."""
 
-    code = "error"
-
 
 class WorkflowGraphError(NetworkError):
     """A workflow transition graph names an unknown target or condition, or is malformed."""
 
-    code = "error"
 
-
+#: the codes ``error_from_code`` rebuilds as their own class (any other is a ``NetworkError``)
 _BY_CODE: dict[str, type[NetworkError]] = {
-    "not_found": NotFoundError,
-    "access_denied": AccessDeniedError,
-    "auth_failed": AuthError,
-    "protocol_error": ProtocolError,
-    "standby": StandbyError,
+    cls.code: cls for cls in (NotFoundError, AccessDeniedError, AuthError, ProtocolError, StandbyError)
 }
 
 
