@@ -87,15 +87,10 @@ def _to_dict(obj: Any) -> dict[str, Any]:
     return {"name": obj.name, "args": _args_of(obj)}
 
 
-# targets ------------------------------------------------------------------------------------------
-class Target(ABC):
-    """Decides the next speaker. Subclasses set ``name`` and implement ``resolve`` and ``args``."""
+class _GraphPart:
+    """What targets and conditions share: the registry ``name`` and the ``args`` a graph stores them by."""
 
     name: ClassVar[str] = ""
-
-    @abstractmethod
-    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
-        """The next speaker (and close reason) after ``envelope``."""
 
     def args(self) -> dict[str, Any]:
         """The constructor arguments that rebuild this object (by default, its dataclass fields)."""
@@ -103,6 +98,15 @@ class Target(ABC):
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
+
+
+# targets ------------------------------------------------------------------------------------------
+class Target(_GraphPart, ABC):
+    """Decides the next speaker. Subclasses set ``name`` and implement ``resolve`` and ``args``."""
+
+    @abstractmethod
+    def resolve(self, state: RoutingState, envelope: Envelope) -> TransitionDecision:
+        """The next speaker (and close reason) after ``envelope``."""
 
 
 @dataclass(slots=True)
@@ -160,21 +164,12 @@ class TerminateTarget(Target):
 
 
 # conditions ---------------------------------------------------------------------------------------
-class Condition(ABC):
+class Condition(_GraphPart, ABC):
     """A predicate over the state after a turn and the envelope that made it."""
-
-    name: ClassVar[str] = ""
 
     @abstractmethod
     def evaluate(self, state: RoutingState, envelope: Envelope) -> bool:
         """Whether this condition holds for ``envelope`` and the state after it."""
-
-    def args(self) -> dict[str, Any]:
-        """The constructor arguments that rebuild this object (by default, its dataclass fields)."""
-        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
-
-    def to_dict(self) -> dict[str, Any]:
-        return _to_dict(self)
 
 
 @dataclass(slots=True)
