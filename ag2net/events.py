@@ -27,12 +27,18 @@ class BaseEvent(Record, ABC):
         return event_from_dict(data)
 
 
-@dataclass(slots=True)
-class TextInput(Record):
-    """A text part of a model request."""
+class _InputPart(Record):
+    """A part of a model request: read leniently and tagged by its ``type``."""
+
+    __slots__ = ()
 
     _wire_strict = False
     _wire_tag = "type"
+
+
+@dataclass(slots=True)
+class TextInput(_InputPart):
+    """A text part of a model request."""
 
     content: str
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -41,11 +47,8 @@ class TextInput(Record):
 
 
 @dataclass(slots=True)
-class DataInput(Record):
+class DataInput(_InputPart):
     """A structured (non-text) part of a model request."""
-
-    _wire_strict = False
-    _wire_tag = "type"
 
     data: Any
     metadata: dict[str, Any] = field(default_factory=dict)
