@@ -39,11 +39,18 @@ class ParticipantRole(StrEnum):
     PARTICIPANT = "participant"
 
 
-@dataclass(slots=True)
-class ParticipantSchema(Record):
-    """How many participants a channel type takes (``max=None`` is unbounded) and the roles it names."""
+class _ChannelRecord(Record):
+    """A record of a channel's description: read leniently, as ag2 1.2.1 reads it (see ``ag2net.record``)."""
+
+    __slots__ = ()
 
     _wire_strict = False
+
+
+@dataclass(slots=True)
+class ParticipantSchema(_ChannelRecord):
+    """How many participants a channel type takes (``max=None`` is unbounded) and the roles it names."""
+
     _wire_label = "participant schema"
 
     min: int
@@ -55,10 +62,9 @@ class ParticipantSchema(Record):
 
 
 @dataclass(slots=True)
-class Expectation(Record):
+class Expectation(_ChannelRecord):
     """A liveness rule the hub's sweeper evaluates (``name``) and what to do when it fires."""
 
-    _wire_strict = False
     _wire_label = "expectation"
 
     name: str
@@ -71,10 +77,9 @@ class Expectation(Record):
 
 
 @dataclass(slots=True)
-class ChannelManifest(Record):
+class ChannelManifest(_ChannelRecord):
     """A channel type's static description; snapshotted into the metadata when a channel is created."""
 
-    _wire_strict = False
     _wire_label = "channel manifest"
 
     type: str
@@ -96,10 +101,9 @@ class ChannelManifest(Record):
 
 
 @dataclass(slots=True)
-class Participant(Record):
+class Participant(_ChannelRecord):
     """One member of a channel: its id, role, position in the channel's order, and when it joined."""
 
-    _wire_strict = False
     _wire_label = "participant"
 
     agent_id: str
@@ -112,10 +116,9 @@ class Participant(Record):
 
 
 @dataclass(slots=True)
-class ChannelMetadata(Record):
+class ChannelMetadata(_ChannelRecord):
     """Everything the hub knows about one channel besides its WAL and adapter state."""
 
-    _wire_strict = False
     _wire_label = "channel metadata"
 
     channel_id: str
