@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 from ag2net.agent.tool import AgentClientInject, ChannelInject, TaskInject, Tool, build_tool
 from ag2net.channel import ChannelMetadata
@@ -32,6 +33,7 @@ from ag2net.skills import render_fallback_skill
 from ag2net.tasks import TaskMetadata, TaskState, task_summary
 
 EXCERPT_CHARS = 240
+_T = TypeVar("_T")
 _ENDED = (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_CHANNEL_INVITE_REJECT)
 
 
@@ -46,6 +48,16 @@ def _excerpt(text: str) -> str:
 def _unregistered(what: str, name: str) -> str:
     # The hub stamps ``agent_id`` on every passport it hands out; a passport without one is not on the network.
     return f"Error: {what} {name!r} has no agent_id (its passport is not registered with the hub)"
+
+
+async def _look_up(what: str, key: str, fetch: Callable[[str], Awaitable[_T]]) -> _T | str:
+    """``fetch(key)``, or the error text naming the ``what`` that is not found or could not be looked up."""
+    try:
+        return await fetch(key)
+    except NotFoundError:
+        return f"Error: {what} {key!r} not found"
+    except Exception as exc:
+        return f"Error: {what} {key!r} lookup failed: {_err(exc)}"
 
 
 def _pick(client: NetworkClientPort, injected: NetworkClientPort | None) -> NetworkClientPort:
@@ -86,12 +98,9 @@ async def _channel_for(
         if channel is None:
             return None, "Error: no current channel and no channel_id provided"
         channel_id = str(channel.channel_id)
-    try:
-        md = await me.hub_client.get_channel(channel_id)
-    except NotFoundError:
-        return None, f"Error: channel {channel_id!r} not found"
-    except Exception as exc:
-        return None, f"Error: channel {channel_id!r} lookup failed: {_err(exc)}"
+    md = await _look_up("channel", channel_id, me.hub_client.get_channel)
+    if isinstance(md, str):
+        return None, md
     if me.agent_id not in md.participant_ids():
         return None, f"Error: not a participant of channel {channel_id!r}"
     return md, ""
@@ -280,12 +289,9 @@ async def _describe_peer(me: NetworkClientPort, name: str | None) -> Any:
     hub_client = me.hub_client
     if not name:
         return "Error: describe requires `name` (or agent_id)"
-    try:
-        passport = await hub_client.get_agent(name)
-    except NotFoundError:
-        return f"Error: peer {name!r} not found"
-    except Exception as exc:
-        return f"Error: peer {name!r} lookup failed: {_err(exc)}"
+    passport = await _look_up("peer", name, hub_client.get_agent)
+    if isinstance(passport, str):
+        return passport
     if passport.agent_id is None:
         return _unregistered("peer", name)
     try:
@@ -528,12 +534,7 @@ async def _list_tasks(me: NetworkClientPort, scope: str, state: str, limit: int)
 
 async def _task(me: NetworkClientPort, task_id: str) -> TaskMetadata | str:
     """The task's metadata, or the error text."""
-    try:
-        return await me.hub_client.get_task(task_id)
-    except NotFoundError:
-        return f"Error: task {task_id!r} not found"
-    except Exception as exc:
-        return f"Error: task {task_id!r} lookup failed: {_err(exc)}"
+    return await _look_up("task", task_id, me.hub_client.get_task)
 
 
 async def _wait_for_task(
