@@ -100,7 +100,7 @@ async def test_start_is_a_coroutine_and_idempotent(tmp_path):
     await hub.start()
     await hub.start()
     try:
-        assert "ttl" in hub._sweepers
+        assert "ttl" in hub.sweepers.running
     finally:
         await hub.close()
 

@@ -343,7 +343,7 @@ async def test_a_leaked_secret_is_rotated_and_refused_from_then_on(tmp_path):
 
 def file_hub_bound(hub, agent_id):
     """The connection the hub delivers ``agent_id``'s envelopes to, if any."""
-    return hub._bindings.get(agent_id)
+    return hub.delivery.bindings.get(agent_id)
 
 
 async def test_rotation_is_refused_where_there_are_no_secrets():

@@ -130,7 +130,7 @@ async def test_a_lone_surrogate_in_a_passport_name_is_refused_and_fails_no_other
     texts = [e.event_data.get("text") for e in await hub.read_wal(ch.channel_id)]
     assert [t for t in texts if t] == [f"m{i}" for i in range(40)]
     assert await hub.store.load_agents() == agents_before  # nothing stored
-    assert sorted(r.passport.name for r in hub.agents.values()) == ["ana", "ben"]  # no ghost
+    assert sorted(r.passport.name for r in hub.identities.agents.values()) == ["ana", "ben"]  # no ghost
     # the hub's own API (no op layer) refuses it too, naming the field
     with pytest.raises(ProtocolError, match=r"Passport\.name holds the lone surrogate"):
         await hub.register_identity(Passport(name="eve" + LONE, kind="human"))

@@ -123,7 +123,7 @@ async def test_a_transcript_page_renders_the_page_not_the_channel():
         )
         cid = md.channel_id
         for agent_id in (ana, bob):  # nobody connected: 2,000 posts fill no inbox
-            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+            hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
         for i in range(2000):
             await hub.post_envelope(text(cid, bob if i % 2 else ana, f"message {i}"))
         adapter = hub.adapter_for_metadata(hub.lookup_channel(cid))
@@ -168,7 +168,7 @@ async def test_steps_read_nothing_back_and_match_a_fresh_fold(tmp_path):
         cid = md.channel_id
         assert md.manifest.expectations  # max_silence: each step asks its evaluator over the prefix
         for agent_id in (ana, bob):  # nobody connected: 3,000 posts fill no inbox
-            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+            hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
         for i in range(3000):
             await hub.post_envelope(text(cid, ana if i % 2 else bob, f"message {i} " + "x" * 300))
         scrubber = await states_at(hub, cid)

@@ -29,7 +29,7 @@ async def _fill(path) -> tuple[str, list[str]]:
         md = await hc.create_channel(creator_id=ana, manifest_type="conversation", participants=[ana, bob])
         cid = md.channel_id
         for agent_id in (ana, bob):  # nobody connected: no deliveries to wait for
-            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+            hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
         chain: list[str] = []
         for i in range(hub.wal_count(cid), N):
             env = Envelope(cid, ana if i % 2 else bob, None, EV_TEXT, {"text": f"message {i}"})
@@ -114,7 +114,7 @@ async def test_a_closed_channel_is_read_back_whole_in_blocks(tmp_path):
         await hub.close()
     hub = await Hub.open(SqliteStore(path), ttl_sweep_interval=0, expectation_sweep_interval=0)
     try:
-        assert hub.lookup_channel(cid).is_terminal() and await hub._wal_for_read(cid) is None
+        assert hub.lookup_channel(cid).is_terminal() and await hub.logs.for_read(cid) is None
         log = await channel_log(hub, cid)
         whole = await hub.read_wal(cid)
         assert len(log) == len(whole) > N and log.base == 0

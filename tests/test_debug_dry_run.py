@@ -32,12 +32,12 @@ async def snapshot(hub: Hub, channel_id: str) -> dict[str, Any]:
         "store": await hub.store.read_wal(channel_id),
         "wal": [e.to_dict() for e in await hub.read_wal(channel_id)],
         "count": hub.wal_count(channel_id),
-        "state": repr(hub._states.get(channel_id)),
-        "unacked": {k: sorted(v) for k, v in hub._unacked.items()},
-        "mailboxes": {k: len(v) for k, v in hub._mailboxes.items()},
+        "state": repr(hub.channels.states.get(channel_id)),
+        "unacked": {k: sorted(v) for k, v in hub.delivery.unacked.items()},
+        "mailboxes": {k: len(v) for k, v in hub.delivery.mailboxes.items()},
         "last_id": hub.ids.last_envelope_id(),
         "observe": hub.observe_position,
-        "activity": hub._last_activity.get(channel_id),
+        "activity": hub.channels.last_activity.get(channel_id),
     }
 
 

@@ -57,7 +57,7 @@ async def stored_channel(path: Path) -> tuple[str, list[str], str]:
         )
         cid = md.channel_id
         for agent_id in ids:  # nobody connected: the fill queues no delivery
-            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+            hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
         seated = hub.lookup_channel(cid)
         seated.participants.append(
             Participant(eve, ParticipantRole.PARTICIPANT, 4, seated.participants[0].joined_at)

@@ -20,7 +20,7 @@ async def test_forking_the_demo_conversation():
         demo = await run_demo(hc)
         cid = next(c for c, step in demo.steps.items() if step == "pairing")
         source = await hub.read_wal(cid)
-        before = (await hub.store.read_wal(cid), hub.wal_count(cid), repr(hub._states[cid]))
+        before = (await hub.store.read_wal(cid), hub.wal_count(cid), repr(hub.channels.states[cid]))
         scrubber = await states_at(hub, cid)
         coder, critic = demo["coder"].agent_id, demo["critic"].agent_id
         async with await fork(hub, cid, 10) as box:
@@ -40,7 +40,7 @@ async def test_forking_the_demo_conversation():
             await mirror.post_envelope(Envelope(cid, critic, None, EV_TEXT, {"text": "what if?"}))
             assert mirror.wal_count(cid) == 11
             assert (await mirror.read_wal(cid))[-1].envelope_id > source[9].envelope_id
-        assert (await hub.store.read_wal(cid), hub.wal_count(cid), repr(hub._states[cid])) == before
+        assert (await hub.store.read_wal(cid), hub.wal_count(cid), repr(hub.channels.states[cid])) == before
         # the lifecycle the prefix shows: pending with the invitee yet to ack, or closed with its reason
         async with await fork(hub, cid, 1) as box:
             md = box.hub.lookup_channel(cid)
@@ -71,7 +71,7 @@ async def test_forking_through_a_websocket_client(hub, hc):
         try:
             async with await fork(remote, md.channel_id, hub.wal_count(md.channel_id)) as box:
                 assert await box.hub.read_wal(md.channel_id) == await hub.read_wal(md.channel_id)
-                assert box.hub._states[md.channel_id] == hub._states[md.channel_id]
+                assert box.hub.channels.states[md.channel_id] == hub.channels.states[md.channel_id]
                 assert box.hub.lookup_channel(md.channel_id).state == "active"
         finally:
             await remote.close()

@@ -24,7 +24,7 @@ async def test_the_demo_channels_fold_to_the_hubs_own_states():
         by_step = {step: cid for cid, step in demo.steps.items()}
         for md in hub.query_channels(include_terminal=True, limit=None):
             scrubber = await states_at(hub, md.channel_id)
-            assert scrubber.state(len(scrubber)) == hub._states[md.channel_id], md.manifest.type
+            assert scrubber.state(len(scrubber)) == hub.channels.states[md.channel_id], md.manifest.type
             last = scrubber.at(len(scrubber))
             assert (last.lifecycle, last.expected) == ("closed", None)
         names = hub.name_for
@@ -134,7 +134,7 @@ async def test_a_workflow_with_a_back_edge(hub, hc):
         "agent_id": a,
         "triggering_envelope_id": (await hub.read_wal(cid))[-1].envelope_id,
     }
-    assert scrubber.state(len(scrubber)) == hub._states[cid]
+    assert scrubber.state(len(scrubber)) == hub.channels.states[cid]
     # the fifth turn reaches max_turns: the scrubber shows the adapter asking to close
     await hc.post_envelope(packet(cid, a, "final"))
     assert (await hc.get_channel(cid)).close_reason == "max_turns"

@@ -25,7 +25,7 @@ visibility_module = importlib.import_module("ag2net.debug.visibility")
 def unbind(hub: Hub, *agent_ids: str) -> None:
     """Nobody connected: long fills queue no delivery."""
     for agent_id in agent_ids:
-        hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+        hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
 
 
 def forget_indexes(log: WalLog) -> None:

@@ -136,7 +136,7 @@ async def test_demo_exercises_the_whole_surface(tmp_path):
         await asyncio.wait_for(demo.run(), timeout=15)
         await demo.close()
         assert len(hub.query_channels(include_terminal=True, limit=None)) == 12
-        assert len(hub.agents) == len(ROLES)
+        assert len(hub.identities.agents) == len(ROLES)
     finally:
         await hub.close()
 

@@ -65,14 +65,14 @@ def make_core() -> HubCore:
     core = HubCore()
     for name in NAMES:
         core.identities.add(record(name))
-    core.channel_table.adapters[("conversation", 1)] = CountingAdapter()
+    core.channels.adapters[("conversation", 1)] = CountingAdapter()
     for md in (
         channel("c1", ("ana", "ben")),
         channel("closed", ("ana", "ben"), ChannelState.CLOSED),
         channel("pending", ("ana", "ben"), ChannelState.PENDING),
     ):
-        core.channel_table.channels[md.channel_id] = md
-        core.channel_table.states[md.channel_id] = Muted()
+        core.channels.by_id[md.channel_id] = md
+        core.channels.states[md.channel_id] = Muted()
     return core
 
 
@@ -89,12 +89,12 @@ def refused(verdict) -> tuple[type, str]:
 
 def test_a_well_formed_send_is_admitted_and_admit_changes_nothing():
     core = make_core()
-    before = (dict(core.channel_table.wal_counts), dict(core.channel_table.states))
+    before = (dict(core.channels.wal_counts), dict(core.channels.states))
     verdict = admit(core, text())
     assert isinstance(verdict, Admitted)
     assert verdict.metadata.channel_id == "c1" and verdict.sender.passport.name == "ana"
     assert not verdict.protocol and not verdict.peer_cancel
-    assert (dict(core.channel_table.wal_counts), dict(core.channel_table.states)) == before
+    assert (dict(core.channels.wal_counts), dict(core.channels.states)) == before
 
 
 def test_apply_counts_the_envelope_and_installs_the_folded_state():
@@ -104,11 +104,11 @@ def test_apply_counts_the_envelope_and_installs_the_folded_state():
     assert isinstance(verdict, Admitted)
     env.envelope_id, env.created_at = "e1", "2026-01-01T00:00:01Z"
     verdict.fold()
-    assert core.channel_table.states["c1"].messages == 0  # folding does not install
+    assert core.channels.states["c1"].messages == 0  # folding does not install
     assert apply(core, verdict) == 1
-    assert core.channel_table.states["c1"].messages == 1
-    assert core.channel_table.wal_counts["c1"] == 1
-    assert core.channel_table.last_activity["c1"] == "2026-01-01T00:00:01Z"
+    assert core.channels.states["c1"].messages == 1
+    assert core.channels.wal_counts["c1"] == 1
+    assert core.channels.last_activity["c1"] == "2026-01-01T00:00:01Z"
     second = admit(core, text(sender="ben"))
     assert isinstance(second, Admitted)
     second.fold()
@@ -140,7 +140,7 @@ def test_each_refusal_carries_the_error_class_and_message(env, error, message):
 
 def test_refusals_of_a_closed_or_pending_channel_say_what_to_do():
     core = make_core()
-    core.channel_table.channels["closed"].close_reason = "done"
+    core.channels.by_id["closed"].close_reason = "done"
     verdict = admit(core, text(cid="closed"))
     assert isinstance(verdict, Refused)
     assert (verdict.message, verdict.advice) == (
@@ -159,16 +159,16 @@ def test_a_protocol_event_is_admitted_on_a_pending_channel():
 
 def test_the_adapters_validate_send_refusal_is_the_refusal():
     core = make_core()
-    core.channel_table.states["c1"] = Muted(muted=("ben-id",))
+    core.channels.states["c1"] = Muted(muted=("ben-id",))
     assert refused(admit(core, text(sender="ben"))) == (ProtocolError, "'ben-id' may not speak now in 'c1'")
     assert isinstance(admit(core, text(sender="ana")), Admitted)
 
 
 def test_a_channel_without_adapter_or_state_is_refused():
     core = make_core()
-    del core.channel_table.states["c1"]
+    del core.channels.states["c1"]
     assert refused(admit(core, text())) == (ProtocolError, "channel 'c1' has no adapter state")
-    core.channel_table.adapters.clear()
+    core.channels.adapters.clear()
     assert refused(admit(core, text())) == (
         ProtocolError,
         "channel 'c1' has no registered adapter (manifest 'conversation'@v1)",
@@ -190,10 +190,10 @@ def test_outbound_and_depth_rules():
 def test_a_full_inbox_refuses_substantive_sends_only():
     core = make_core()
     core.identities.add(record("ben", Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=2)))))
-    core.inboxes.unacked["ben-id"] = {"x1", "x2"}
+    core.delivery.unacked["ben-id"] = {"x1", "x2"}
     assert refused(admit(core, text())) == (InboxFull, "recipient 'ben-id' inbox at capacity (2 >= 2)")
     assert isinstance(admit(core, text(event_type=EV_CHANNEL_INVITE_ACK)), Admitted)
-    core.inboxes.unacked["ben-id"].discard("x1")
+    core.delivery.unacked["ben-id"].discard("x1")
     assert isinstance(admit(core, text()), Admitted)
 
 
@@ -201,16 +201,16 @@ def test_with_a_registered_arbiter_the_core_leaves_the_rules_to_it():
     core = make_core()
     core.identities.add(record("ana", Rule(limits=LimitsBlock(delegation_depth=1))))
     core.identities.add(record("ben", Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=1)))))
-    core.inboxes.unacked["ben-id"] = {"x"}
+    core.delivery.unacked["ben-id"] = {"x"}
     assert refused(admit(core, text(depth=2)))[0] is AccessDeniedError
     assert refused(admit(core, text(depth=1)))[0] is InboxFull
-    core.rules = False  # what register_arbiter sets for an arbiter of its own
+    core.default_rules = False  # what register_arbiter sets for an arbiter of its own
     assert isinstance(admit(core, text(depth=2)), Admitted)
 
 
 def test_a_peer_cancel_request_is_admitted_once_per_peer():
     core = make_core()
-    core.task_book.tasks["t1"] = TaskMetadata(
+    core.tasks.tasks["t1"] = TaskMetadata(
         "t1", "ana-id", TaskSpec(title="t"), TaskState.RUNNING, channel_id="c1"
     )
     cancel = Envelope(
@@ -221,7 +221,7 @@ def test_a_peer_cancel_request_is_admitted_once_per_peer():
     cancel.envelope_id, cancel.created_at = "e1", "2026-01-01T00:00:01Z"
     verdict.fold()
     apply(core, verdict)
-    assert core.task_book.peer_cancellers == {"t1": {"cy-id"}}
+    assert core.tasks.peer_cancellers == {"t1": {"cy-id"}}
     again = dataclasses.replace(cancel, envelope_id="")
     assert refused(admit(core, again)) == (
         ProtocolError,
@@ -261,7 +261,7 @@ async def test_explain_send_and_post_envelope_refuse_with_the_same_message(hub):
         assert posted[1] + advice == why
 
     # the adapter's own refusal, read from the channel's state
-    hub.channel_table.states[live] = Muted(muted=(ben.agent_id,))
+    hub.channels.states[live] = Muted(muted=(ben.agent_id,))
     ok, why = await hub.explain_send(live, ben.agent_id)
     assert (ok, why) == (False, f"ben may not speak now in {channel_label('conversation', live)}")
     assert await refusal_of_post(hub, Envelope(live, ben.agent_id, None, EV_TEXT, {"text": ""})) == (
@@ -272,7 +272,7 @@ async def test_explain_send_and_post_envelope_refuse_with_the_same_message(hub):
 
     # a recipient's full inbox
     await hub.set_rule(ben.agent_id, Rule(limits=LimitsBlock(inbox=InboxBlock(max_pending=1))))
-    hub.inboxes.unacked[ben.agent_id] = {"unacked-delivery"}
+    hub.delivery.unacked[ben.agent_id] = {"unacked-delivery"}
     ok, why = await hub.explain_send(live, ana.agent_id)
     assert not ok and "inbox at capacity" in why
     assert await refusal_of_post(hub, Envelope(live, ana.agent_id, None, EV_TEXT, {"text": ""})) == (

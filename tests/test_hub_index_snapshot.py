@@ -82,7 +82,7 @@ async def stored_channel(path: Path | str) -> Channel:
             },
         )
         for agent_id in ids:  # nobody connected: the fill queues no delivery
-            hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+            hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
         seated = hub.lookup_channel(md.channel_id)
         seated.participants.append(
             Participant(eve, ParticipantRole.PARTICIPANT, 3, seated.participants[0].joined_at)

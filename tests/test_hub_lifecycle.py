@@ -330,7 +330,7 @@ async def test_snapshot_restore_matches_fold_and_stale_snapshot_falls_back():
     last_id = (await hub.read_wal(disc.channel_id))[-1].envelope_id
     # "crash": this hub is abandoned without close, so the stored snapshot is the stale one from before
     hub._closed = True
-    for name in list(hub._sweepers):
+    for name in list(hub.sweepers.running):
         await hub.unregister_sweeper(name)
 
     hub = await Hub.open(store, **quiet())

@@ -197,20 +197,20 @@ async def test_a_hub_subclass_hook_is_called_without_any_registered_listener():
     finally:
         await hub.close()
     assert EV_TEXT in seen and "rejected:ProtocolError" in seen
-    assert hub._listeners == []
+    assert hub.listeners.registered == []
 
 
 async def test_hub_hooks_exist_with_ag2_signatures_and_a_plain_hub_skips_the_fan_out():
     hub = Hub(MemoryStore())
     assert await hub.on_envelope_posted(None, None) is None
     assert await hub.on_turn_failed("c", "a", "e", RuntimeError("x")) is None
-    assert hub._own_hooks == frozenset()
+    assert hub.listeners.own_hooks == frozenset()
 
     class Partial(Hub):
         async def on_channel_event(self, channel_id, kind, payload):
             return None
 
-    assert Partial(MemoryStore())._own_hooks == frozenset({"on_channel_event"})
+    assert Partial(MemoryStore()).listeners.own_hooks == frozenset({"on_channel_event"})
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])

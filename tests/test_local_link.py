@@ -53,7 +53,7 @@ async def test_three_hub_clients_on_one_local_link(hub):
     # closing one client detaches only that one
     await two.close()
     assert await consult(asker, "cy", "still there?") == "cy here"
-    assert one.link.endpoint_id in hub._endpoints and three.link.endpoint_id in hub._endpoints
+    assert one.link.endpoint_id in hub.delivery.endpoints and three.link.endpoint_id in hub.delivery.endpoints
     await one.close()
     await three.close()
 

@@ -78,7 +78,7 @@ async def test_a_client_skips_a_standby_and_a_closed_port(hub, standby):
         try:
             ana = await hc.register_human(Passport(name="ana", kind="human"))
             assert hc.connection_state()["url"] == srv.url()
-            assert ana.agent_id in hub.agents
+            assert ana.agent_id in hub.identities.agents
         finally:
             await hc.close()
 

@@ -112,7 +112,7 @@ async def test_a_failed_wal_append_ends_the_span_with_error(spans):
         (span,) = spans.get_finished_spans()
         assert span.status.status_code == StatusCode.ERROR and "disk full" in span.status.description
         assert [e.name for e in span.events] == ["exception"]
-        assert hub._tracer._open == {}  # nothing left open
+        assert hub.listeners.tracer._open == {}  # nothing left open
         store.fail = False
         await hc.close()
     finally:

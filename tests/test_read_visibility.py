@@ -117,7 +117,7 @@ async def test_a_replay_on_hello_gives_carol_only_what_she_could_see(served):
         carol = await c.register_human(Passport(name="carol", kind="human"))
         cid = (await alice.open(type="discussion", target=["bob", "carol"])).channel_id
         await c.close()
-        await until(lambda: carol.agent_id not in hub.inboxes.bindings)
+        await until(lambda: carol.agent_id not in hub.delivery.bindings)
         private = await alice.send(cid, SECRET, audience=["bob"])
         public = await bob.send(cid, "lunch at noon")
         got: list[dict] = []

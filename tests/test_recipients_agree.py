@@ -42,7 +42,9 @@ async def open_hub() -> Hub:
 async def delivered_all(hub: Hub) -> None:
     """Until every mailbox is drained and every counted delivery acknowledged."""
     for _ in range(2000):
-        if all(len(m) == 0 for m in hub._mailboxes.values()) and not any(hub._unacked.values()):
+        if all(len(m) == 0 for m in hub.delivery.mailboxes.values()) and not any(
+            hub.delivery.unacked.values()
+        ):
             for _ in range(5):
                 await asyncio.sleep(0)
             return
@@ -68,7 +70,7 @@ async def test_visibility_reports_exactly_the_deliveries_of_every_demo_envelope(
         checked = acks = 0
         for md in channels:
             for pid in md.participant_ids():  # everyone connected: dispatch skipped no one for being away
-                assert hub.inboxes.bindings.get(pid) is not None
+                assert hub.delivery.bindings.get(pid) is not None
             matrix = await visibility(hub, md.channel_id)
             assert len(matrix.rows) == hub.wal_count(md.channel_id)
             for row in matrix.rows:
@@ -149,7 +151,7 @@ async def test_a_replay_resends_only_what_the_dispatch_would_have_delivered():
         )
         cid = (await bob.open(type="discussion", target=["alice", "carol"])).channel_id
         await delivered_all(hub)
-        hub.unbind_endpoint(hub.inboxes.bindings[carol.agent_id], carol.agent_id)
+        hub.unbind_endpoint(hub.delivery.bindings[carol.agent_id], carol.agent_id)
         from_bob = await bob.send(cid, "from bob")
         from_alice = await alice.send(cid, "from alice")
         await delivered_all(hub)

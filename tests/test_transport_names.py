@@ -339,7 +339,7 @@ async def test_local_link_client_speaks_frames(hub):
     await client.close()
     rest = await asyncio.wait_for(collect(frames), 5)  # what was queued, then the end
     assert any(isinstance(f, ResponseFrame) and f.request_id == "r3" and f.ok for f in rest)
-    assert client.endpoint_id not in hub._endpoints
+    assert client.endpoint_id not in hub.delivery.endpoints
     await asker.close()
 
 
@@ -367,7 +367,7 @@ async def test_local_frames_start_on_first_send_and_end_when_the_hub_closes():
     await client.send_frame(PingFrame())  # no open(): ag2's connection is live from client() on
     frames = client.frames()
     assert await next_frame(frames) == PongFrame()
-    assert client.endpoint_id in hub._endpoints
+    assert client.endpoint_id in hub.delivery.endpoints
     await hub.close()
     assert await asyncio.wait_for(collect(frames), 5) == []
 

@@ -96,7 +96,7 @@ async def test_register_binds_the_connection(hub, server, clients):
     [endpoint] = server.endpoints.values()
     assert isinstance(endpoint, WsEndpoint)
     assert endpoint.bound == {ana.agent_id, bot.agent_id}
-    assert hub._bindings[ana.agent_id] is endpoint
+    assert hub.delivery.bindings[ana.agent_id] is endpoint
     assert hc.remote and hc.hub is None
     assert (await hc.get_agent("bot")).agent_id == bot.agent_id
     assert hc.name_for(bot.agent_id) == "bot"
@@ -641,7 +641,7 @@ async def test_hello_rebinds_and_replays_what_was_missed(hub, server, clients):
     first = await ben.send(ch.channel_id, "one")
     await ana.next_envelope(predicate=lambda e: e.event_type == EV_TEXT, timeout=5)
     await a.close()
-    await until(lambda: ana.agent_id not in hub._bindings)
+    await until(lambda: ana.agent_id not in hub.delivery.bindings)
     missed = [await ben.send(ch.channel_id, f"missed {i}") for i in range(3)]
     r = await raw(server)
     await r.send({"kind": "hello", "name": "nobody"})

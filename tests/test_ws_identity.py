@@ -141,7 +141,7 @@ async def test_the_kept_secret_reattaches_and_the_displaced_connection_is_told(h
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         secret = json.loads(path.read_text())[url]["ana"]
-        assert hub.agents[ana.agent_id].secret_digest == secret_digest(secret)
+        assert hub.identities.agents[ana.agent_id].secret_digest == secret_digest(secret)
 
         # a bare connection holding ana (with her secret) is displaced by the next attach: told, then closed
         r = await raw(url)
@@ -165,7 +165,7 @@ async def test_the_kept_secret_reattaches_and_the_displaced_connection_is_told(h
         # the displaced client does not fight back after it reconnects
         assert ana.agent_id not in first.link.bound_ids
         await asyncio.sleep(0.5)
-        assert ana.agent_id in hub._bindings[ana.agent_id].bound  # still the second client's
+        assert ana.agent_id in hub.delivery.bindings[ana.agent_id].bound  # still the second client's
         assert ana.agent_id not in first.link.bound_ids
         local = HubClient.local(hub)
         ben = await local.register_human(Passport(name="ben", kind="human"))
@@ -188,7 +188,7 @@ async def test_a_reconnecting_link_presents_the_secret_again(hub):
         ch = await ana.open(type="conversation", target="ben")
         [endpoint] = srv.endpoints.values()
         await endpoint.shut(1011, "test: connection dropped")
-        await until(lambda: client.link.reconnects == 1 and ana.agent_id in hub._bindings)
+        await until(lambda: client.link.reconnects == 1 and ana.agent_id in hub.delivery.bindings)
         await ben.send(ch.channel_id, "after the drop")
         got = await ana.next_envelope(predicate=lambda e: e.event_type == EV_TEXT, timeout=5)
         assert got.event_data == {"text": "after the drop"}
@@ -241,7 +241,7 @@ async def test_unregistering_forgets_the_secret(hub, data_home):
         ana = await client.register_human(Passport(name="ana", kind="human"))
         assert "ana" in json.loads(secrets_file(data_home).read_text())[srv.url()]
         await client.unregister_agent(ana.agent_id)
-        assert ana.agent_id not in hub.agents
+        assert ana.agent_id not in hub.identities.agents
         assert all(r["agent_id"] != ana.agent_id for r in await hub.store.load_agents())
         assert not await hub.store.get_meta(SECRET_META_PREFIX + ana.agent_id)
         assert srv.url() not in json.loads(secrets_file(data_home).read_text())
@@ -255,7 +255,7 @@ async def test_identities_without_a_secret_attach_over_the_wire_only_with_legacy
         client = HubClient.connect(srv.url(), token=TOKEN, rpc_timeout=10, identity_secrets=False)
         with pytest.raises(AccessDeniedError, match="'planner' has no identity secret on this server"):
             await client.attach_human("planner")
-        assert hub._bindings[hub.find_agent_id("planner")] is not None
+        assert hub.delivery.bindings[hub.find_agent_id("planner")] is not None
         await client.close()
     async with serve_ws(hub, "127.0.0.1", 0, token=TOKEN, legacy_identities=True) as srv:
         client = HubClient.connect(srv.url(), token=TOKEN, rpc_timeout=10, identity_secrets=False)

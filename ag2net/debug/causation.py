@@ -377,7 +377,7 @@ def _tasks_of(hub: Hub, nodes: dict[str, CausationNode]) -> dict[str, dict[str, 
     tasks: dict[str, dict[str, Any]] = {}
     for node in nodes.values():
         if node.task_id and node.task_id not in tasks:
-            task = hub._tasks.get(node.task_id)
+            task = hub.tasks.get(node.task_id)
             tasks[node.task_id] = (
                 {
                     "owner_id": task.owner_id,

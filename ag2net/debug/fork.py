@@ -133,11 +133,11 @@ async def fork(source: Any, channel_id: str, at_seq: int, **hub_options: Any) ->
     options: dict[str, Any] = {"ttl_sweep_interval": 0, "expectation_sweep_interval": 0, **hub_options}
     hub = await Hub.open(store, **options)
     if isinstance(source, Hub):
-        extra = [a for key, a in source._adapters.items() if key not in hub._adapters]
+        extra = [a for key, a in source.channels.adapters.items() if key not in hub.channels.adapters]
         for adapter in extra:
             hub.register_adapter(adapter)
-        for name, evaluator in source._evaluators.items():
-            hub._evaluators.setdefault(name, evaluator)
+        for name, evaluator in source.expectations.evaluators.items():
+            hub.expectations.evaluators.setdefault(name, evaluator)
         if extra:
             await hub.hydrate()  # fold the channel with its own adapter
     if readmit is not None:
@@ -156,7 +156,8 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
     channel) is then the sandbox's own, made by the same code in the same order. Nobody is attached yet,
     so nothing is delivered (the hub skips recipients without a connection)."""
     copy = env.copy()
-    stamp = hub._stamp
+    stamper = hub.stamper
+    stamp = stamper.stamp
 
     def keep_own(target: Envelope) -> None:
         if target is copy:
@@ -164,7 +165,7 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
         else:
             stamp(target)
 
-    hub._stamp = keep_own  # type: ignore[method-assign]
+    stamper.stamp = keep_own  # type: ignore[method-assign]
     try:
         await hub.post_envelope(copy)
     except Exception:
@@ -172,7 +173,7 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
         await store.append(env.channel_id, env.envelope_id, env.to_json())
         await hub.hydrate()
     finally:
-        del hub._stamp
+        del stamper.stamp
 
 
 __all__ = ["Sandbox", "fork"]

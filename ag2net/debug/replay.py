@@ -152,7 +152,7 @@ def network_tools(hub: Any) -> dict[str, list[Tool]]:
     """The tools of every agent an in-process hub has a live client for (agent name → its tools): what a
     ``live`` tool policy calls when ``replay`` runs in the process of the network that made the channel."""
     found: dict[str, list[Tool]] = {}
-    for agent_id, endpoint in list(getattr(hub, "_bindings", {}).items()):
+    for agent_id, endpoint in list(getattr(getattr(hub, "delivery", None), "bindings", {}).items()):
         owner = getattr(getattr(endpoint, "_on_notify", None), "__self__", None)
         client = (getattr(owner, "_clients", None) or {}).get(agent_id)
         tools = getattr(getattr(client, "agent", None), "tools", None)
@@ -377,9 +377,9 @@ async def replay(
     real_tools = {
         agent_id: [as_tool(f) for f in fs]
         for k, fs in (functions or {}).items()
-        if (agent_id := k if k in hub.agents else hub.find_agent_id(k)) is not None
+        if (agent_id := k if k in hub.identities.agents else hub.find_agent_id(k)) is not None
     }
-    agents = [a for a in dict.fromkeys(t.agent_id for t in placed) if a in hub.agents]
+    agents = [a for a in dict.fromkeys(t.agent_id for t in placed) if a in hub.identities.agents]
     driver = _Driver(hub, cid, original, placed, start)
     client = HubClient.local(hub)
     adapter = hub.adapter_for_metadata(md)
@@ -449,7 +449,7 @@ def _apply_overrides(hub: Hub, md: Any, overrides: dict[str, Override] | None) -
     """The overrides by agent id; a view override goes into the sandbox channel's view knob."""
     keyed: dict[str, Override] = {}
     for key, override in (overrides or {}).items():
-        agent_id = key if key in hub.agents else hub.find_agent_id(key)
+        agent_id = key if key in hub.identities.agents else hub.find_agent_id(key)
         if agent_id is None:
             raise ValueError(f"override names {key!r}, which is not an agent of the sandbox")
         keyed[agent_id] = override
@@ -589,7 +589,7 @@ async def _deliver_again(driver: _Driver) -> None:
         if turn.replayed and turn.agent_id in driver.clients and trigger is not None and trigger < start:
             again.append((turn.start_pos, trigger, turn.agent_id, original[trigger].envelope_id))
     for _when, trigger, agent_id, _env_id in sorted(again):
-        endpoint = driver.hub._bindings.get(agent_id)
+        endpoint = driver.hub.delivery.bindings.get(agent_id)
         if endpoint is not None:
             await endpoint.notify(agent_id, original[trigger])
 
@@ -631,7 +631,7 @@ async def _run_on(driver: _Driver, deadline: float, turn_budget: int, stopped: s
             return "turn budget"
         before = hub.wal_count(cid)
         await asyncio.sleep(0.01)
-        quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub._mailboxes.values())
+        quiet = hub.wal_count(cid) == before and not any(len(m) for m in hub.delivery.mailboxes.values())
         if quiet and all(not c._workers for c in driver.clients.values()):
             break
     return stopped
@@ -652,7 +652,7 @@ async def _settle(hub: Hub, cid: str, count: int, deadline: float, *, exact: boo
     loop = asyncio.get_running_loop()
     while loop.time() < deadline:
         n = hub.wal_count(cid)
-        if n >= count and not any(len(m) for m in hub._mailboxes.values()):
+        if n >= count and not any(len(m) for m in hub.delivery.mailboxes.values()):
             await asyncio.sleep(0.002)
             if hub.wal_count(cid) == n:
                 return

@@ -281,7 +281,7 @@ class Scrubber:
         return out
 
     def _expectations(self, md: ChannelMetadata, state: Any, seq: int, when: str) -> list[dict[str, Any]]:
-        evaluators = self.hub._evaluators
+        evaluators = self.hub.expectations.evaluators
         if not when or not md.manifest.expectations:
             return []
         kept = self._envelopes
@@ -329,7 +329,7 @@ class Scrubber:
     def _tasks(self, seq: int, when: str) -> list[dict[str, Any]]:
         cid = self.metadata.channel_id
         named = {tid for tid, first in self._task_first.items() if first <= seq}
-        tasks = [t for t in self.hub._tasks.values() if t.channel_id == cid or t.task_id in named]
+        tasks = [t for t in self.hub.tasks.tasks.values() if t.channel_id == cid or t.task_id in named]
         out = []
         for task in tasks:
             if task.created_at and when and task.created_at > when:

@@ -4,7 +4,7 @@ participant's model get of it.
 ``await visibility(hub, channel_id, first_seq=1, last_seq=None, preview_view=None)`` answers, per cell:
 
 - ``delivered``: whether the hub's dispatch addressed the envelope to the participant. The function the
-  hub's ``Delivery._dispatch`` asks decides (``ag2net.hub.delivery.addressees``, through
+  hub's ``Delivery.dispatch`` asks decides (``ag2net.hub.core.recipients``, through
   ``ag2net.hub.probe.addressed``), run against the channel's participants as they were when the envelope
   was created (``joined_at``), as if everyone were connected; a registered arbiter is asked as a post asks
   it. ``reason`` says why not: ``handshake`` (an invite's ack or reject: the hub consumes it, nobody receives
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
-from ag2net.hub.delivery import HANDSHAKE_ANSWERS
+from ag2net.hub.core import HANDSHAKE_ANSWERS
 from ag2net.hub.probe import addressed, arbiter_denials, channel_log
 from ag2net.views.registry import resolve_view, view_from_spec, view_spec
 from ag2net.views.wal import WalLog
@@ -195,7 +195,7 @@ def _why_not(
         return "sender" if pid == env.sender_id else "audience"
     if audience is None and pid == env.sender_id:
         return "sender"
-    if pid not in hub.agents or md.participant(pid) is None:
+    if pid not in hub.identities.agents or md.participant(pid) is None:
         return "left"
     if audience is None and then.participant(pid) is None:
         return "not_yet_participant"

@@ -5,9 +5,12 @@
 it cares about; ``RuleBasedArbiter`` is the default and enforces each agent's ``Rule`` (access globs,
 delegation depth, inbox capacity, concurrent channels) with the hub's usual sentences.
 
-The hub consults its arbiter inside the admission pipeline, at the same points as every other check
-(reference §3.4, §3.6, §3.7): a ``Deny`` makes the hub raise ``deny.error(deny.reason)``, except at
-dispatch, where a denied recipient is silently skipped. ``authorize_register`` is part of the protocol
+``Arbitration`` (``hub.arbitration``, shell) holds the hub's arbiter and asks it. A registered arbiter is
+asked everything it decides about an envelope once, before the pure admission (``consult``: the send, an
+unknown audience, each recipient's inbox, in the order the reference lists them, §3.6), and about its
+recipients after the append (``dispatch_denials``, §3.7); a channel opening is asked before the channel
+is planned (§3.4). A ``Deny`` makes the hub raise ``deny.error(deny.reason)``, except at dispatch, where a
+denied recipient is silently skipped. ``authorize_register`` is part of the protocol
 but, as in ag2 1.2.1, registration does not consult it.
 
 Cost: the default ``RuleBasedArbiter`` is a pure function of its inputs, so while it is the arbiter
@@ -22,19 +25,16 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ag2net.envelope import is_protocol_event
 from ag2net.errors import AccessDeniedError, InboxFull, ProtocolError
 from ag2net.hub import rules
+from ag2net.hub.core import HubCore, IdentityTable, admit_channel, admit_sender, candidates, outsiders
 
 if TYPE_CHECKING:
     from ag2net.channel import ChannelManifest, ChannelMetadata
     from ag2net.envelope import Envelope
-    from ag2net.hub.records import AgentRecord
+    from ag2net.hub.plans import OpenRequest
     from ag2net.identity import Passport, Resume, Rule
-
-if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
 
 log = logging.getLogger(__name__)
 
@@ -242,81 +242,80 @@ def _check_arbiter(arbiter: Any) -> None:
             )
 
 
-class ArbiterSeat(HubShape):
-    """Mixin of ``Hub``: holds the arbiter and asks it at each decision point.
+class Arbitration:
+    """The hub's arbiter, and the questions it is asked.
 
-    ``_arbiter_custom`` is ``None`` while the arbiter is a plain ``RuleBasedArbiter``: the hub then runs
-    the rules synchronously (``ag2net.hub.rules``), which decide exactly what that class decides.
+    ``registered`` is ``None`` while the arbiter is a plain ``RuleBasedArbiter``: the core then applies
+    the rules itself, synchronously (``ag2net.hub.rules``), deciding exactly what that class decides.
     """
 
-    _arbiter: Any = None
-    _arbiter_custom: Any = None
-    _dispatch_denied: set[str] | None = None  # set only during one synchronous ``_dispatch`` call
+    __slots__ = ("_current", "core", "identities", "registered")
 
-    def register_arbiter(self, arbiter: HubArbiter) -> None:
+    def __init__(self, core: HubCore, identities: IdentityTable) -> None:
+        self.core = core
+        self.identities = identities
+        self._current: Any = None
+        self.registered: Any = None
+
+    def register(self, arbiter: HubArbiter) -> None:
         """Replace the hub's arbiter (only one is active; the latest registration wins)."""
         _check_arbiter(arbiter)
-        self._arbiter = arbiter
-        self._arbiter_custom = None if type(arbiter) is RuleBasedArbiter else arbiter
-        self.core.rules = self._arbiter_custom is None  # the core then decides the rules itself
+        self._current = arbiter
+        self.registered = None if type(arbiter) is RuleBasedArbiter else arbiter
+        self.core.default_rules = self.registered is None
 
     @property
-    def arbiter(self) -> HubArbiter:
+    def current(self) -> HubArbiter:
         """The active arbiter (a ``RuleBasedArbiter`` until another is registered)."""
-        if self._arbiter is None:
-            self._arbiter = RuleBasedArbiter()
-        return self._arbiter
+        if self._current is None:
+            self._current = RuleBasedArbiter()
+        return self._current
 
-    # ---------------------------------------------------------------- decision points
+    # ---------------------------------------------------------------- questions
 
-    async def _arbitrate_send(self, arbiter: Any, env: Envelope, sender: AgentRecord) -> None:
-        """Reference §3.6 step 2 with a registered arbiter."""
-        agents = self.agents
-        recipients = []
+    async def consult(self, env: Envelope) -> None:
+        """Ask a registered arbiter what it decides about ``env``, before admission: the send (§3.6 step
+        2), audience ids that are not participants (it may resolve them, changing ``env.audience``) and
+        each registered recipient's inbox (step 8, substantive envelopes only). Raises its refusal, or the
+        admission refusal that comes before a question (the arbiter is not asked past it)."""
+        arbiter = self.registered
+        core = self.core
+        sender = admit_sender(core, env)
+        agents = self.identities.agents
+        targets = []
         if env.audience:
-            sender_id = env.sender_id
-            recipients = [agents[a].passport for a in env.audience if a != sender_id and a in agents]
-        decision = await arbiter.authorize_send(env, sender.passport, sender.rule, recipients)
-        if isinstance(decision, Deny):
-            raise decision.error(decision.reason)
+            targets = [agents[a].passport for a in env.audience if a != env.sender_id and a in agents]
+        _raise(await arbiter.authorize_send(env, sender.passport, sender.rule, targets))
+        md, _ = admit_channel(core, env)
+        if outsiders(md, env):  # refuses unless the arbiter resolves the unknown ids
+            await self.resolve_audience(md, env, md.participant_ids())
+        if is_protocol_event(env.event_type):
+            return
+        delivery = core.delivery
+        for rid in candidates(md, env):
+            rec = agents.get(rid)
+            if rid != env.sender_id and rec is not None:
+                decision = await arbiter.authorize_inbox(env, rec.passport, rec.rule, delivery.pending(rid))
+                _raise(decision)
 
-    async def _arbitrate_inbox(
-        self, arbiter: Any, env: Envelope, recipient: AgentRecord, pending: int
-    ) -> None:
-        """Reference §3.6 step 8 (one recipient) with a registered arbiter."""
-        decision = await arbiter.authorize_inbox(env, recipient.passport, recipient.rule, pending)
-        if isinstance(decision, Deny):
-            raise decision.error(decision.reason)
-
-    async def _dispatch_arbitrated(self, md: ChannelMetadata, env: Envelope) -> None:
-        """Dispatch ``env`` to the recipients a registered arbiter does not refuse.
-
-        ``_dispatch`` is synchronous, so the refusals set here are seen by this call only.
-        """
-        denied = await self._dispatch_denials(md, env)
-        self._dispatch_denied = denied
-        try:
-            self._dispatch(md, env)
-        finally:
-            self._dispatch_denied = None
-
-    async def _dispatch_denials(self, md: ChannelMetadata, env: Envelope) -> set[str]:
-        """The recipients a registered arbiter refuses this delivery to (reference §3.7).
+    async def dispatch_denials(self, md: ChannelMetadata, env: Envelope) -> set[str] | None:
+        """The recipients a registered arbiter refuses this delivery to (reference §3.7); None under the
+        default rules (the core's ``recipients`` then applies each recipient's ``inbound_from``).
 
         The sender always receives its own envelope; an arbiter that raises is logged and its
         recipient skipped: the envelope is already stored, so the poster is not failed.
         """
-        arbiter = self._arbiter_custom
+        arbiter = self.registered
+        if arbiter is None:
+            return None
+        agents = self.identities.agents
         sender_id = env.sender_id
-        recipients = (
-            env.audience if env.audience is not None else [p for p in md.participant_ids() if p != sender_id]
-        )
         denied: set[str] = set()
-        sender = self.agents.get(sender_id)
-        if arbiter is None or sender is None:
+        sender = agents.get(sender_id)
+        if sender is None:
             return denied
-        for rid in recipients:
-            rec = self.agents.get(rid)
+        for rid in candidates(md, env):
+            rec = agents.get(rid)
             if rid == sender_id or rec is None:
                 continue
             try:
@@ -331,11 +330,11 @@ class ArbiterSeat(HubShape):
                 denied.add(rid)
         return denied
 
-    async def _authorize_channel_open(
-        self, manifest: ChannelManifest, creator: AgentRecord, invitees: list[AgentRecord], active: int
-    ) -> None:
+    async def authorize_channel_open(self, request: OpenRequest) -> None:
         """Reference §3.4 step 3: the arbiter (or, by default, the rules) may refuse the channel."""
-        arbiter = self._arbiter_custom
+        manifest: ChannelManifest = request.adapter.manifest
+        creator, invitees, active = request.creator, request.invitees, request.active
+        arbiter = self.registered
         if arbiter is None:
             name = creator.passport.name
             for invitee in invitees:
@@ -350,10 +349,9 @@ class ArbiterSeat(HubShape):
             [i.rule for i in invitees],
             active,
         )
-        if isinstance(decision, Deny):
-            raise decision.error(decision.reason)
+        _raise(decision)
 
-    async def _resolve_audience(self, md: ChannelMetadata, env: Envelope, participants: list[str]) -> None:
+    async def resolve_audience(self, md: ChannelMetadata, env: Envelope, participants: list[str]) -> None:
         """An audience naming ids that are not registered: a registered arbiter may resolve them.
 
         ``None`` (the default) keeps the refusal; a list replaces the unknown ids in ``env.audience``
@@ -361,8 +359,8 @@ class ArbiterSeat(HubShape):
         """
         cid = md.channel_id
         audience = env.audience or []
-        unknown = [a for a in audience if a not in self.agents and a != env.sender_id]
-        arbiter = self._arbiter_custom
+        unknown = [a for a in audience if a not in self.identities.agents and a != env.sender_id]
+        arbiter = self.registered
         resolved = None
         if unknown and arbiter is not None:
             resolved = await arbiter.resolve_unknown_audience(env, list(unknown))
@@ -394,9 +392,14 @@ class ArbiterSeat(HubShape):
         env.audience = out
 
 
+def _raise(decision: Decision) -> None:
+    if isinstance(decision, Deny):
+        raise decision.error(decision.reason)
+
+
 __all__ = [
     "Allow",
-    "ArbiterSeat",
+    "Arbitration",
     "BaseHubArbiter",
     "Decision",
     "Deny",

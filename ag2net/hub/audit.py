@@ -18,6 +18,7 @@ from ag2net.hub.listeners import BaseHubListener
 from ag2net.ids import utc_now
 
 if TYPE_CHECKING:
+    from ag2net.hub.observe import ObserveLog
     from ag2net.store import Store
 
 log = logging.getLogger(__name__)
@@ -241,6 +242,37 @@ class AuditLog(BaseHubListener):
         )
 
 
+class Audit:
+    """Shell: the hub's audit trail — writes each record through ``log`` (the hub's ``AuditLog``, or the one
+    ``replace`` installed) and shows it on the observe stream."""
+
+    __slots__ = ("clock", "log", "observe_log")
+
+    def __init__(self, store: Store, clock: Callable[[], str], observe_log: ObserveLog) -> None:
+        self.clock = clock
+        self.log: Any = AuditLog(store, clock=clock)
+        self.observe_log = observe_log
+
+    def replace(self, audit_log: Any) -> None:
+        """Send the hub's audit records to ``audit_log`` (anything with an async ``append(record)``)."""
+        if not callable(getattr(audit_log, "append", None)):
+            raise TypeError(
+                f"audit_log must have an async append(record) method (an AuditLog); got {type(audit_log).__name__}"
+            )
+        self.log = audit_log
+
+    async def record(self, kind: str, **fields: Any) -> None:
+        """Write one audit record (``at`` defaults to the clock's now) and show it on the observe stream."""
+        record = {"at": fields.pop("at", None) or self.clock(), "kind": kind, **fields}
+        record = json.loads(json.dumps(record, default=str))
+        position = await self.log.append(record)
+        self.observe_log.append(
+            "audit",
+            channel_id=record.get("channel_id"),
+            payload={"id": position if isinstance(position, int) else None, **record},
+        )
+
+
 __all__ = [
     "AUDIT_KIND_AGENT_REGISTERED",
     "AUDIT_KIND_AGENT_UNREGISTERED",
@@ -256,6 +288,7 @@ __all__ = [
     "AUDIT_KIND_TURN_FAILED",
     "RESUME_SOURCE_OBSERVED",
     "RESUME_SOURCE_TENANT",
+    "Audit",
     "AuditLog",
     "AuditSubscriber",
     "audit_record",

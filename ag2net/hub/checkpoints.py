@@ -1,4 +1,4 @@
-"""Task checkpoints kept by the hub: one JSON object per task id, the last write wins (ag2 1.2.1 semantics).
+"""Edge: task checkpoints kept by the hub: one JSON object per task id, the last write wins (ag2 1.2.1 semantics).
 
 A checkpoint is an owner's opaque resume snapshot (``HubBackedCheckpointStore`` writes and reads it).
 The hub keeps only the latest one per task, no history, so it lives in the store's ``meta`` table under
@@ -19,13 +19,14 @@ import asyncio
 import json
 import weakref
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ag2net.errors import AccessDeniedError, ProtocolError
 from ag2net.tasks import check_task_id
 
 if TYPE_CHECKING:
-    from ag2net.hub.hub import Hub
+    from ag2net.hub.core import TaskBook
+    from ag2net.store import Store
 
 CHECKPOINT_META_PREFIX = "task_checkpoint/"
 WRITERS_META_PREFIX = "task_checkpoint_writers/"
@@ -33,10 +34,14 @@ WRITERS_META_PREFIX = "task_checkpoint_writers/"
 _CLAIM_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+class CheckpointHost(Protocol):
+    """What checkpoints need of the hub: its store and its task table."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def tasks(self) -> TaskBook: ...
 
 
 def encode_checkpoint(state: Any) -> str:
@@ -54,13 +59,13 @@ def encode_checkpoint(state: Any) -> str:
         ) from None
 
 
-async def write_checkpoint(hub: Hub, task_id: str, state: dict[str, Any]) -> None:
+async def write_checkpoint(hub: CheckpointHost, task_id: str, state: dict[str, Any]) -> None:
     """Replace the checkpoint of ``task_id`` with ``state`` (committed before this returns)."""
     check_task_id(task_id)
     await hub.store.set_meta(CHECKPOINT_META_PREFIX + task_id, encode_checkpoint(state))
 
 
-async def read_checkpoint(hub: Hub, task_id: str) -> dict[str, Any] | None:
+async def read_checkpoint(hub: CheckpointHost, task_id: str) -> dict[str, Any] | None:
     """The latest checkpoint of ``task_id``, or None if none was written."""
     check_task_id(task_id)
     raw = await hub.store.get_meta(CHECKPOINT_META_PREFIX + task_id)
@@ -69,14 +74,14 @@ async def read_checkpoint(hub: Hub, task_id: str) -> dict[str, Any] | None:
     return json.loads(raw)
 
 
-async def checkpoint_writers(hub: Hub, task_id: str) -> list[str] | None:
+async def checkpoint_writers(hub: CheckpointHost, task_id: str) -> list[str] | None:
     """The agents recorded as writers of ``task_id``'s checkpoint by its first wire write, or None."""
     raw = await hub.store.get_meta(WRITERS_META_PREFIX + task_id)
     return None if raw is None else list(json.loads(raw))
 
 
 async def authorize_checkpoint(
-    hub: Hub, task_id: Any, *, bound: Collection[str], operator: bool, write: bool
+    hub: CheckpointHost, task_id: Any, *, bound: Collection[str], operator: bool, write: bool
 ) -> None:
     """Refuse a wire ``checkpoint_task`` (``write``) or ``read_task_checkpoint`` the rules above forbid.
 
@@ -90,7 +95,7 @@ async def authorize_checkpoint(
             "task checkpoints are read and written by a bound agent; register or attach an agent on this "
             "connection first"
         )
-    task = hub._tasks.get(task_id)
+    task = hub.tasks.get(task_id)
     lock = _CLAIM_LOCKS.get(hub)
     if lock is None:
         lock = _CLAIM_LOCKS[hub] = asyncio.Lock()
@@ -114,22 +119,10 @@ async def authorize_checkpoint(
         )
 
 
-class TaskCheckpoints(HubShape):
-    """Mixin of ``Hub``: ``checkpoint_task`` / ``read_task_checkpoint`` with ag2 1.2.1's signatures."""
-
-    async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:
-        """Persist ``state`` as the resume snapshot of ``task_id``; the last write wins, no history."""
-        await write_checkpoint(self, task_id, state)  # type: ignore[arg-type]
-
-    async def read_task_checkpoint(self, task_id: str) -> dict[str, object] | None:
-        """The snapshot last passed to ``checkpoint_task`` for ``task_id``, or None."""
-        return await read_checkpoint(self, task_id)  # type: ignore[arg-type]
-
-
 __all__ = [
     "CHECKPOINT_META_PREFIX",
     "WRITERS_META_PREFIX",
-    "TaskCheckpoints",
+    "CheckpointHost",
     "authorize_checkpoint",
     "checkpoint_writers",
     "encode_checkpoint",

@@ -1,20 +1,33 @@
-"""The hub's synchronous core: the components owning its in-memory state, and admission as pure functions.
+"""Core: the hub's in-memory tables and its decisions as pure functions (no awaits, no I/O).
 
-``admit(core, envelope)`` decides (``Admitted`` or a ``Refused`` carrying the exact error a post raises)
-and changes nothing; ``apply(core, admitted)`` records an admitted envelope once the store has it. No
-awaits here: the shell (``ag2net.hub.admission``) drives them around the durable append, and
-``explain_send``/``can_send`` run the same ``admit`` on a probe envelope.
+* the tables: ``IdentityTable``, ``ChannelTable`` (a read-only mapping of channels by id),
+  ``DeliveryBook``, ``TaskBook``; the shell's components (``hub.identities``, ``hub.channels``,
+  ``hub.delivery``, ``hub.tasks``) are these tables with their async behaviour added, and ``HubCore``
+  holds the four for the decisions below;
+* admission: ``admit(core, envelope)`` is one call deciding ``Admitted`` or ``Refused`` (the exact error a
+  post raises) and changing nothing; ``apply(core, admitted)`` records it once the store has it. A
+  registered arbiter is asked before (``ag2net.hub.arbiter.Arbitration.consult``), never in between;
+* routing: ``candidates(md, env)`` (audience, else every participant but the sender) and
+  ``recipients(...)``, the one answer to "who receives this envelope" (dispatch, replay, dry run,
+  visibility and the probe ask it).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata, ChannelState
-from ag2net.envelope import EV_TASK_CANCEL_REQUEST, Envelope, check_shape, is_protocol_event
+from ag2net.envelope import (
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_INVITE_REJECT,
+    EV_TASK_CANCEL_REQUEST,
+    Envelope,
+    check_shape,
+    is_protocol_event,
+)
 from ag2net.errors import NetworkError, NotFoundError, ProtocolError
 from ag2net.hub import rules
 from ag2net.hub.records import TERMINAL, TERMINAL_TASKS, AgentRecord
@@ -23,6 +36,8 @@ from ag2net.tasks import TaskMetadata
 
 if TYPE_CHECKING:
     from ag2net.hub.dispatch import Mailbox
+
+# ---------------------------------------------------------------------------------------- tables
 
 
 class IdentityTable:
@@ -48,18 +63,64 @@ class IdentityTable:
         self.agents.clear()
         self.names.clear()
 
+    def record(self, agent_id: str) -> AgentRecord:
+        """The agent's record (``NotFoundError`` when it is not registered)."""
+        rec = self.agents.get(agent_id)
+        if rec is None:
+            raise NotFoundError(f"agent not registered: {agent_id}")
+        return rec
 
-class ChannelTable:
-    """Channels, their adapters and adapter states, WAL lengths and last activity."""
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
+        """The agent's name, else ``default``, else the id itself."""
+        rec = self.agents.get(agent_id)
+        if rec is not None:
+            return rec.passport.name
+        return default if default is not None else agent_id
 
-    __slots__ = ("adapters", "channels", "last_activity", "states", "wal_counts")
+
+class ChannelTable(Mapping[str, ChannelMetadata]):
+    """Channels by id (read as a mapping), their adapters and adapter states, WAL lengths, last activity."""
+
+    __slots__ = ("adapters", "by_id", "last_activity", "states", "wal_counts")
 
     def __init__(self) -> None:
-        self.channels: dict[str, ChannelMetadata] = {}
+        self.by_id: dict[str, ChannelMetadata] = {}
         self.states: dict[str, Any] = {}
         self.adapters: dict[tuple[str, int], Any] = {}
         self.wal_counts: dict[str, int] = {}
         self.last_activity: dict[str, str] = {}
+
+    # the mapping, read straight from the dict (these run on every post)
+    def __getitem__(self, channel_id: str) -> ChannelMetadata:
+        return self.by_id[channel_id]
+
+    def __contains__(self, channel_id: object) -> bool:
+        return channel_id in self.by_id
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_id)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def get(self, channel_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self.by_id.get(channel_id, default)
+
+    def values(self) -> Any:  # type: ignore[override]
+        return self.by_id.values()
+
+    def items(self) -> Any:  # type: ignore[override]
+        return self.by_id.items()
+
+    def keys(self) -> Any:  # type: ignore[override]
+        return self.by_id.keys()
+
+    def metadata(self, channel_id: str) -> ChannelMetadata:
+        """The channel's metadata (``NotFoundError`` when unknown)."""
+        md = self.by_id.get(channel_id)
+        if md is None:
+            raise NotFoundError(f"channel not found: {channel_id}")
+        return md
 
     def adapter_of(self, md: ChannelMetadata) -> Any:
         """The adapter registered for the channel's manifest, or None."""
@@ -111,19 +172,85 @@ class TaskBook:
         self.observed_outcomes: set[tuple[str, str]] = set()
         self.peer_cancellers: dict[str, set[str]] = {}
 
+    def get(self, task_id: str) -> TaskMetadata | None:
+        return self.tasks.get(task_id)
+
 
 class HubCore:
-    """The four components together: what admission reads. ``rules`` is True while the arbiter is the
-    default one, whose decisions (``ag2net.hub.rules``) admission then makes itself, synchronously."""
+    """The four tables together: what admission and routing read.
 
-    __slots__ = ("channel_table", "identities", "inboxes", "rules", "task_book")
+    ``default_rules`` is True while the arbiter is the default ``RuleBasedArbiter``: admission then makes
+    its decisions (``ag2net.hub.rules``) itself; a registered arbiter makes them before admission instead.
+    """
 
-    def __init__(self) -> None:
-        self.identities = IdentityTable()
-        self.channel_table = ChannelTable()
-        self.inboxes = DeliveryBook()
-        self.task_book = TaskBook()
-        self.rules = True
+    __slots__ = ("channels", "default_rules", "delivery", "identities", "tasks")
+
+    def __init__(
+        self,
+        identities: IdentityTable | None = None,
+        channels: ChannelTable | None = None,
+        delivery: DeliveryBook | None = None,
+        tasks: TaskBook | None = None,
+    ) -> None:
+        self.identities = identities if identities is not None else IdentityTable()
+        self.channels = channels if channels is not None else ChannelTable()
+        self.delivery = delivery if delivery is not None else DeliveryBook()
+        self.tasks = tasks if tasks is not None else TaskBook()
+        self.default_rules = True
+
+
+# ---------------------------------------------------------------------------------------- routing
+
+_ANYONE = ["*"]  # the default inbound_from: every sender
+
+#: Answers to an invite: the hub consumes them (its handshake opens or closes the channel), nobody receives
+#: them (reference §3.6 step 11).
+HANDSHAKE_ANSWERS = frozenset({EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT})
+
+
+def candidates(md: ChannelMetadata, env: Envelope) -> list[str]:
+    """Whom ``env`` is addressed to: its audience (as given), else every participant but the sender."""
+    audience = env.audience
+    if audience is not None:
+        return audience
+    sender_id = env.sender_id
+    return [p.agent_id for p in md.participants if p.agent_id != sender_id]
+
+
+def recipients(
+    agents: Mapping[str, AgentRecord],
+    name_for: Callable[[str], str],
+    md: ChannelMetadata,
+    env: Envelope,
+    denied: set[str] | None = None,
+) -> list[str]:
+    """Who receives ``env`` on channel ``md``, in dispatch order, whether connected or not.
+
+    Nobody for an invite's ack or reject (the hub's handshake consumes it); else the ``candidates`` (the
+    sender too when the audience lists it), minus identities no longer registered, and minus those whose
+    rule's ``inbound_from`` refuses the sender, or, while a registered arbiter decides, those it ``denied``.
+    """
+    if env.event_type in HANDSHAKE_ANSWERS:
+        return []
+    sender_id = env.sender_id
+    out: list[str] = []
+    sender_name: str | None = None
+    for rid in candidates(md, env):
+        rec = agents.get(rid)
+        if rec is None:
+            continue
+        if denied is not None:
+            if rid in denied:
+                continue
+        elif rid != sender_id:
+            inbound = rec.rule.access.inbound_from
+            if inbound != _ANYONE:
+                if sender_name is None:
+                    sender_name = name_for(sender_id)
+                if not rules.matches_any(sender_name, inbound):
+                    continue
+        out.append(rid)
+    return out
 
 
 # ---------------------------------------------------------------------------------------- admission
@@ -175,24 +302,14 @@ class Admitted:
         self.result = self.adapter.on_accepted(self.metadata, env, self.new_state)
 
 
-@dataclass(slots=True)
-class Gated:
-    """The channel checks passed: what ``admit_send`` needs (``unresolved``: audience ids that are not
-    participants, for a registered arbiter to resolve before ``admit_send``)."""
-
-    metadata: ChannelMetadata
-    peer_cancel: bool
-    unresolved: bool = False
-
-
 def admit_sender(core: HubCore, env: Envelope) -> AgentRecord:
-    """Shape, a registered sender and (default arbiter) its outbound and depth rules; raises a refusal."""
+    """Shape, a registered sender and (default rules) its outbound and depth rules; raises a refusal."""
     check_shape(env)
     agents = core.identities.agents
     sender = agents.get(env.sender_id)
     if sender is None:
         raise NotFoundError(f"sender not registered: {env.sender_id}")
-    if core.rules:
+    if core.default_rules:
         audience = env.audience
         if audience and sender.rule.access.outbound_to != ["*"]:
             names = [agents[a].passport.name for a in audience if a in agents and a != env.sender_id]
@@ -202,10 +319,10 @@ def admit_sender(core: HubCore, env: Envelope) -> AgentRecord:
     return sender
 
 
-def admit_channel(core: HubCore, env: Envelope) -> Gated:
-    """The channel's state, the sender's participation and the audience; raises a refusal."""
+def admit_channel(core: HubCore, env: Envelope) -> tuple[ChannelMetadata, bool]:
+    """The channel's state and the sender's participation: ``(metadata, peer_cancel)``; raises a refusal."""
     cid = env.channel_id
-    md = core.channel_table.channels.get(cid)
+    md = core.channels.by_id.get(cid)
     if md is None:
         raise NotFoundError(f"channel not found: {cid}")
     if md.state in TERMINAL:
@@ -216,89 +333,69 @@ def admit_channel(core: HubCore, env: Envelope) -> Gated:
             ProtocolError(f"channel '{cid}' not active (state={md.state.value})"),
             "; wait for every invitee to ack",
         )
-    participants = [p.agent_id for p in md.participants]
-    peer_cancel = False
-    if env.sender_id not in participants:
-        if not is_peer_cancel(core, md, env):
-            raise ProtocolError(
-                f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'"
-            )
-        peer_cancel = True
-    gated = Gated(md, peer_cancel)
+    if env.sender_id in md.participant_ids():
+        return md, False
+    if not is_peer_cancel(core, md, env):
+        raise ProtocolError(f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'")
+    return md, True
+
+
+def outsiders(md: ChannelMetadata, env: Envelope) -> list[str]:
+    """Audience ids that are not participants of the channel (a registered arbiter may resolve them)."""
     audience = env.audience
-    if audience:
-        for a in audience:
-            if a not in participants:
-                if not core.rules:
-                    gated.unresolved = True  # a registered arbiter may resolve unknown ids first
-                    return gated
-                raise ProtocolError(
-                    f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
-                )
-    return gated
-
-
-_TABLE: Any = object()  # admit_send's default: the channel's state as the table holds it
+    if not audience:
+        return []
+    participants = md.participant_ids()
+    return [a for a in audience if a not in participants]
 
 
 def admit_send(
-    core: HubCore, env: Envelope, sender: AgentRecord, gated: Gated, state: Any = _TABLE
+    core: HubCore, env: Envelope, sender: AgentRecord, md: ChannelMetadata, peer_cancel: bool, state: Any
 ) -> Admitted:
-    """The adapter, (default arbiter) each recipient's inbox cap, and the adapter's ``validate_send``.
-
-    ``state`` replaces the table's adapter state (group admission: the fold of the envelopes admitted
-    before this one in the same group, not yet in the table)."""
-    md = gated.metadata
+    """The audience, the adapter, (default rules) each recipient's inbox cap, and ``validate_send``."""
     cid = md.channel_id
-    table = core.channel_table
+    for a in outsiders(md, env)[:1]:
+        raise ProtocolError(
+            f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
+        )
+    table = core.channels
     adapter = table.adapter_of(md)
     if adapter is None:
         raise ProtocolError(
             f"channel '{cid}' has no registered adapter (manifest {md.manifest.type!r}@v{md.manifest.version})"
         )
     protocol = is_protocol_event(env.event_type)
-    if not protocol and core.rules:
+    if not protocol and core.default_rules:
         agents = core.identities.agents
-        inboxes = core.inboxes
-        audience = env.audience
-        recipients = (
-            audience if audience is not None else [p for p in md.participant_ids() if p != env.sender_id]
-        )
-        for rid in recipients:
+        delivery = core.delivery
+        for rid in candidates(md, env):
             if rid == env.sender_id:
                 continue
             rec = agents.get(rid)
             if rec is not None:
-                rules.check_inbox(rid, inboxes.pending(rid), rec.rule.limits.inbox.max_pending)
-    if state is _TABLE:
+                rules.check_inbox(rid, delivery.pending(rid), rec.rule.limits.inbox.max_pending)
+    if state is None:
         state = table.states.get(cid)
     if state is None:
         raise ProtocolError(f"channel '{cid}' has no adapter state")
-    if gated.peer_cancel and env.sender_id in core.task_book.peer_cancellers.get(env.task_id or "", ()):
+    if peer_cancel and env.sender_id in core.tasks.peer_cancellers.get(env.task_id or "", ()):
         raise ProtocolError(f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'")
     adapter.validate_send(md, env, state)
-    return Admitted(env, md, sender, adapter, state, protocol, gated.peer_cancel)
+    return Admitted(env, md, sender, adapter, state, protocol, peer_cancel)
 
 
-def admit(core: HubCore, env: Envelope) -> Admitted | Refused:
+def admit(core: HubCore, env: Envelope, state: Any = None) -> Admitted | Refused:
     """Every admission check, in the order a post runs them; changes nothing.
 
-    With a registered (non-default) arbiter the shell runs ``admit_sender``, ``admit_channel`` and
-    ``admit_send`` itself, asking the arbiter between them; this function then decides what the
-    rules alone decide (a probe).
+    ``state`` replaces the table's adapter state of the channel (group admission: the fold of the
+    envelopes admitted before this one in the same group, not yet in the table). With a registered
+    arbiter the shell asks it first (``Arbitration.consult``), then calls this: the rules the arbiter
+    decides are then not checked here.
     """
     try:
         sender = admit_sender(core, env)
-        gated = admit_channel(core, env)
-        if gated.unresolved:  # no arbiter here to resolve them: the refusal a post without one gives
-            cid = env.channel_id
-            participants = gated.metadata.participant_ids()
-            for a in env.audience or ():
-                if a not in participants:
-                    raise ProtocolError(
-                        f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
-                    )
-        return admit_send(core, env, sender, gated)
+        md, peer_cancel = admit_channel(core, env)
+        return admit_send(core, env, sender, md, peer_cancel, state)
     except NetworkError as exc:
         return Refused(name_refusal(core, exc))
 
@@ -315,7 +412,7 @@ class _Names(Mapping[str, str]):
         rec = self._core.identities.agents.get(key)
         if rec is not None:
             return rec.passport.name
-        md = self._core.channel_table.channels.get(key)
+        md = self._core.channels.by_id.get(key)
         if md is not None:
             return channel_label(md.manifest.type, key)
         raise KeyError(key)
@@ -358,10 +455,10 @@ def apply(core: HubCore, admitted: Admitted) -> int:
     """Record an admitted, folded envelope the store has appended; returns its seq."""
     env = admitted.envelope
     cid = admitted.metadata.channel_id
-    seq = core.channel_table.note_appended(cid, env)
-    core.channel_table.states[cid] = admitted.new_state
+    seq = core.channels.note_appended(cid, env)
+    core.channels.states[cid] = admitted.new_state
     if admitted.peer_cancel:
-        core.task_book.peer_cancellers.setdefault(env.task_id or "", set()).add(env.sender_id)
+        core.tasks.peer_cancellers.setdefault(env.task_id or "", set()).add(env.sender_id)
     return seq
 
 
@@ -369,7 +466,7 @@ def is_peer_cancel(core: HubCore, md: ChannelMetadata, env: Envelope) -> bool:
     """A task's cancel request from a non-participant peer, addressed to the task's owner only."""
     if env.event_type != EV_TASK_CANCEL_REQUEST or not env.task_id:
         return False
-    task = core.task_book.tasks.get(env.task_id)
+    task = core.tasks.tasks.get(env.task_id)
     data = env.event_data
     return (
         task is not None
@@ -385,10 +482,10 @@ def is_peer_cancel(core: HubCore, md: ChannelMetadata, env: Envelope) -> bool:
 
 
 __all__ = [
+    "HANDSHAKE_ANSWERS",
     "Admitted",
     "ChannelTable",
     "DeliveryBook",
-    "Gated",
     "HubCore",
     "IdentityTable",
     "Refused",
@@ -398,7 +495,10 @@ __all__ = [
     "admit_send",
     "admit_sender",
     "apply",
+    "candidates",
     "is_peer_cancel",
     "name_refusal",
     "named_text",
+    "outsiders",
+    "recipients",
 ]

@@ -1,4 +1,5 @@
-"""Delivery: one priority mailbox per recipient, drained by its own task into the bound endpoint.
+"""Shell: one priority mailbox per recipient, drained by its own task into the bound endpoint; and the
+hub's background tasks (``Background``), cancelled when the hub closes.
 
 Each mailbox serves ``urgent`` before ``normal`` before ``background``, FIFO within a level
 (SPEC §3.1). Posting never waits on a slow recipient: the poster only appends to the mailbox.
@@ -99,4 +100,25 @@ class Mailbox:
                 pass
 
 
-__all__ = ["Mailbox"]
+class Background:
+    """Tasks the hub starts and does not await (a mailbox stopped after an unbind, a cursor flush, a
+    listener fan-out): kept until done, cancelled by ``cancel_all`` when the hub closes."""
+
+    __slots__ = ("closed", "tasks")
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.closed = False  # the hub is closing: start no new timer
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def cancel_all(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+
+
+__all__ = ["Background", "Mailbox"]

@@ -1,18 +1,19 @@
-"""Channel lifecycle on the hub: create with invite/ack quorum, activate, close, expire."""
+"""Shell: ``Channels`` (``hub.channels``) — channels from invitation to their terminal state.
+
+The channel table (``ag2net.hub.core.ChannelTable``, read as a mapping of ``ChannelMetadata`` by id) with
+what changes it: ``create`` checks the request (``ag2net.hub.plans.open_request``), asks the arbiter,
+plans the channel (``plan_channel``), stores it and invites; acks activate it (``handshake``); ``close`` and
+the TTL sweep end it (``transition``), each step done by the component named.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ag2net.channel import (
-    ChannelMetadata,
-    ChannelState,
-    Participant,
-    ParticipantRole,
-)
+from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
@@ -21,55 +22,86 @@ from ag2net.envelope import (
     EV_CHANNEL_OPENED,
     Envelope,
 )
-from ag2net.errors import NotFoundError, ProtocolError
-from ag2net.hub.audit import (
-    AUDIT_KIND_CHANNEL_CLOSED,
-    AUDIT_KIND_CHANNEL_CREATED,
-    AUDIT_KIND_CHANNEL_EXPIRED,
-)
-from ag2net.hub.records import (
-    TERMINAL_TASKS,
-)
-from ag2net.identity import (
-    parse_duration,
-)
-from ag2net.ids import add_seconds
+from ag2net.errors import ProtocolError
+from ag2net.hub.audit import AUDIT_KIND_CHANNEL_CLOSED, AUDIT_KIND_CHANNEL_CREATED, AUDIT_KIND_CHANNEL_EXPIRED
+from ag2net.hub.core import ChannelTable
+from ag2net.hub.plans import OpenRequest, open_request, plan_channel, ttl_seconds
+from ag2net.hub.records import TERMINAL_TASKS
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+    from ag2net.hub.arbiter import Arbitration
+    from ag2net.hub.audit import Audit
+    from ag2net.hub.core import IdentityTable
+    from ag2net.hub.delivery import Delivery
+    from ag2net.hub.listeners import Listeners
+    from ag2net.hub.locks import ChannelLocks
+    from ag2net.hub.logs import ChannelLogs
+    from ag2net.hub.observe import ObserveLog
+    from ag2net.hub.records import Stamper
+    from ag2net.hub.sweeps import Expectations
+    from ag2net.hub.task_table import Tasks
+    from ag2net.ids import IdSource
+    from ag2net.store import Store
 
 log = logging.getLogger(__name__)
 
+#: Admits one envelope the lifecycle makes (an invite, ``opened``): the hub's ``post_envelope``.
+Post = Callable[[Envelope], Awaitable[str]]
 
-class ChannelLifecycle(HubShape):
-    """Mixin of ``Hub``: channels from invitation to their terminal state."""
 
-    def _channel(self, channel_id: str) -> ChannelMetadata:
-        md = self.channels.get(channel_id)
-        if md is None:
-            raise NotFoundError(f"channel not found: {channel_id}")
-        return md
+class Channels(ChannelTable):
+    """The hub's channels and their lifecycle (the parts it uses are given at construction)."""
 
-    def lookup_channel(self, channel_id: str) -> ChannelMetadata:
-        """The channel's metadata, synchronously (``NotFoundError`` when unknown)."""
-        return self._channel(channel_id)
+    def __init__(
+        self, store: Store, *, clock: Callable[[], str], ids: IdSource, invite_ack_timeout: float
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.clock = clock
+        self.ids = ids
+        self.invite_ack_timeout = invite_ack_timeout
+        self.open_waiters: dict[str, asyncio.Future[ChannelMetadata]] = {}
 
-    def default_view_policy(self, channel_id: str, participant_id: str) -> Any:
-        """The view a participant of the channel gets by default: its per-participant override, the
-        channel's ``view`` knob, else the adapter's default (``NotFoundError`` for an unknown channel)."""
-        from ag2net.views.registry import resolve_view
+    def connect(
+        self,
+        *,
+        identities: IdentityTable,
+        arbitration: Arbitration,
+        delivery: Delivery,
+        tasks: Tasks,
+        expectations: Expectations,
+        logs: ChannelLogs,
+        locks: ChannelLocks,
+        stamper: Stamper,
+        audit: Audit,
+        listeners: Listeners,
+        observe_log: ObserveLog,
+        post: Post,
+    ) -> None:
+        """The parts a lifecycle step uses (made after the table, which most of them read)."""
+        self.identities = identities
+        self.arbitration = arbitration
+        self.delivery = delivery
+        self.tasks = tasks
+        self.expectations = expectations
+        self.logs = logs
+        self.locks = locks
+        self.stamper = stamper
+        self.audit = audit
+        self.listeners = listeners
+        self.observe_log = observe_log
+        self.post = post
 
-        metadata = self._channel(channel_id)
-        return resolve_view(metadata, participant_id, self.adapter_for_metadata(metadata))
+    # ------------------------------------------------------------------ reads
 
-    async def get_channel(self, channel_id: str) -> ChannelMetadata:
-        """The channel's metadata (``NotFoundError("channel not found: ...")`` when unknown)."""
-        return self._channel(channel_id)
+    def observe(self, channel_id: str, kind: str, metadata: ChannelMetadata, **extra: Any) -> None:
+        """A ``channel`` event on the observe stream."""
+        self.observe_log.append(
+            "channel", channel_id=channel_id, payload={"kind": kind, "metadata": metadata.to_dict(), **extra}
+        )
 
-    def query_channels(
+    def query(
         self,
         *,
         agent_id: str | None = None,
@@ -77,10 +109,10 @@ class ChannelLifecycle(HubShape):
         include_terminal: bool = True,
         limit: int | None = 50,
     ) -> list[ChannelMetadata]:
-        """Channels in creation order, filtered (synchronous; ``list_channels`` is the awaitable form)."""
+        """Channels in creation order, filtered."""
         wanted = ChannelState(state) if state is not None else None
         out = []
-        for md in self.channels.values():
+        for md in self.by_id.values():
             if wanted is not None and md.state != wanted:
                 continue
             if agent_id is not None and agent_id not in md.participant_ids():
@@ -90,30 +122,33 @@ class ChannelLifecycle(HubShape):
             out.append(md)
         return out if limit is None else out[:limit]
 
-    async def list_channels(
-        self,
-        *,
-        agent_id: str | None = None,
-        state: ChannelState | str | None = None,
-        limit: int | None = 50,
-        include_terminal: bool = True,
-    ) -> list[ChannelMetadata]:
-        """Channels, filtered by participant and state, as ag2's ``Hub.list_channels`` (terminal ones
-        included unless ``include_terminal=False``)."""
-        return self.query_channels(
-            agent_id=agent_id, state=state, include_terminal=include_terminal, limit=limit
-        )
-
-    def channel_stats(self) -> dict[str, dict[str, Any]]:
+    def stats(self) -> dict[str, dict[str, Any]]:
         return {
-            cid: {
-                "wal_count": self.channel_table.wal_counts.get(cid, 0),
-                "last_activity": self.channel_table.last_activity.get(cid, ""),
-            }
-            for cid in self.channels
+            cid: {"wal_count": self.wal_counts.get(cid, 0), "last_activity": self.last_activity.get(cid, "")}
+            for cid in self.by_id
         }
 
-    async def create_channel(
+    def default_view_policy(self, channel_id: str, participant_id: str) -> Any:
+        """The view a participant of the channel gets by default: its per-participant override, the
+        channel's ``view`` knob, else the adapter's default (``NotFoundError`` for an unknown channel)."""
+        from ag2net.views.registry import resolve_view
+
+        metadata = self.metadata(channel_id)
+        return resolve_view(metadata, participant_id, self.adapter_required(metadata))
+
+    def adapter_required(self, metadata: ChannelMetadata) -> Any:
+        """The channel's adapter (``NotFoundError`` when none is registered for its manifest)."""
+        from ag2net.errors import NotFoundError
+
+        adapter = self.adapter_of(metadata)
+        if adapter is None:
+            manifest = metadata.manifest
+            raise NotFoundError(f"no adapter registered for {manifest.type!r}@v{manifest.version}")
+        return adapter
+
+    # ------------------------------------------------------------------ opening
+
+    async def create(
         self,
         *,
         creator_id: str,
@@ -127,134 +162,94 @@ class ChannelLifecycle(HubShape):
         labels: dict[str, Any] | None = None,
     ) -> ChannelMetadata:
         """Create a channel, invite every other participant and wait for their acks (quorum)."""
-        creator = self.agents.get(creator_id)
-        if creator is None:
-            raise NotFoundError(f"creator not registered: {creator_id}")
-        if not participants:
-            raise ProtocolError("channel requires at least one participant")
-        seen: set[str] = set()
-        for pid in participants:
-            if pid in seen:
-                raise ProtocolError(f"participant listed twice: {pid!r}")
-            seen.add(pid)
-            if pid != creator_id and pid not in self.agents:
-                raise NotFoundError(f"participant not registered: {pid}")
-        ids = list(participants) if creator_id in participants else [creator_id, *participants]
-        adapter = self.get_adapter(manifest_type, manifest_version)
-        if knobs is not None and not isinstance(knobs, dict):
-            raise ProtocolError("knobs must be a JSON object (dict) or null")
-        invitees = [i for i in ids if i != creator_id]
-        active = sum(
-            1 for md in self.channels.values() if creator_id in md.participant_ids() and not md.is_terminal()
+        request = open_request(
+            self.identities,
+            self,
+            creator_id=creator_id,
+            manifest_type=manifest_type,
+            manifest_version=manifest_version,
+            participants=participants,
+            knobs=knobs,
         )
         # The arbiter (by default the rules: invitees' inbound_from, max_concurrent_channels) may refuse.
-        await self._authorize_channel_open(
-            adapter.manifest, creator, [self.agents[p] for p in invitees], active
-        )
+        await self.arbitration.authorize_channel_open(request)
         now = self.clock()
-        ttl_value = creator.rule.limits.channel_ttl_default if ttl is None else ttl
-        try:
-            ttl_seconds = (
-                float(ttl_value) if isinstance(ttl_value, (int, float)) else parse_duration(ttl_value)
-            )
-        except (TypeError, ValueError):
-            raise ProtocolError(
-                f"ttl {ttl_value!r} is not a duration; use seconds or e.g. '90s', '15m', '2h'"
-            ) from None
-        two = len(ids) == 2
-        md = ChannelMetadata(
+        md, state = plan_channel(
+            request,
             channel_id=self.ids.new_id(),
-            manifest=adapter.manifest,
-            creator_id=creator_id,
-            participants=[
-                Participant(
-                    agent_id=pid,
-                    role=ParticipantRole.INITIATOR
-                    if pid == creator_id
-                    else (ParticipantRole.RESPONDENT if two else ParticipantRole.PARTICIPANT),
-                    order=i,
-                    joined_at=now,
-                )
-                for i, pid in enumerate(ids)
-            ],
-            state=ChannelState.PENDING,
-            created_at=now,
-            expires_at=add_seconds(now, ttl_seconds) if ttl_seconds > 0 else None,
-            knobs=json.loads(json.dumps(knobs or {})),
-            labels={**(labels or {}), **({"intent": intent} if intent else {})},
+            now=now,
+            ttl=ttl_seconds(ttl, request.creator),
             required_acks=required_acks,
-            pending_acks=list(invitees),
+            knobs=knobs,
+            intent=intent,
+            labels=labels,
         )
-        adapter.validate_create(md)
-        state = adapter.initial_state(md)
-        from ag2net.views.registry import resolve_view  # validate any view override knobs now
+        await self._install(request, md, state, now)
+        if not request.invitees:
+            await self._activate(md)
+            return md
+        await self._invite(md, manifest_type, manifest_version)
+        return md
 
-        for pid in ids:
-            resolve_view(md, pid, adapter)
+    async def _install(self, request: OpenRequest, md: ChannelMetadata, state: Any, now: str) -> None:
+        """Store the planned channel, then hold it in memory with an empty log, and announce it."""
         cid = md.channel_id
         # Stored first: a failed write leaves no channel in memory that the store does not know.
         await self.store.put_channel(md.to_dict())
-        self.channels[cid] = md
-        self.channel_table.states[cid] = state
-        self._wal_cache.install(cid, self._wal_cache.new_log(cid))
-        self.channel_table.wal_counts[cid] = 0
-        self.channel_table.last_activity[cid] = now
-        await self._audit(
+        self.by_id[cid] = md
+        self.states[cid] = state
+        self.logs.cache.install(cid, self.logs.cache.new_log(cid))
+        self.wal_counts[cid] = 0
+        self.last_activity[cid] = now
+        await self.audit.record(
             AUDIT_KIND_CHANNEL_CREATED,
             at=now,
             channel_id=cid,
-            manifest_type=manifest_type,
-            manifest_version=manifest_version,
-            creator_id=creator_id,
-            participants=list(ids),
+            manifest_type=md.manifest.type,
+            manifest_version=md.manifest.version,
+            creator_id=md.creator_id,
+            participants=list(request.ids),
         )
-        self._observe_channel(cid, "created", md)
-        await self._fan_out(
-            "on_channel_event", cid, "created", {"metadata": md, "participants": ids, "at": now}
+        self.observe(cid, "created", md)
+        await self.listeners.fan_out(
+            "on_channel_event", cid, "created", {"metadata": md, "participants": request.ids, "at": now}
         )
-        if not invitees:
-            await self._activate(md)
-            return md
+
+    async def _invite(self, md: ChannelMetadata, manifest_type: str, manifest_version: int) -> None:
+        """Post an invite to each invitee, then wait for every ack (closing the channel on failure)."""
+        cid = md.channel_id
         waiter: asyncio.Future[ChannelMetadata] = asyncio.get_running_loop().create_future()
-        self._open_waiters[cid] = waiter
+        self.open_waiters[cid] = waiter
+        invite = {
+            "channel_id": cid,
+            "manifest_type": manifest_type,
+            "manifest_version": manifest_version,
+            "creator_id": md.creator_id,
+            "knobs": md.knobs,
+            "labels": md.labels,
+        }
         try:
-            for pid in invitees:
-                await self.post_envelope(
-                    Envelope(
-                        channel_id=cid,
-                        sender_id=creator_id,
-                        audience=[pid],
-                        event_type=EV_CHANNEL_INVITE,
-                        event_data={
-                            "channel_id": cid,
-                            "manifest_type": manifest_type,
-                            "manifest_version": manifest_version,
-                            "creator_id": creator_id,
-                            "knobs": md.knobs,
-                            "labels": md.labels,
-                        },
-                    )
-                )
+            for pid in list(md.pending_acks):
+                await self.post(Envelope(cid, md.creator_id, [pid], EV_CHANNEL_INVITE, dict(invite)))
         except BaseException:
-            self._open_waiters.pop(cid, None)
-            await self._transition(cid, ChannelState.CLOSED, "invite_failed")
+            self.open_waiters.pop(cid, None)
+            await self.transition(cid, ChannelState.CLOSED, "invite_failed")
             raise
         try:
             await asyncio.wait_for(asyncio.shield(waiter), self.invite_ack_timeout)
         except TimeoutError:
-            self._open_waiters.pop(cid, None)
-            await self._transition(cid, ChannelState.CLOSED, "invite_timeout")
+            self.open_waiters.pop(cid, None)
+            await self.transition(cid, ChannelState.CLOSED, "invite_timeout")
             raise ProtocolError(f"channel '{cid}' ack timeout") from None
         finally:
-            self._open_waiters.pop(cid, None)
-        return md
+            self.open_waiters.pop(cid, None)
 
     async def _activate(self, md: ChannelMetadata) -> None:
         await self.store.put_channel({**md.to_dict(), "state": ChannelState.ACTIVE.value})
         md.state = ChannelState.ACTIVE
-        self._observe_channel(md.channel_id, "opened", md)
-        await self._fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
-        await self.post_envelope(
+        self.observe(md.channel_id, "opened", md)
+        await self.listeners.fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
+        await self.post(
             Envelope(
                 channel_id=md.channel_id,
                 sender_id=md.creator_id,
@@ -263,11 +258,12 @@ class ChannelLifecycle(HubShape):
                 event_data={"channel_id": md.channel_id},
             )
         )
-        waiter = self._open_waiters.get(md.channel_id)
+        waiter = self.open_waiters.get(md.channel_id)
         if waiter is not None and not waiter.done():
             waiter.set_result(md)
 
-    async def _handshake(self, md: ChannelMetadata, env: Envelope) -> None:
+    async def handshake(self, md: ChannelMetadata, env: Envelope) -> None:
+        """An invitee's ack or reject (admitted, in the channel's lock): activate on the last ack."""
         if md.state != ChannelState.PENDING or env.sender_id not in md.pending_acks:
             return
         if env.event_type == EV_CHANNEL_INVITE_ACK:
@@ -278,23 +274,39 @@ class ChannelLifecycle(HubShape):
                 await self._activate(md)
         else:
             md.rejected_by.append(env.sender_id)
-            await self._transition(md.channel_id, ChannelState.CLOSED, "invite_rejected")
+            await self.transition(md.channel_id, ChannelState.CLOSED, "invite_rejected")
 
-    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
+    # ------------------------------------------------------------------ ending
+
+    async def close(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
         """Close a channel (no-op on a terminal one). Unknown id → ``NotFoundError`` (SPEC §3.19)."""
-        md = self._channel(channel_id)
+        md = self.metadata(channel_id)
         if md.is_terminal():
             return md
-        await self._transition(channel_id, ChannelState.CLOSED, reason or "explicit_close")
+        await self.transition(channel_id, ChannelState.CLOSED, reason or "explicit_close")
         return md
 
-    async def _transition(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
-        async with self._gates(channel_id):
-            await self._transition_in_gate(channel_id, new_state, reason)
-        self._wal_cache.discard(channel_id)  # terminal channels are read from the store
+    async def expire_due(self) -> int:
+        """Expire channels and tasks whose ``expires_at`` has passed; returns how many channels expired."""
+        now = self.clock()
+        count = 0
+        for cid, md in list(self.by_id.items()):
+            if not md.is_terminal() and md.expires_at and md.expires_at <= now:
+                await self.transition(cid, ChannelState.EXPIRED, "ttl_expired")
+                count += 1
+        for task in list(self.tasks.tasks.values()):
+            if not task.is_terminal() and task.expires_at and task.expires_at <= now:
+                await self.tasks.update(task.task_id, state=TaskState.EXPIRED, error="ttl_expired")
+        return count
 
-    async def _transition_in_gate(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
-        md = self.channels[channel_id]
+    async def transition(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
+        """End a live channel (``closed`` or ``expired``), holding its lock."""
+        async with self.locks(channel_id):
+            await self._transition_locked(channel_id, new_state, reason)
+        self.logs.cache.discard(channel_id)  # terminal channels are read from the store
+
+    async def _transition_locked(self, channel_id: str, new_state: ChannelState, reason: str) -> None:
+        md = self.by_id[channel_id]
         if md.is_terminal():
             return
         was_pending = md.state == ChannelState.PENDING
@@ -303,18 +315,19 @@ class ChannelLifecycle(HubShape):
         # checking ``can_send`` stops), while readers never see ``closed`` before the WAL holds the close.
         md.state = ChannelState.CLOSING
         try:
-            await self._close_in_gate(md, channel_id, new_state, reason, was_pending)
+            await self._end(md, new_state, reason, was_pending)
         except BaseException:
             if md.state == ChannelState.CLOSING:
                 md.state = previous
             raise
 
-    async def _close_in_gate(
-        self, md: ChannelMetadata, channel_id: str, new_state: ChannelState, reason: str, was_pending: bool
+    async def _end(
+        self, md: ChannelMetadata, new_state: ChannelState, reason: str, was_pending: bool
     ) -> None:
-        for task in list(self._tasks.values()):
+        channel_id = md.channel_id
+        for task in list(self.tasks.tasks.values()):
             if task.channel_id == channel_id and task.state not in TERMINAL_TASKS:
-                await self.update_task(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
+                await self.tasks.update(task.task_id, state=TaskState.EXPIRED, error="channel_closed")
         expired = new_state == ChannelState.EXPIRED
         env = Envelope(
             channel_id=channel_id,
@@ -323,12 +336,12 @@ class ChannelLifecycle(HubShape):
             event_type=EV_CHANNEL_EXPIRED if expired else EV_CHANNEL_CLOSED,
             event_data={"reason": reason, "channel_id": channel_id},
         )
-        self._stamp(env)
+        self.stamper.stamp(env)
         now = env.created_at
         # The closing envelope is in the WAL before the channel reads as terminal anywhere (in memory or in
         # the store): whoever sees the state can read the envelope. A crash between the two writes is
         # repaired by ``hydrate`` (a live channel whose WAL ends with its close is closed).
-        await self._append(md, env)
+        await self.logs.append(md, env)
         try:
             await self.store.put_channel(
                 {**md.to_dict(), "state": new_state.value, "close_reason": reason, "closed_at": now}
@@ -336,33 +349,28 @@ class ChannelLifecycle(HubShape):
         except Exception:
             # the WAL already says closed (the source of truth); the next hydrate writes the row
             log.exception("channel %s: closed in the WAL, but its metadata row was not updated", channel_id)
-        md.state = new_state
-        md.close_reason = reason
-        md.closed_at = now
-        self._fired.pop(channel_id, None)
-        waiter = self._open_waiters.get(channel_id)
+        md.state, md.close_reason, md.closed_at = new_state, reason, now
+        self.expectations.forget(channel_id)
+        waiter = self.open_waiters.get(channel_id)
         if was_pending and waiter is not None and not waiter.done():
             waiter.set_exception(ProtocolError(f"channel {channel_id!r} closed during handshake: {reason}"))
             waiter.exception()  # mark retrieved: the creator may already have given up
-        adapter = self.channel_table.adapters.get((md.manifest.type, md.manifest.version))
-        state = self.channel_table.states.get(channel_id)
+        adapter = self.adapter_of(md)
+        state = self.states.get(channel_id)
         if adapter is not None and state is not None:
-            self.channel_table.states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
-        if self._arbiter_custom is None:
-            self._dispatch(md, env)
-        else:
-            await self._dispatch_arbitrated(md, env)
+            self.states[channel_id] = adapter.fold(env, state)  # state stays a fold of the WAL
+        self.delivery.dispatch(md, env, await self.arbitration.dispatch_denials(md, env))
         kind = "expired" if expired else "closed"
-        self._observe_channel(channel_id, kind, md, reason=reason)
-        await self._audit(
+        self.observe(channel_id, kind, md, reason=reason)
+        await self.audit.record(
             AUDIT_KIND_CHANNEL_EXPIRED if expired else AUDIT_KIND_CHANNEL_CLOSED,
             at=now,
             channel_id=channel_id,
             reason=reason,
         )
-        await self._fan_out(
+        await self.listeners.fan_out(
             "on_channel_event", channel_id, kind, {"reason": reason, "metadata": md, "at": now}
         )
 
 
-__all__ = ["ChannelLifecycle"]
+__all__ = ["Channels", "Post"]

@@ -1,4 +1,4 @@
-"""Hub listeners: the observer protocol, a no-op base, and the hub's fan-out to them.
+"""Shell: hub listeners — the observer protocol, a no-op base, and ``Listeners``, the hub's fan-out to them.
 
 A listener hears of the hub's state transitions after they happened (it cannot veto them; that is the
 arbiter's job). ``Hub.register_listener(listener)`` adds one; every event is handed first to the hub's
@@ -6,24 +6,15 @@ own method of the same name (so a ``Hub`` subclass can override ``on_envelope_po
 registering itself), then to each listener in registration order. A listener that raises is logged and
 skipped: it never breaks admission, delivery or another listener.
 
-The hub's audit log (``Hub.audit_log``) is the built-in observer: every audit record the hub writes goes
-through its ``append``.
+The hub's audit log (``Hub.audit_log``, kept by ``hub.audit``) is the built-in observer: every audit record
+the hub writes goes through its ``append``.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import logging
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from ag2net.hub.audit import AuditLog
-
-if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+from typing import Any, Protocol, runtime_checkable
 
 log = logging.getLogger(__name__)
 
@@ -118,67 +109,44 @@ def overridden_hooks(cls: type) -> frozenset[str]:
     )
 
 
-class Listeners(BaseHubListener, HubShape):
-    """Mixin of ``Hub``: its own no-op hook methods, the listener list, the audit log and the fan-out.
+class Listeners:
+    """The listeners of one hub, in registration order, and the fan-out of each event to them.
 
-    ``_own_hooks`` names the hook methods a subclass overrides; with none and no listener registered,
-    admission skips the fan-out entirely (no coroutine per envelope).
+    ``owner`` is the hub: its own hook methods a subclass overrides (``own_hooks``) hear every event first,
+    then the OpenTelemetry ``tracer`` (``ag2net.hub.telemetry``, with a tracer provider), then each
+    listener. With no own hook and no listener, ``active`` is False and the hub skips the fan-out
+    entirely (no coroutine per envelope).
     """
 
-    _listeners: list[Any]
-    _own_hooks: frozenset[str]
-    _audit_log: AuditLog
-    _tracer: Any
+    __slots__ = ("own_hooks", "owner", "registered", "tracer")
 
-    def _init_listeners(self, tracer_provider: Any = None) -> None:
-        from ag2net.hub.audit import AuditLog
-
-        self._listeners = []
-        self._own_hooks = overridden_hooks(type(self))
-        self._audit_log = AuditLog(self.store, clock=self.clock)
-        self._tracer = None
+    def __init__(self, owner: Any, tracer_provider: Any = None) -> None:
+        self.owner = owner
+        self.registered: list[Any] = []
+        self.own_hooks = overridden_hooks(type(owner))
+        self.tracer: Any = None
         if tracer_provider is not None:
             # Imported only here: without a tracer provider, OpenTelemetry is never imported.
             from ag2net.hub.telemetry import EnvelopeTracer
 
-            self._tracer = EnvelopeTracer(tracer_provider)
+            self.tracer = EnvelopeTracer(tracer_provider)
 
-    # ------------------------------------------------------------------ registration
+    @property
+    def active(self) -> bool:
+        """Whether an event reaches anyone but the tracer."""
+        return bool(self.registered or self.own_hooks)
 
-    def register_listener(self, listener: Any) -> None:
-        """Add ``listener`` (a ``HubListener``; methods it lacks are skipped); events reach it in
-        registration order, after the hub's own hook methods."""
-        self._listeners.append(listener)
+    def add(self, listener: Any) -> None:
+        self.registered.append(listener)
 
-    def unregister_listener(self, listener: Any) -> None:
+    def remove(self, listener: Any) -> None:
         """Remove ``listener``; no-op if it is not registered."""
         try:
-            self._listeners.remove(listener)
+            self.registered.remove(listener)
         except ValueError:
             pass
 
-    @property
-    def audit_log(self) -> AuditLog:
-        """The audit log every audit record of this hub goes through (``read_all``, ``subscribe``)."""
-        return self._audit_log
-
-    def replace_audit_log(self, audit_log: Any) -> None:
-        """Send this hub's audit records to ``audit_log`` (an ``AuditLog`` or anything with an async
-        ``append(record)``) from now on."""
-        if not callable(getattr(audit_log, "append", None)):
-            raise TypeError(
-                f"audit_log must have an async append(record) method (an AuditLog); got {type(audit_log).__name__}"
-            )
-        self._audit_log = audit_log
-
-    @property
-    def tracing(self) -> bool:
-        """Whether this hub emits OpenTelemetry spans (it was given a ``tracer_provider``)."""
-        return self._tracer is not None
-
-    # ------------------------------------------------------------------ fan-out
-
-    async def _call_hook(self, owner: Any, fn: Any, method: str, args: tuple[Any, ...]) -> None:
+    async def call_hook(self, owner: Any, fn: Any, method: str, args: tuple[Any, ...]) -> None:
         try:
             result = fn(*args)
             if inspect.isawaitable(result):
@@ -188,33 +156,21 @@ class Listeners(BaseHubListener, HubShape):
                 "%s.%s raised; the event goes on to the other listeners", type(owner).__name__, method
             )
 
-    async def _fan_out(self, method: str, *args: Any) -> None:
+    async def fan_out(self, method: str, *args: Any) -> None:
         """Hand one event to the hub's own ``method`` (if a subclass overrides it), to the tracer, then to
         every listener in registration order; exceptions are logged, never propagated."""
-        if method in self._own_hooks:
-            await self._call_hook(self, getattr(self, method), method, args)
-        tracer = self._tracer
+        owner = self.owner
+        if method in self.own_hooks:
+            await self.call_hook(owner, getattr(owner, method), method, args)
+        tracer = self.tracer
         if tracer is not None:
             hook = getattr(tracer, method, None)
             if hook is not None:
-                await self._call_hook(tracer, hook, method, (self, *args))
-        for listener in list(self._listeners):
+                await self.call_hook(tracer, hook, method, (owner, *args))
+        for listener in list(self.registered):
             fn = getattr(listener, method, None)
             if fn is not None:
-                await self._call_hook(listener, fn, method, args)
-
-    # ------------------------------------------------------------------ audit
-
-    async def _audit(self, kind: str, **fields: Any) -> None:
-        """Write one audit record through the audit log and show it on the observe stream."""
-        record = {"at": fields.pop("at", None) or self.clock(), "kind": kind, **fields}
-        record = json.loads(json.dumps(record, default=str))
-        position = await self._audit_log.append(record)
-        self.observe_log.append(
-            "audit",
-            channel_id=record.get("channel_id"),
-            payload={"id": position if isinstance(position, int) else None, **record},
-        )
+                await self.call_hook(listener, fn, method, args)
 
 
 __all__ = ["LISTENER_METHODS", "BaseHubListener", "HubListener", "Listeners", "overridden_hooks"]

@@ -1,7 +1,10 @@
-"""Probes: what the hub would do with an envelope, decided by the hub's own code, writing nothing.
+"""Edge: probes — what the hub would do with an envelope, decided by the hub's own code, writing nothing.
+
+They read the hub through ``ProbeHost`` (its core tables, delivery, arbitration and logs), never the
+concrete ``Hub``.
 
 - ``addressed(hub, md, env)``: the recipients the hub's dispatch queues ``env`` for, in its order, as if
-  every recipient were connected: ``ag2net.hub.delivery.addressees``, the one function ``Delivery._dispatch``
+  every recipient were connected: ``ag2net.hub.core.recipients``, the one function ``Delivery.dispatch``
   (the very code a post runs) asks; it reads the hub's tables and changes nothing.
 - ``with_envelope(log, env)``: a ``WalLog`` reading as ``log`` followed by ``env``, without touching
   ``log``; a windowed view projects it in O(window) (its visibility indexes start from copies of the
@@ -26,14 +29,13 @@ import asyncio
 import difflib
 import json
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import PRIORITY_RANK, Envelope, encode_envelope
 from ag2net.errors import NetworkError
 from ag2net.events import BaseEvent
-from ag2net.hub.core import Refused, admit
-from ag2net.hub.delivery import addressees
+from ag2net.hub.core import Admitted, DeliveryBook, HubCore, IdentityTable, Refused, admit, recipients
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
 from ag2net.views.warm import per_envelope, warm_indexes, windowed
@@ -41,24 +43,48 @@ from ag2net.views.warm import per_envelope, warm_indexes, windowed
 _LOG_BLOCK = 2048  # a closed channel's envelopes read and decoded between two yields to the event loop
 
 if TYPE_CHECKING:
-    from ag2net.hub.hub import Hub
+    from ag2net.hub.arbiter import Arbitration
+    from ag2net.hub.logs import ChannelLogs
+
+
+class ProbeHost(Protocol):
+    """What a probe reads of the hub."""
+
+    @property
+    def core(self) -> HubCore: ...
+
+    @property
+    def identities(self) -> IdentityTable: ...
+
+    @property
+    def delivery(self) -> DeliveryBook: ...
+
+    @property
+    def arbitration(self) -> Arbitration: ...
+
+    @property
+    def logs(self) -> ChannelLogs: ...
+
+    def name_for(self, agent_id: str, *, default: str | None = None) -> str: ...
+
 
 # ---------------------------------------------------------------------------------------- dispatch
 
 
-def addressed(hub: Hub, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None) -> list[str]:
+def addressed(
+    hub: ProbeHost, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None
+) -> list[str]:
     """The recipients the hub's dispatch queues ``env`` for on channel ``md``, in dispatch order, as if each
-    were connected: ``ag2net.hub.delivery.addressees``, the very function ``Delivery._dispatch`` runs (so an
+    were connected: ``ag2net.hub.core.recipients``, the very function ``Delivery.dispatch`` runs (so an
     invite's ack or reject has none, as the hub delivers it to no one). ``denied``: a registered arbiter's
-    refusals (``await hub._dispatch_denials(md, env)``)."""
-    return addressees(hub.agents, hub.name_for, md, env, denied)
+    refusals (``arbiter_denials``)."""
+    identities = hub.identities
+    return recipients(identities.agents, identities.name_for, md, env, denied)
 
 
-async def arbiter_denials(hub: Hub, md: ChannelMetadata, env: Envelope) -> set[str] | None:
+async def arbiter_denials(hub: ProbeHost, md: ChannelMetadata, env: Envelope) -> set[str] | None:
     """A registered arbiter's dispatch refusals for ``env`` (None under the default rules)."""
-    if hub._arbiter_custom is None:
-        return None
-    return await hub._dispatch_denials(md, env)
+    return await hub.arbitration.dispatch_denials(md, env)
 
 
 # ---------------------------------------------------------------------------------------- WAL + one
@@ -102,17 +128,17 @@ class _WithEnvelope(WalLog):
         )
 
 
-async def channel_log(hub: Hub, channel_id: str) -> WalLog:
+async def channel_log(hub: ProbeHost, channel_id: str) -> WalLog:
     """The channel's whole WAL as a ``WalLog``: the hub's cached log of a live channel (its visibility
     indexes shared with the agents' views), else a log read from the store (a closed channel), in blocks
     of ``_LOG_BLOCK`` envelopes with a yield to the event loop between two (decoding a long channel's
     envelopes in one go would freeze the loop for seconds)."""
-    wal = await hub._wal_for_read(channel_id)
+    wal = await hub.logs.for_read(channel_id)
     if wal is not None:
         return wal
     log = WalLog()
     while True:
-        block = await hub.read_wal(channel_id, since=len(log), until=len(log) + _LOG_BLOCK)
+        block = await hub.logs.read(channel_id, since=len(log), until=len(log) + _LOG_BLOCK)
         log.extend(block)
         if len(block) < _LOG_BLOCK:
             return log
@@ -193,7 +219,7 @@ def expected_of(adapter: Any, md: ChannelMetadata, state: Any) -> dict[str, Any]
     return {"agent_id": expected.agent_id, "triggering_envelope_id": expected.triggering_envelope_id}
 
 
-async def dry_run(hub: Hub, envelope: Envelope) -> dict[str, Any]:
+async def dry_run(hub: ProbeHost, envelope: Envelope) -> dict[str, Any]:
     """What posting ``envelope`` would do now (see the module docstring); nothing is written or delivered."""
     env = envelope.copy()
     env.envelope_id = ""
@@ -224,31 +250,54 @@ async def dry_run(hub: Hub, envelope: Envelope) -> dict[str, Any]:
         return out
     out["admitted"] = True
     md, adapter = verdict.metadata, verdict.adapter
-    out["state_before"] = _state_dict(adapter, verdict.state)
-    out["state_after"] = _state_dict(adapter, verdict.new_state)
-    out["expected_before"] = expected_of(adapter, md, verdict.state)
-    out["expected_after"] = expected_of(adapter, md, verdict.new_state)
+    out.update(_states(verdict))
+    out["recipients"] = _recipients(hub, md, env, await arbiter_denials(hub, md, env))
+    out["projections"] = await _projections(hub, md, adapter, env)
+    return out
+
+
+def _states(verdict: Admitted) -> dict[str, Any]:
+    """The adapter state and expected speaker before and after the fold, and whether it closes."""
+    md, adapter = verdict.metadata, verdict.adapter
     result = verdict.result
+    closes = None
     if result is not None and result.next_state is not None:
-        out["closes"] = {"state": result.next_state.value, "reason": result.auto_close_reason}
-    denied = await arbiter_denials(hub, md, env)
+        closes = {"state": result.next_state.value, "reason": result.auto_close_reason}
+    return {
+        "state_before": _state_dict(adapter, verdict.state),
+        "state_after": _state_dict(adapter, verdict.new_state),
+        "expected_before": expected_of(adapter, md, verdict.state),
+        "expected_after": expected_of(adapter, md, verdict.new_state),
+        "closes": closes,
+    }
+
+
+def _recipients(
+    hub: ProbeHost, md: ChannelMetadata, env: Envelope, denied: set[str] | None
+) -> list[dict[str, Any]]:
+    """Each recipient in dispatch order, with its connection and queue as the hub holds them now."""
+    delivery = hub.delivery
     rank = PRIORITY_RANK.get(env.priority, 1)
-    recipients = []
+    out = []
     for order, rid in enumerate(addressed(hub, md, env, denied)):
-        mailbox = hub._mailboxes.get(rid)
-        recipients.append(
+        mailbox = delivery.mailboxes.get(rid)
+        out.append(
             {
                 "agent_id": rid,
                 "name": hub.name_for(rid),
                 "order": order,
                 "priority": env.priority,
                 "rank": rank,
-                "connected": rid in hub._bindings,
-                "unacked": hub.inboxes.pending(rid),
+                "connected": rid in delivery.bindings,
+                "unacked": delivery.pending(rid),
                 "queued": len(mailbox) if mailbox is not None else 0,
             }
         )
-    out["recipients"] = recipients
+    return out
+
+
+async def _projections(hub: ProbeHost, md: ChannelMetadata, adapter: Any, env: Envelope) -> dict[str, Any]:
+    """Each participant's projection before and after ``env`` (as a delta), under the view in force."""
     log = await channel_log(hub, md.channel_id)
     render = adapter.render_envelope
     views: dict[str, Any] = {pid: resolve_view(md, pid, adapter) for pid in md.participant_ids()}
@@ -278,11 +327,11 @@ async def dry_run(hub: Hub, envelope: Envelope) -> dict[str, Any]:
             after = await view.project(after_wal, **kwargs)
             delta = projection_delta(before, after)
         projections[pid] = {"view": view_spec(view), **delta}
-    out["projections"] = projections
-    return out
+    return projections
 
 
 __all__ = [
+    "ProbeHost",
     "addressed",
     "arbiter_denials",
     "channel_log",

@@ -1,13 +1,16 @@
-"""Records and constants the hub modules share: agent records, pending turns, violation handlers."""
+"""Core: records and constants the hub modules share — agent records, pending turns, the envelope stamp,
+the built-in violation handlers (and ``ViolationTarget``, what a handler acts on)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ag2net.channel import (
+    ChannelMetadata,
     ChannelState,
 )
 from ag2net.envelope import (
@@ -24,7 +27,7 @@ from ag2net.protocol.records import PendingTurn
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.hub import Hub
+    from ag2net.ids import IdSource
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +48,39 @@ class AgentRecord:
     secret_digest: str | None = None
 
 
+class Stamper:
+    """Stamps what the hub admits or makes: a fresh envelope id and the clock's time (reference §1.2).
+
+    One per hub, shared by admission and the channel lifecycle (``ag2net.debug.fork`` replaces ``stamp``
+    on it to re-admit an envelope under its own id)."""
+
+    def __init__(self, ids: IdSource, clock: Callable[[], str]) -> None:
+        self.ids = ids
+        self.clock = clock
+
+    def stamp(self, env: Envelope) -> None:
+        env.envelope_id = self.ids.new_envelope_id()
+        env.created_at = self.clock()
+
+
+class ViolationTarget(Protocol):
+    """What a violation handler acts on (the hub)."""
+
+    @property
+    def channels(self) -> Mapping[str, ChannelMetadata]: ...
+
+    async def post_envelope(self, envelope: Envelope) -> str: ...
+
+    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata: ...
+
+
 class AuditHandler:
     """Violation handler ``audit``: nothing to do, the sweeper already wrote the audit record (it writes
     one for every violation, whatever its handler)."""
 
     name = "audit"
 
-    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
         return None
 
 
@@ -60,7 +89,7 @@ class NotifyChannelHandler:
 
     name = "notify_channel"
 
-    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
         md = hub.channels.get(channel_id)
         if md is None or md.is_terminal():
             return
@@ -85,7 +114,7 @@ class AutoCloseHandler:
 
     name = "auto_close"
 
-    async def handle(self, hub: Hub, channel_id: str, violation: Any) -> None:
+    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
         md = hub.channels.get(channel_id)
         if md is None or md.is_terminal():
             return
@@ -108,5 +137,7 @@ __all__ = [
     "AutoCloseHandler",
     "NotifyChannelHandler",
     "PendingTurn",
+    "Stamper",
+    "ViolationTarget",
     "default_handlers",
 ]

@@ -1,4 +1,8 @@
-"""Identities on the hub: registration, lookup, skills, resumes, rules, observed capability stats."""
+"""Shell: ``Identities`` (``hub.identities``) — registration, lookup, skills, resumes, rules, observed stats.
+
+The identity table (``ag2net.hub.core.IdentityTable``) with the async changes that persist it: each change is
+written to the store before memory changes, then audited, shown on the observe stream and fanned out.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
-from ag2net.agent_names import lookalike_detail, name_skeleton, normalize_agent_name
+from ag2net.agent_names import normalize_agent_name
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.hub.audit import (
     AUDIT_KIND_AGENT_REGISTERED,
@@ -21,6 +25,8 @@ from ag2net.hub.audit import (
     RESUME_SOURCE_OBSERVED,
     RESUME_SOURCE_TENANT,
 )
+from ag2net.hub.core import IdentityTable
+from ag2net.hub.plans import check_registration, check_skill
 from ag2net.hub.records import (
     TERMINAL_TASKS,
     AgentRecord,
@@ -32,44 +38,76 @@ from ag2net.identity import (
     Rule,
     check_agent_name,
     check_resume_size,
-    check_skill_size,
-    looks_like_id,
 )
 from ag2net.skills import render_fallback_skill
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.hub import Hub
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+    from ag2net.hub.audit import Audit
+    from ag2net.hub.auth import AuthRegistry
+    from ag2net.hub.listeners import Listeners
+    from ag2net.hub.observe import ObserveLog
+    from ag2net.ids import IdSource
+    from ag2net.store import Store
 
 log = logging.getLogger(__name__)
 
 
-class IdentityRegistry(HubShape):
-    """Mixin of ``Hub``: who is registered, and what they say about themselves."""
+class Identities(IdentityTable):
+    """Who is registered, and what they say about themselves (``hub.identities``)."""
 
-    def _record(self, agent_id: str) -> AgentRecord:
-        rec = self.agents.get(agent_id)
-        if rec is None:
-            raise NotFoundError(f"agent not registered: {agent_id}")
-        return rec
+    __slots__ = (
+        "audit",
+        "auth",
+        "clock",
+        "ids",
+        "listeners",
+        "locks",
+        "observe_log",
+        "observed_outcomes",
+        "store",
+    )
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        auth: AuthRegistry,
+        clock: Callable[[], str],
+        ids: IdSource,
+        audit: Audit,
+        listeners: Listeners,
+        observe_log: ObserveLog,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.auth = auth
+        self.clock = clock
+        self.ids = ids
+        self.audit = audit
+        self.listeners = listeners
+        self.observe_log = observe_log
+        self.locks: dict[str, asyncio.Lock] = {}  # one per identity being changed
+        self.observed_outcomes: set[tuple[str, str]] = set()  # (owner, task) outcomes already counted
+
+    def observe(self, agent_id: str, kind: str, **payload: Any) -> None:
+        """An ``agent`` event on the observe stream."""
+        self.observe_log.append("agent", payload={"kind": kind, "agent_id": agent_id, **payload})
 
     @contextlib.asynccontextmanager
-    async def _agent_update(self, agent_id: str) -> AsyncIterator[AgentRecord]:
+    async def update(self, agent_id: str) -> AsyncIterator[AgentRecord]:
         """Serialise changes to one identity; yields its current record.
 
         The caller builds a changed copy, persists it, and only then installs it in ``self.agents``: a
         failed write leaves memory exactly as it was (no ghost, no half-applied change).
         """
-        lock = self._agent_locks.get(agent_id)
+        lock = self.locks.get(agent_id)
         if lock is None:
-            lock = self._agent_locks[agent_id] = asyncio.Lock()
+            lock = self.locks[agent_id] = asyncio.Lock()
         async with lock:
-            yield self._record(agent_id)
+            yield self.record(agent_id)
 
-    async def _persist_agent(self, rec: AgentRecord) -> None:
+    async def persist(self, rec: AgentRecord) -> None:
         p = rec.passport
         await self.store.put_agent(
             {
@@ -85,28 +123,18 @@ class IdentityRegistry(HubShape):
             }
         )
 
-    def _refuse_lookalike(self, name: str) -> None:
-        """Refuse ``name`` when it reads like a registered (or being registered) one."""
-        skeleton = name_skeleton(name)
-        for other in (*self.identities.names, *self.identities.reserved):
-            if other != name and name_skeleton(other) == skeleton:
-                raise ProtocolError(
-                    f"name {name!r} looks like the registered name {other!r} ({lookalike_detail(name, other)}); "
-                    "choose a name that reads differently"
-                )
-
     async def set_identity_secret(self, agent_id: str, secret_digest: str) -> None:
         """Replace the hash of ``agent_id``'s identity secret (a rotation): from the moment it returns,
         only the new secret attaches the identity."""
-        async with self._agent_update(agent_id) as rec:
+        async with self.update(agent_id) as rec:
             if rec.passport.kind == "remote_agent":
                 raise ProtocolError(
                     f"'{rec.passport.name}' is a remote_agent: it re-attaches through its owner, not a secret"
                 )
             new = dataclasses.replace(rec, secret_digest=secret_digest)
-            await self._persist_agent(new)
+            await self.persist(new)
             self.agents[agent_id] = new
-        await self._audit(AUDIT_KIND_SECRET_ROTATED, agent_id=agent_id, name=rec.passport.name)
+        await self.audit.record(AUDIT_KIND_SECRET_ROTATED, agent_id=agent_id, name=rec.passport.name)
 
     async def register_identity(
         self,
@@ -131,22 +159,7 @@ class IdentityRegistry(HubShape):
         if passport.kind != "remote_agent":
             await self.auth.get(passport.auth.scheme).validate(passport, passport.auth.claim)
         name = passport.name
-        if looks_like_id(name) or name in self.agents:
-            raise ProtocolError(f"name {name!r} is, or has the shape of, an agent id")
-        if name in self.identities.names:
-            raise ProtocolError(
-                f"name {name!r} already registered (agent_id={self.identities.names[name]}); "
-                "unregister it before re-registering."
-            )
-        if skill_md is not None and not isinstance(skill_md, str):
-            raise ProtocolError("skill_md must be a string of markdown or None")
-        check_skill_size(skill_md)
-        check_resume_size(resume)
-        if name in self.identities.reserved:
-            raise ProtocolError(
-                f"name {name!r} is being registered by another client; pick another name or retry."
-            )
-        self._refuse_lookalike(name)
+        check_registration(self, name, skill_md, resume)
         agent_id = self.ids.new_id()
         created_at = self.clock()
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
@@ -165,85 +178,51 @@ class IdentityRegistry(HubShape):
         # Memory changes only once the store has committed the record: a failed write leaves no ghost
         # squatting the name. The name is reserved meanwhile so two concurrent registrations cannot both
         # pass the check above.
-        self.identities.reserved.add(name)
+        self.reserved.add(name)
         try:
-            await self._persist_agent(rec)
+            await self.persist(rec)
         finally:
-            self.identities.reserved.discard(name)
+            self.reserved.discard(name)
         passport.agent_id = agent_id
         passport.created_at = created_at
         self.agents[agent_id] = rec
-        self.identities.names[name] = agent_id
+        self.names[name] = agent_id
         at = self.clock()
-        await self._audit(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
-        self._observe_agent(stored.agent_id, "registered", name=name, passport=stored.public_dict())
-        await self._fan_out("on_agent_event", stored.agent_id, "registered", {"passport": stored, "at": at})
+        await self.audit.record(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
+        self.observe(stored.agent_id, "registered", name=name, passport=stored.public_dict())
+        await self.listeners.fan_out(
+            "on_agent_event", stored.agent_id, "registered", {"passport": stored, "at": at}
+        )
         return passport
 
-    async def register(
-        self,
-        agent: Any,
-        passport: Passport | None = None,
-        resume: Resume | None = None,
-        *,
-        skill_md: str | None = None,
-        rule: Rule | None = None,
-        attach_plugin: bool = True,
-        link: Any = None,
-        **kw: Any,
-    ):
-        """Register ``agent`` on a dedicated ``HubClient`` (in-process, or on ``link``); returns its
-        ``AgentClient``. ``kw`` are ag2net's own ``HubClient.register`` options."""
-        from ag2net.client.hub_client import HubClient
-
-        client = (
-            HubClient(link, hub=cast("Hub", self)) if link is not None else HubClient.local(cast("Hub", self))
-        )
-        try:
-            agent_client = await client.register(
-                agent, passport, resume, skill_md=skill_md, rule=rule, attach_plugin=attach_plugin, **kw
-            )
-        except BaseException:
-            await client.close()
-            raise
-        agent_client._owns_connection = True
-        self._owned_clients.append(client)
-        return agent_client
-
-    async def unregister(self, agent_id: str) -> None:
-        async with self._agent_update(agent_id) as rec:
+    async def remove(self, agent_id: str) -> str:
+        """Delete the identity from the store, then from memory; returns its name (``unregister``'s first
+        step: the hub then drops its deliveries and calls ``announce_removed``)."""
+        async with self.update(agent_id) as rec:
             name = rec.passport.name
             await self.store.delete_agent(agent_id)
             self.agents.pop(agent_id, None)
-            self.identities.names.pop(name, None)
-            self._agent_locks.pop(agent_id, None)
-        self.inboxes.bindings.pop(agent_id, None)
-        mailbox = self.inboxes.mailboxes.pop(agent_id, None)
-        if mailbox is not None:
-            await mailbox.stop()
-        self.inboxes.unacked.pop(agent_id, None)
-        at = self.clock()
-        await self._audit(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
-        self._observe_agent(agent_id, "unregistered", name=name)
-        await self._fan_out("on_agent_event", agent_id, "unregistered", {"name": name, "at": at})
+            self.names.pop(name, None)
+            self.locks.pop(agent_id, None)
+        return name
 
-    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
-        rec = self.agents.get(agent_id)
-        if rec is not None:
-            return rec.passport.name
-        return default if default is not None else agent_id
+    async def announce_removed(self, agent_id: str, name: str) -> None:
+        at = self.clock()
+        await self.audit.record(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
+        self.observe(agent_id, "unregistered", name=name)
+        await self.listeners.fan_out("on_agent_event", agent_id, "unregistered", {"name": name, "at": at})
 
     def names_for(self, agent_ids: list[str]) -> dict[str, str]:
         return {a: self.name_for(a) for a in agent_ids}
 
     def find_agent_id(self, name: str) -> str | None:
-        found = self.identities.names.get(name)
+        found = self.names.get(name)
         if found is None and isinstance(name, str):
-            found = self.identities.names.get(normalize_agent_name(name))
+            found = self.names.get(normalize_agent_name(name))
         return found
 
     def name_to_id_map(self) -> dict[str, str]:
-        return dict(self.identities.names)
+        return dict(self.names)
 
     def lookup_agent(self, name_or_id: str) -> Passport:
         """The passport of an agent id or name, synchronously (``NotFoundError`` when unknown)."""
@@ -255,20 +234,13 @@ class IdentityRegistry(HubShape):
             raise NotFoundError(f"agent not found: {name_or_id}")
         return rec.passport
 
-    async def get_agent(self, name_or_id: str) -> Passport:
-        """The passport of an agent id (exact id wins) or name; ``NotFoundError`` when unknown."""
-        return self.lookup_agent(name_or_id)
-
     def lookup_resume(self, agent_id: str) -> Resume:
         rec = self.agents.get(agent_id)
         if rec is None:
             raise NotFoundError(f"resume not found: {agent_id}")
         return rec.resume
 
-    async def get_resume(self, agent_id: str) -> Resume:
-        return self.lookup_resume(agent_id)
-
-    async def get_rule(self, agent_id: str) -> Rule:
+    def lookup_rule(self, agent_id: str) -> Rule:
         rec = self.agents.get(agent_id)
         if rec is None:
             raise NotFoundError(f"rule not found: {agent_id}")
@@ -276,28 +248,16 @@ class IdentityRegistry(HubShape):
 
     def get_skill_info(self, agent_id: str) -> dict[str, Any]:
         """The stored skill, or the generated fallback (SPEC §3.5) with ``generated=True``."""
-        rec = self._record(agent_id)
+        rec = self.record(agent_id)
         if rec.skill_md is not None:
             return {"skill_md": rec.skill_md, "generated": False}
         return {"skill_md": render_fallback_skill(rec.passport, rec.resume), "generated": True}
 
-    async def get_skill(self, agent_id: str) -> str | None:
-        rec = self.agents.get(agent_id)
-        if rec is None:
+    def skill(self, agent_id: str) -> str | None:
+        """The skill markdown (stored or generated); None for an agent that is not registered."""
+        if agent_id not in self.agents:
             return None
         return self.get_skill_info(agent_id)["skill_md"]
-
-    async def list_agents(
-        self,
-        *,
-        capability: str | None = None,
-        query: str | None = None,
-        kind: str | None = None,
-        sort_by: str | None = None,
-        limit: int | None = 50,
-    ) -> list[Passport]:
-        """Registered passports, filtered (the awaitable form of ``query_agents``)."""
-        return self.query_agents(capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit)
 
     def query_agents(
         self,
@@ -329,54 +289,52 @@ class IdentityRegistry(HubShape):
 
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
         check_resume_size(resume)
-        async with self._agent_update(agent_id) as rec:
+        async with self.update(agent_id) as rec:
             version, updated = rec.resume.version + 1, self.clock()
             candidate = Resume.from_dict(resume.to_dict())
             candidate.version, candidate.last_updated = version, updated
             new = dataclasses.replace(rec, resume=candidate)
-            await self._persist_agent(new)
+            await self.persist(new)
             self.agents[agent_id] = new
             resume.version, resume.last_updated = version, updated
-        await self._audit(
+        await self.audit.record(
             AUDIT_KIND_RESUME_SET, source=RESUME_SOURCE_TENANT, agent_id=agent_id, version=resume.version
         )
-        self._observe_agent(agent_id, "resume_set", version=resume.version)
-        await self._fan_out("on_agent_event", agent_id, "resume_set", {"version": resume.version})
+        self.observe(agent_id, "resume_set", version=resume.version)
+        await self.listeners.fan_out("on_agent_event", agent_id, "resume_set", {"version": resume.version})
         return resume
 
     async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
         """Replace (or with ``None`` remove) an agent's skill; audited like ``set_resume`` (SPEC §3.7)."""
-        if skill_md is not None and not isinstance(skill_md, str):
-            raise ProtocolError("skill_md must be a string of markdown or None")
-        check_skill_size(skill_md)
-        async with self._agent_update(agent_id) as rec:
+        check_skill(skill_md)
+        async with self.update(agent_id) as rec:
             resume = Resume.from_dict(rec.resume.to_dict())
             resume.version = rec.resume.version + 1
             new = dataclasses.replace(rec, skill_md=skill_md, resume=resume)
-            await self._persist_agent(new)
+            await self.persist(new)
             self.agents[agent_id] = new
-        await self._audit(
+        await self.audit.record(
             AUDIT_KIND_SKILL_SET,
             source=RESUME_SOURCE_TENANT,
             agent_id=agent_id,
             version=resume.version,
             removed=skill_md is None,
         )
-        self._observe_agent(agent_id, "skill_set", removed=skill_md is None)
-        await self._fan_out("on_agent_event", agent_id, "skill_set", {"removed": skill_md is None})
+        self.observe(agent_id, "skill_set", removed=skill_md is None)
+        await self.listeners.fan_out("on_agent_event", agent_id, "skill_set", {"removed": skill_md is None})
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        async with self._agent_update(agent_id) as rec:
+        async with self.update(agent_id) as rec:
             version = rec.rule.version + 1
             candidate = Rule.from_dict(rule.to_dict())
             candidate.version = version
             new = dataclasses.replace(rec, rule=candidate)
-            await self._persist_agent(new)
+            await self.persist(new)
             self.agents[agent_id] = new
             rule.version = version
-        await self._audit(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
-        self._observe_agent(agent_id, "rule_set", version=rule.version)
-        await self._fan_out("on_agent_event", agent_id, "rule_set", {"version": rule.version})
+        await self.audit.record(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
+        self.observe(agent_id, "rule_set", version=rule.version)
+        await self.listeners.fan_out("on_agent_event", agent_id, "rule_set", {"version": rule.version})
         return rule
 
     async def record_observation(
@@ -391,10 +349,10 @@ class IdentityRegistry(HubShape):
         outcome = TaskState(outcome)
         if outcome not in TERMINAL_TASKS:
             return
-        if task_id is not None and (owner_id, task_id) in self._observed_outcomes:
+        if task_id is not None and (owner_id, task_id) in self.observed_outcomes:
             return
-        async with self._agent_update(owner_id) as rec:
-            if task_id is not None and (owner_id, task_id) in self._observed_outcomes:
+        async with self.update(owner_id) as rec:
+            if task_id is not None and (owner_id, task_id) in self.observed_outcomes:
                 return
             resume = Resume.from_dict(rec.resume.to_dict())
             stat = resume.observed.setdefault(capability, ObservedStat())
@@ -410,11 +368,11 @@ class IdentityRegistry(HubShape):
             resume.version = rec.resume.version + 1
             resume.last_updated = self.clock()
             new = dataclasses.replace(rec, resume=resume)
-            await self._persist_agent(new)
+            await self.persist(new)
             self.agents[owner_id] = new
             if task_id is not None:
-                self._observed_outcomes.add((owner_id, task_id))
-        await self._audit(
+                self.observed_outcomes.add((owner_id, task_id))
+        await self.audit.record(
             AUDIT_KIND_RESUME_SET,
             source=RESUME_SOURCE_OBSERVED,
             agent_id=owner_id,
@@ -424,4 +382,4 @@ class IdentityRegistry(HubShape):
         )
 
 
-__all__ = ["IdentityRegistry"]
+__all__ = ["Identities"]

@@ -1,4 +1,4 @@
-"""Remote agent proxies: how the hub reaches participants hosted elsewhere (ag2's federation seam).
+"""Shell: remote agent proxies (``hub.delivery.remote``) — how the hub reaches participants hosted elsewhere (ag2's federation seam).
 
 A participant registered with ``Passport(kind="remote_agent", auth=AuthBlock(scheme="a2a", ...))`` has
 no connection to this hub. Envelopes addressed to it go to the ``RemoteAgentProxy`` registered for its
@@ -15,22 +15,30 @@ The hub never closes a proxy: whoever registered it owns it (``unregister_remote
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ag2net.envelope import Envelope
 from ag2net.errors import NotFoundError
+from ag2net.hub.core import IdentityTable
 from ag2net.identity import Passport
-
-if TYPE_CHECKING:
-    from ag2net.channel import ChannelMetadata
 
 REMOTE_AGENT_KIND = "remote_agent"
 
 
-if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+class Receipts(Protocol):
+    """What the proxy endpoint tells of a hand-off: the delivery book's pending set and its receipts."""
+
+    unacked: dict[str, set[str]]
+
+    def handle_receipt(
+        self,
+        endpoint: Any,
+        envelope_id: str,
+        status: str,
+        recipient_id: str,
+        channel_id: str,
+        reason: str = "",
+    ) -> None: ...
 
 
 @runtime_checkable
@@ -55,20 +63,20 @@ class _RemoteProxyEndpoint:
 
     operator = False  # an in-process endpoint of the hub, but it acts for no one
 
-    def __init__(self, hub: RemoteProxies) -> None:
-        self.hub = hub
+    def __init__(self, proxies: RemoteProxies) -> None:
+        self.proxies = proxies
         self.endpoint_id = "remote-proxies"
         self.agent_id: str | None = None
 
     async def notify(self, recipient_id: str, envelope: Envelope) -> None:
-        hub = self.hub
-        record = hub.agents.get(recipient_id)
+        proxies = self.proxies
+        record = proxies.identities.agents.get(recipient_id)
         if record is None:
             return  # unregistered since it was queued
         passport = record.passport
         try:
             scheme = passport.auth.scheme
-            proxy = hub._remote_proxies.get(scheme)
+            proxy = proxies.by_scheme.get(scheme)
             if proxy is None:
                 raise NotFoundError(
                     f"no remote proxy registered for scheme {scheme!r}; the remote agent {passport.name!r} "
@@ -78,33 +86,28 @@ class _RemoteProxyEndpoint:
             # A copy: the proxy must not be able to change the hub's record of the participant.
             await proxy.dispatch(envelope, Passport.from_dict(passport.to_dict(include_claim=True)))
         except BaseException:
-            pending = hub.inboxes.unacked.get(recipient_id)
+            pending = proxies.receipts.unacked.get(recipient_id)
             if pending is not None:
                 pending.discard(envelope.envelope_id)  # a proxy sends no receipt: nothing stays pending
             raise
-        hub.handle_receipt(self, envelope.envelope_id, "ack", recipient_id, envelope.channel_id)
+        proxies.receipts.handle_receipt(self, envelope.envelope_id, "ack", recipient_id, envelope.channel_id)
 
     async def close(self) -> None:
         return None
 
 
-class RemoteProxies(HubShape):
-    """Mixin of ``Hub``: the registry of ``RemoteAgentProxy`` objects by scheme, and the routing of
-    deliveries to remote agents through them. Also ``auth_schemes``."""
+class RemoteProxies:
+    """The ``RemoteAgentProxy`` objects by scheme, and the one endpoint remote agents are bound to."""
 
-    # provided by Hub
-    agents: dict[str, Any]
-    auth: Any
-    _bindings: dict[str, Any]
-    _unacked: dict[str, set[str]]
-    _remote_proxies: dict[str, Any]
+    __slots__ = ("_endpoint", "by_scheme", "identities", "receipts")
 
-    @property
-    def auth_schemes(self) -> list[str]:
-        """The auth schemes this hub accepts at registration and re-attach."""
-        return list(self.auth.schemes())
+    def __init__(self, identities: IdentityTable, receipts: Receipts) -> None:
+        self.identities = identities
+        self.receipts = receipts
+        self.by_scheme: dict[str, Any] = {}
+        self._endpoint: _RemoteProxyEndpoint | None = None
 
-    def register_remote_proxy(self, proxy: RemoteAgentProxy) -> None:
+    def register(self, proxy: RemoteAgentProxy) -> None:
         """Route deliveries to ``remote_agent`` participants whose ``auth.scheme`` is ``proxy.scheme``
         through ``proxy``. Registering again at the same scheme replaces the previous proxy."""
         scheme = getattr(proxy, "scheme", None)
@@ -118,39 +121,20 @@ class RemoteProxies(HubShape):
                 "register_remote_proxy: proxy has no dispatch(envelope, recipient) method; implement "
                 "RemoteAgentProxy (scheme, async dispatch(envelope, recipient), async close())"
             )
-        self._remote_proxies[scheme] = proxy
+        self.by_scheme[scheme] = proxy
 
-    def unregister_remote_proxy(self, scheme: str) -> RemoteAgentProxy | None:
+    def unregister(self, scheme: str) -> RemoteAgentProxy | None:
         """Remove and return the proxy registered for ``scheme`` (``None`` if there was none). The hub
         does not close it: await ``proxy.close()`` yourself."""
-        return self._remote_proxies.pop(scheme, None)
+        return self.by_scheme.pop(scheme, None)
 
-    def remote_proxy_for(self, scheme: str) -> RemoteAgentProxy | None:
-        """The proxy registered for ``scheme``, or ``None``."""
-        return self._remote_proxies.get(scheme)
-
-    def _remote_endpoint(self) -> _RemoteProxyEndpoint:
-        endpoint = self.__dict__.get("_remote_proxy_endpoint")
+    @property
+    def endpoint(self) -> _RemoteProxyEndpoint:
+        """The hub-side endpoint every remote agent a delivery reaches is bound to."""
+        endpoint = self._endpoint
         if endpoint is None:
-            endpoint = self.__dict__["_remote_proxy_endpoint"] = _RemoteProxyEndpoint(self)
+            endpoint = self._endpoint = _RemoteProxyEndpoint(self)
         return endpoint
-
-    def _dispatch(self, md: ChannelMetadata, env: Envelope) -> Any:
-        # Remote agents have no connection here: (re)bind each recipient that is one to the proxy
-        # endpoint, then deliver as usual (rules, ordering and failure reporting are Delivery's).
-        if env.audience is not None:
-            recipients = env.audience
-        else:
-            recipients = [p for p in md.participant_ids() if p != env.sender_id]
-        endpoint = None
-        for rid in recipients:
-            record = self.agents.get(rid)
-            if record is None or record.passport.kind != REMOTE_AGENT_KIND:
-                continue
-            endpoint = endpoint or self._remote_endpoint()
-            if self.inboxes.bindings.get(rid) is not endpoint:
-                self.bind_endpoint(endpoint, rid)  # type: ignore[attr-defined]
-        return super()._dispatch(md, env)  # type: ignore[misc]
 
 
 __all__ = ["REMOTE_AGENT_KIND", "RemoteAgentProxy", "RemoteProxies"]

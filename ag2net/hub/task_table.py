@@ -1,31 +1,52 @@
-"""The hub's task table: observed tasks, updates, lists, and their terminal audit."""
+"""Shell: ``Tasks`` (``hub.tasks``) — tasks mirrored from their owners: updates, lists, terminal audit."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ag2net.errors import NotFoundError, ProtocolError
+from ag2net.errors import AccessDeniedError, NotFoundError, ProtocolError
 from ag2net.hub.audit import (
     AUDIT_KIND_TASK_TERMINATED,
 )
+from ag2net.hub.core import TaskBook
 from ag2net.tasks import TASK_ID_RE, TaskMetadata, TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.shape import HubShape
-else:
-    HubShape = object
+    from ag2net.hub.audit import Audit
+    from ag2net.hub.core import IdentityTable
+    from ag2net.hub.listeners import Listeners
+    from ag2net.store import Store
 
 log = logging.getLogger(__name__)
 
 
-class TaskTable(HubShape):
-    """Mixin of ``Hub``: tasks mirrored from their owners."""
+class Tasks(TaskBook):
+    """Tasks mirrored from their owners (the task table with its persisted changes)."""
 
-    async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
+    __slots__ = ("audit", "clock", "identities", "listeners", "store")
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], str],
+        identities: IdentityTable,
+        audit: Audit,
+        listeners: Listeners,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.clock = clock
+        self.identities = identities
+        self.audit = audit
+        self.listeners = listeners
+
+    async def observe(self, metadata: TaskMetadata) -> TaskMetadata:
         if not TASK_ID_RE.fullmatch(metadata.task_id or ""):
             raise ProtocolError(f"invalid task_id {metadata.task_id!r}")
-        existing = self._tasks.get(metadata.task_id)
+        existing = self.tasks.get(metadata.task_id)
         if existing is not None:
             existing.state = metadata.state
             existing.started_at = metadata.started_at or existing.started_at
@@ -34,23 +55,21 @@ class TaskTable(HubShape):
             existing.progress.update(metadata.progress or {})
             await self.store.put_task(existing.to_dict())
             return existing
-        owner = self._record(metadata.owner_id)
+        owner = self.identities.record(metadata.owner_id)
         limit = owner.rule.limits.max_concurrent_tasks
         if limit > 0:
             active = sum(
-                1 for t in self._tasks.values() if t.owner_id == metadata.owner_id and not t.is_terminal()
+                1 for t in self.tasks.values() if t.owner_id == metadata.owner_id and not t.is_terminal()
             )
             if active >= limit:
-                from ag2net.errors import AccessDeniedError
-
                 raise AccessDeniedError(
                     f"owner '{metadata.owner_id}' exceeded max_concurrent_tasks ({active} >= {limit})"
                 )
-        self._tasks[metadata.task_id] = metadata
+        self.tasks[metadata.task_id] = metadata
         await self.store.put_task(metadata.to_dict())
         return metadata
 
-    async def update_task(
+    async def update(
         self,
         task_id: str,
         *,
@@ -59,7 +78,7 @@ class TaskTable(HubShape):
         result: Any = None,
         error: str | None = None,
     ) -> TaskMetadata:
-        task = self._tasks.get(task_id)
+        task = self.tasks.get(task_id)
         if task is None:
             raise NotFoundError(f"task not found: {task_id}")
         if task.is_terminal():
@@ -78,7 +97,7 @@ class TaskTable(HubShape):
         if task.is_terminal():
             task.completed_at = now
             await self.store.put_task(task.to_dict())
-            await self._audit(
+            await self.audit.record(
                 AUDIT_KIND_TASK_TERMINATED,
                 at=now,
                 task_id=task_id,
@@ -88,7 +107,7 @@ class TaskTable(HubShape):
                 capability=task.spec.capability,
                 reason=task.error or "",
             )
-            await self._fan_out(
+            await self.listeners.fan_out(
                 "on_task_event",
                 task_id,
                 task.state.value,
@@ -96,29 +115,14 @@ class TaskTable(HubShape):
             )
         return task
 
-    async def get_task(self, task_id: str) -> TaskMetadata:
-        """The task's metadata (``NotFoundError("task not found: ...")`` when unknown)."""
-        return self.lookup_task(task_id)
-
-    def lookup_task(self, task_id: str) -> TaskMetadata:
+    def lookup(self, task_id: str) -> TaskMetadata:
         """The task's metadata, synchronously."""
-        task = self._tasks.get(task_id)
+        task = self.tasks.get(task_id)
         if task is None:
             raise NotFoundError(f"task not found: {task_id}")
         return task
 
-    async def list_tasks(
-        self,
-        *,
-        agent_id: str | None = None,
-        channel_id: str | None = None,
-        state: TaskState | str | None = None,
-        limit: int | None = 50,
-    ) -> list[TaskMetadata]:
-        """Tasks by owner, channel and state (the awaitable form of ``query_tasks``)."""
-        return self.query_tasks(agent_id=agent_id, channel_id=channel_id, state=state, limit=limit)
-
-    def query_tasks(
+    def query(
         self,
         *,
         agent_id: str | None = None,
@@ -128,7 +132,7 @@ class TaskTable(HubShape):
     ) -> list[TaskMetadata]:
         out = []
         wanted = TaskState(state) if state is not None else None
-        for task in self._tasks.values():
+        for task in self.tasks.values():
             if agent_id is not None and task.owner_id != agent_id:
                 continue
             if channel_id is not None and task.channel_id != channel_id:
@@ -138,8 +142,8 @@ class TaskTable(HubShape):
             out.append(task)
         return out if limit is None else out[:limit]
 
-    async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
-        await self._fan_out("on_task_event", task_id, kind, payload)
+    async def fire_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
+        await self.listeners.fan_out("on_task_event", task_id, kind, payload)
 
 
-__all__ = ["TaskTable"]
+__all__ = ["Tasks"]

@@ -1,8 +1,8 @@
-"""Per-channel admission gates: one re-entrant lock per channel, never one for the whole hub.
+"""Shell: per-channel locks (``ChannelLocks``): one re-entrant lock per channel, never one for the whole hub.
 
 Everything that reads a channel's adapter state and changes it — validation, the durable append, the
-fold, dispatch, lifecycle transitions, loading the channel's WAL into the cache — runs inside the
-channel's gate, so adapter state, ``wal_count`` and the WAL always agree. The gate is re-entrant for
+fold, dispatch, lifecycle transitions, loading the channel's WAL into the cache — runs holding the
+channel's lock, so adapter state, ``wal_count`` and the WAL always agree. The gate is re-entrant for
 the task holding it, because admitting one envelope may post another into the same channel (an ack
 that completes the handshake posts ``EV_CHANNEL_OPENED``; a fold that ends a conversation closes it).
 
@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 
-class ChannelGate:
+class ChannelLock:
     """A re-entrant ``asyncio`` lock: the task holding it may enter again; others wait in FIFO order."""
 
     __slots__ = ("_depth", "_lock", "_owner", "arrivals", "waiting")
@@ -58,25 +58,25 @@ class ChannelGate:
             self._lock.release()
 
 
-class ChannelGates:
-    """The gate of each channel, made on first use."""
+class ChannelLocks:
+    """The lock of each channel, made on first use."""
 
     __slots__ = ("_gates",)
 
     def __init__(self) -> None:
-        self._gates: dict[str, ChannelGate] = {}
+        self._gates: dict[str, ChannelLock] = {}
 
-    def __call__(self, channel_id: str) -> ChannelGate:
+    def __call__(self, channel_id: str) -> ChannelLock:
         gate = self._gates.get(channel_id)
         if gate is None:
-            gate = self._gates[channel_id] = ChannelGate()
+            gate = self._gates[channel_id] = ChannelLock()
         return gate
 
     def forget(self, channel_id: str) -> None:
-        """Drop an idle gate (a terminal channel's); a busy one stays until its holders are done."""
+        """Drop an idle lock (a terminal channel's); a busy one stays until its holders are done."""
         gate = self._gates.get(channel_id)
         if gate is not None and not gate.busy:
             del self._gates[channel_id]
 
 
-__all__ = ["ChannelGate", "ChannelGates"]
+__all__ = ["ChannelLock", "ChannelLocks"]
