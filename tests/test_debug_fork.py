@@ -26,7 +26,7 @@ async def test_forking_the_demo_conversation():
         async with await fork(hub, cid, 10) as box:
             mirror = box.hub
             assert [e.to_dict() for e in await mirror.read_wal(cid)] == [e.to_dict() for e in source[:10]]
-            assert mirror._states[cid] == scrubber.state(10)
+            assert mirror.channels.states[cid] == scrubber.state(10)
             md = mirror.lookup_channel(cid)
             assert (md.state, md.participant_ids()) == ("active", [coder, critic])
             for agent_id in (coder, critic):

@@ -156,8 +156,8 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
     channel) is then the sandbox's own, made by the same code in the same order. Nobody is attached yet,
     so nothing is delivered (the hub skips recipients without a connection)."""
     copy = env.copy()
-    stamper = hub.stamper
-    stamp = stamper.stamp
+    services = hub.services
+    stamp = services.stamp
 
     def keep_own(target: Envelope) -> None:
         if target is copy:
@@ -165,7 +165,7 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
         else:
             stamp(target)
 
-    stamper.stamp = keep_own  # type: ignore[method-assign]
+    services.stamp = keep_own  # type: ignore[method-assign]
     try:
         await hub.post_envelope(copy)
     except Exception:
@@ -173,7 +173,7 @@ async def _readmit(hub: Hub, store: MemoryStore, env: Envelope) -> None:
         await store.append(env.channel_id, env.envelope_id, env.to_json())
         await hub.hydrate()
     finally:
-        del stamper.stamp
+        del services.stamp
 
 
 __all__ = ["Sandbox", "fork"]

@@ -31,11 +31,8 @@ if TYPE_CHECKING:
     from ag2net.hub.arbiter import Arbitration
     from ag2net.hub.delivery import Delivery
     from ag2net.hub.lifecycle import Channels
-    from ag2net.hub.listeners import Listeners
-    from ag2net.hub.locks import ChannelLocks
     from ag2net.hub.logs import ChannelLogs
-    from ag2net.hub.records import Stamper
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
 
 log = logging.getLogger(__name__)
 #: What an operator reads of the hub's decisions (registrations, refused envelopes), as ag2's hub logs them.
@@ -48,43 +45,26 @@ AppendGroup = Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]]
 class Admission:
     """Admits envelopes: the one way into a channel's WAL (besides the lifecycle's own close)."""
 
-    __slots__ = (
-        "append_group",
-        "arbitration",
-        "channels",
-        "core",
-        "delivery",
-        "listeners",
-        "locks",
-        "logs",
-        "stamper",
-        "store",
-    )
+    __slots__ = ("append_group", "arbitration", "channels", "core", "delivery", "logs", "services")
 
     def __init__(
         self,
+        services: Services,
         core: HubCore,
-        store: Store,
         *,
         channels: Channels,
         arbitration: Arbitration,
         delivery: Delivery,
         logs: ChannelLogs,
-        locks: ChannelLocks,
-        stamper: Stamper,
-        listeners: Listeners,
     ) -> None:
+        self.services = services
         self.core = core
-        self.store = store
         self.channels = channels
         self.arbitration = arbitration
         self.delivery = delivery
         self.logs = logs
-        self.locks = locks
-        self.stamper = stamper
-        self.listeners = listeners
         # group admission needs a store that appends several envelopes all or none
-        self.append_group: AppendGroup | None = getattr(store, "append_group", None)
+        self.append_group: AppendGroup | None = getattr(services.store, "append_group", None)
 
     async def post(self, envelope: Envelope) -> str:
         """Admit one envelope (SPEC §4 checks + reference §3.6 order); returns its ``envelope_id``."""
@@ -99,7 +79,7 @@ class Admission:
                 envelope.channel_id,
                 exc,
             )
-            listeners = self.listeners
+            listeners = self.services.listeners
             if listeners.tracer is not None:
                 listeners.tracer.fail_envelope(envelope, exc)
             if listeners.active:
@@ -113,7 +93,7 @@ class Admission:
             # the channel appeared while a registered arbiter was asked: admit it as any other post
         # Validation -> append -> fold -> dispatch run holding the channel's lock: adapter state,
         # wal_count and the WAL always agree, whatever else is posted concurrently.
-        lock = self.locks(cid)
+        lock = self.channels.locks(cid)
         if (
             self.arbitration.registered is None
             and self.append_group is not None
@@ -159,7 +139,7 @@ class Admission:
     def _groups_allowed(self) -> bool:
         """Group admission keeps what each post observes only when nothing runs between two posts:
         no registered arbiter, tracer or listener (their awaits interleave with each envelope)."""
-        listeners = self.listeners
+        listeners = self.services.listeners
         return (
             self.arbitration.registered is None
             and listeners.tracer is None
@@ -187,7 +167,7 @@ class Admission:
                 break
             try:
                 admitted = _admitted(admit(core, env, state))
-                self.stamper.stamp(env)
+                self.services.stamp(env)
                 text = encode_envelope(env)
                 admitted.fold()
             except Exception as exc:  # this post's refusal (or its adapter's error), as alone
@@ -249,14 +229,14 @@ class Admission:
         md = admitted.metadata
         cid = md.channel_id
         protocol = admitted.protocol
-        self.stamper.stamp(env)
-        listeners = self.listeners
+        self.services.stamp(env)
+        listeners = self.services.listeners
         tracer = listeners.tracer
         if tracer is not None and not protocol:
             tracer.start_envelope(env)  # writes the span's traceparent into trace_id before the WAL
         text = encode_envelope(env)
         admitted.fold()
-        await self.store.append(cid, env.envelope_id, text)
+        await self.services.store.append(cid, env.envelope_id, text)
         seq = apply(self.core, admitted)
         self.logs.remember(cid, env, text, seq)
         if env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):

@@ -126,6 +126,13 @@ class ChannelTable(Mapping[str, ChannelMetadata]):
         """The adapter registered for the channel's manifest, or None."""
         return self.adapters.get((md.manifest.type, md.manifest.version))
 
+    def adapter_required(self, md: ChannelMetadata) -> Any:
+        """The channel's adapter (``NotFoundError`` when none is registered for its manifest)."""
+        adapter = self.adapters.get((md.manifest.type, md.manifest.version))
+        if adapter is None:
+            raise NotFoundError(f"no adapter registered for {md.manifest.type!r}@v{md.manifest.version}")
+        return adapter
+
     def note_appended(self, channel_id: str, env: Envelope) -> int:
         """Count one envelope the store has just appended; returns its seq."""
         seq = self.wal_counts.get(channel_id, 0) + 1

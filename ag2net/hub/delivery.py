@@ -24,9 +24,7 @@ from ag2net.hub.remote import REMOTE_AGENT_KIND, RemoteProxies
 
 if TYPE_CHECKING:
     from ag2net.hub.core import IdentityTable
-    from ag2net.hub.listeners import Listeners
-    from ag2net.hub.observe import ObserveLog
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -37,35 +35,21 @@ ReadWal = Callable[[str], Awaitable[list[Envelope]]]
 class Delivery(DeliveryBook):
     """From an admitted envelope to each recipient's connection."""
 
-    __slots__ = (
-        "background",
-        "channels",
-        "cursor_flush",
-        "identities",
-        "listeners",
-        "observe_log",
-        "read_wal",
-        "remote",
-        "store",
-    )
+    __slots__ = ("background", "channels", "cursor_flush", "identities", "read_wal", "remote", "services")
 
     def __init__(
         self,
-        store: Store,
+        services: Services,
         *,
         identities: IdentityTable,
         channels: ChannelTable,
-        listeners: Listeners,
-        observe_log: ObserveLog,
         background: Background,
         read_wal: ReadWal,
     ) -> None:
         super().__init__()
-        self.store = store
+        self.services = services
         self.identities = identities
         self.channels = channels
-        self.listeners = listeners
-        self.observe_log = observe_log
         self.background = background
         self.read_wal = read_wal
         self.remote = RemoteProxies(identities, self)
@@ -149,7 +133,7 @@ class Delivery(DeliveryBook):
         ``unbound`` when it loses its last one (a re-bind to another connection is neither)."""
         rec = self.identities.agents.get(agent_id)
         name = rec.passport.name if rec is not None else None
-        self.observe_log.append(
+        self.services.observe_log.append(
             "agent",
             payload={"kind": "bound" if online else "unbound", "agent_id": agent_id, "name": name, **extra},
         )
@@ -203,16 +187,16 @@ class Delivery(DeliveryBook):
             return
         if pending >= high and rid not in self.pressure_fired:
             self.pressure_fired.add(rid)
-            if self.listeners.active:
+            if self.services.listeners.active:
                 self.background.spawn(
-                    self.listeners.fan_out("on_inbox_pressure", rid, pending, inbox.max_pending)
+                    self.services.listeners.fan_out("on_inbox_pressure", rid, pending, inbox.max_pending)
                 )
         elif pending < high:
             self.pressure_fired.discard(rid)
 
     async def dispatch_failed(self, env: Envelope, recipient_id: str, exc: BaseException) -> None:
         log.warning("delivery of %s to %s failed: %s", env.envelope_id, recipient_id, exc)
-        await self.listeners.fan_out("on_dispatch_failed", env, recipient_id, exc)
+        await self.services.listeners.fan_out("on_dispatch_failed", env, recipient_id, exc)
 
     def handle_receipt(
         self,
@@ -254,7 +238,7 @@ class Delivery(DeliveryBook):
         for agent_id, channel_id in dirty:
             value = self.cursors.get(agent_id, {}).get(channel_id)
             if value:
-                await self.store.set_cursor(agent_id, channel_id, value)
+                await self.services.store.set_cursor(agent_id, channel_id, value)
 
     def cursor(self, agent_id: str, channel_id: str) -> str:
         return self.cursors.get(agent_id, {}).get(channel_id, "")

@@ -37,12 +37,12 @@ from ag2net.hub.hydrate import Hydration
 from ag2net.hub.lifecycle import Channels
 from ag2net.hub.listeners import BaseHubListener, Listeners
 from ag2net.hub.local import LocalLink
-from ag2net.hub.locks import ChannelLocks
 from ag2net.hub.logs import ChannelLogs
 from ag2net.hub.observe import ObservedEvent, ObserveLog
-from ag2net.hub.records import SNAPSHOT_KEY, AgentRecord, PendingTurn, Stamper, default_handlers
+from ag2net.hub.records import SNAPSHOT_KEY, AgentRecord, PendingTurn, default_handlers
 from ag2net.hub.registry import Identities
 from ag2net.hub.remote import RemoteAgentProxy
+from ag2net.hub.services import Services
 from ag2net.hub.sweeps import Expectations, Sweepers
 from ag2net.hub.task_table import Tasks
 from ag2net.hub.turns import Turns
@@ -91,70 +91,42 @@ class Hub(BaseHubListener):
         self.allow_remote_agent_registration = allow_remote_agent_registration
         # the observe stream and the WAL cache share ``cache_mb`` (the stream a quarter of it)
         self.observe_log = observe = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
-        self.background = Background()
         self.listeners = listeners = Listeners(self, tracer_provider)
         self.audit = audit = Audit(store, clock, observe)
-        self.identities = identities = Identities(
-            store,
-            auth=auth or AuthRegistry.default(),
-            clock=clock,
-            ids=ids,
-            audit=audit,
-            listeners=listeners,
-            observe_log=observe,
-        )
-        self.channels = channels = Channels(
-            store, clock=clock, ids=ids, invite_ack_timeout=invite_ack_timeout
-        )
-        self.locks = locks = ChannelLocks()
-        self.logs = logs = ChannelLogs(
-            store,
+        self.services = Services(store, clock, ids, audit=audit, listeners=listeners, observe_log=observe)
+        self.background = Background()
+        self._build(
+            auth or AuthRegistry.default(),
+            invite_ack_timeout,
             WalCache(store, cache_mb=cache_mb, window=wal_window),
-            channels=channels,
-            locks=locks,
-            observe_log=observe,
         )
-        self.tasks = tasks = Tasks(
-            store, clock=clock, identities=identities, audit=audit, listeners=listeners
-        )
+        self.hydration = Hydration(self.services, self.core, self.logs, progress)
+        self._owned_clients: list[Any] = []  # HubClients made by ``register``, closed with the hub
+        self._closed = False
+        self._started = False
+
+    def _build(self, auth: AuthRegistry, invite_ack_timeout: float, cache: WalCache) -> None:
+        """The components, each given the ones it uses (the tables first: most components read them)."""
+        services = self.services
+        self.identities = identities = Identities(services, auth)
+        self.channels = channels = Channels(services, invite_ack_timeout)
+        self.logs = logs = ChannelLogs(services, cache, channels=channels, locks=channels.locks)
+        self.tasks = tasks = Tasks(services, identities)
         self.delivery = delivery = Delivery(
-            store,
-            identities=identities,
-            channels=channels,
-            listeners=listeners,
-            observe_log=observe,
-            background=self.background,
-            read_wal=logs.read,
+            services, identities=identities, channels=channels, background=self.background, read_wal=logs.read
         )
         self.core = core = HubCore(identities, channels, delivery, tasks)
         self.arbitration = arbitration = Arbitration(core, identities)
-        self.stamper = stamper = Stamper(ids, clock)
-        self.expectations = expectations = Expectations(
-            self, channels=channels, load_wal=logs.load, clock=clock, audit=audit, listeners=listeners
-        )
+        self.expectations = expectations = Expectations(services, self, channels=channels, load_wal=logs.load)
         self.sweepers = Sweepers()
-        self.turns = Turns(
-            store,
-            owner=self,
-            clock=clock,
-            ids=ids,
-            identities=identities,
-            channels=channels,
-            logs=logs,
-            audit=audit,
-            listeners=listeners,
-            observe_log=observe,
-        )
+        self.turns = Turns(services, self, identities=identities, channels=channels, logs=logs)
         self.admission = Admission(
+            services,
             core,
-            store,
             channels=channels,
             arbitration=arbitration,
             delivery=delivery,
             logs=logs,
-            locks=locks,
-            stamper=stamper,
-            listeners=listeners,
         )
         channels.connect(
             identities=identities,
@@ -163,26 +135,8 @@ class Hub(BaseHubListener):
             tasks=tasks,
             expectations=expectations,
             logs=logs,
-            locks=locks,
-            stamper=stamper,
-            audit=audit,
-            listeners=listeners,
-            observe_log=observe,
             post=self.post_envelope,
         )
-        self.hydration = Hydration(
-            store,
-            identities=identities,
-            channels=channels,
-            logs=logs,
-            tasks=tasks,
-            delivery=delivery,
-            ids=ids,
-            progress=progress,
-        )
-        self._owned_clients: list[Any] = []  # HubClients made by ``register``, closed with the hub
-        self._closed = False
-        self._started = False
 
     @property
     def auth(self) -> AuthRegistry:
@@ -652,7 +606,7 @@ class Hub(BaseHubListener):
         channel_id: str,
         reason: str = "",
     ) -> None:
-        """A client acknowledged (or refused) one delivery."""
+        """A client acknowledged (or refused) one delivery (``Delivery.handle_receipt``)."""
         self.delivery.handle_receipt(endpoint, envelope_id, status, recipient_id, channel_id, reason)
 
     async def replay(self, endpoint: Any, agent_id: str, since_envelope_id: str) -> int:
@@ -768,9 +722,7 @@ class Hub(BaseHubListener):
         exc_type: str | None = None,
     ) -> None:
         """Audit a failed turn and give every listener's ``on_turn_failed`` the exception (``hub.turns``)."""
-        await self.turns.report_failure(
-            channel_id=channel_id, agent_id=agent_id, envelope_id=envelope_id, exc=exc, exc_type=exc_type
-        )
+        await self.turns.report_failure(channel_id, agent_id, envelope_id, exc, exc_type)
 
     async def record_turn(self, record: dict[str, Any]) -> str:
         """Store one turn record under a fresh, hub-assigned ``turn_id`` and return that id."""

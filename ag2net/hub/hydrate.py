@@ -21,11 +21,9 @@ from ag2net.tasks import TaskMetadata
 from ag2net.views.warm import channel_indexes
 
 if TYPE_CHECKING:
-    from ag2net.hub.core import DeliveryBook, IdentityTable, TaskBook
-    from ag2net.hub.lifecycle import Channels
+    from ag2net.hub.core import HubCore
     from ag2net.hub.logs import ChannelLogs
-    from ag2net.ids import IdSource
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
     from ag2net.views.wal import WalLog
 
 log = logging.getLogger(__name__)
@@ -37,59 +35,50 @@ INDEX_SNAPSHOT_BYTES = 1 << 20
 class Hydration:
     """Loads the tables from the store, and writes the snapshot that speeds up the next load."""
 
-    __slots__ = ("channels", "delivery", "identities", "ids", "logs", "progress", "store", "tasks")
+    __slots__ = ("core", "logs", "progress", "services")
 
     def __init__(
         self,
-        store: Store,
-        *,
-        identities: IdentityTable,
-        channels: Channels,
+        services: Services,
+        core: HubCore,
         logs: ChannelLogs,
-        tasks: TaskBook,
-        delivery: DeliveryBook,
-        ids: IdSource,
         progress: Callable[[int, int], None] | None,
     ) -> None:
-        self.store = store
-        self.identities = identities
-        self.channels = channels
+        self.services = services
+        self.core = core  # the tables it fills
         self.logs = logs
-        self.tasks = tasks
-        self.delivery = delivery
-        self.ids = ids
         self.progress = progress  # (envelopes folded, envelopes to fold) while hydrating
 
     async def load(self) -> None:
         """Rebuild every in-memory table from the store (idempotent)."""
-        await self.store.open()
-        self.identities.clear()
-        channels = self.channels
+        await self.services.store.open()
+        self.core.identities.clear()
+        channels = self.core.channels
         channels.by_id.clear()
         channels.states.clear()
         self.logs.cache.clear()
-        self.tasks.tasks.clear()
-        self.tasks.peer_cancellers.clear()
-        for rec in await self.store.load_agents():
-            self.identities.add(_agent_record(rec))
+        self.core.tasks.tasks.clear()
+        self.core.tasks.peer_cancellers.clear()
+        for rec in await self.services.store.load_agents():
+            self.core.identities.add(_agent_record(rec))
         channels.wal_counts.clear()
-        channels.wal_counts.update(await self.store.wal_counts())
+        channels.wal_counts.update(await self.services.store.wal_counts())
         live = await self._load_channels()
         self.logs.index_entries.clear()
-        live = self._restore_snapshot(await self.store.get_meta(SNAPSHOT_KEY), live)
+        live = self._restore_snapshot(await self.services.store.get_meta(SNAPSHOT_KEY), live)
         if live:
             await self._fold(live)
-        for data in await self.store.load_tasks():
+        for data in await self.services.store.load_tasks():
             md = TaskMetadata.from_dict(data)
-            self.tasks.tasks[md.task_id] = md
-        self.delivery.cursors.clear()
-        self.delivery.cursors.update(await self.store.load_cursors())
+            self.core.tasks.tasks[md.task_id] = md
+        self.core.delivery.cursors.clear()
+        self.core.delivery.cursors.update(await self.services.store.load_cursors())
 
     async def _load_channels(self) -> list[str]:
         """Every stored channel into the table; returns the live ones whose adapter is registered."""
-        channels = self.channels
+        channels = self.core.channels
         live: list[str] = []
-        for data in await self.store.load_channels():
+        for data in await self.services.store.load_channels():
             md = ChannelMetadata.from_dict(data)
             channels.by_id[md.channel_id] = md
             channels.last_activity[md.channel_id] = md.closed_at or md.created_at
@@ -99,7 +88,7 @@ class Hydration:
 
     async def _fold(self, live: list[str]) -> None:
         """Fold the WALs of ``live`` channels into their adapter states, filling their cached logs."""
-        channels, cache = self.channels, self.logs.cache
+        channels, cache = self.core.channels, self.logs.cache
         folds = {cid: channels.adapter_of(channels.by_id[cid]) for cid in live}
         logs: dict[str, WalLog] = {}
         for cid in live:
@@ -110,8 +99,8 @@ class Hydration:
         total = sum(channels.wal_counts.get(cid, 0) for cid in live)
         done = 0
         window = cache.window
-        states, peer_cancellers = channels.states, self.tasks.peer_cancellers
-        async for cid, _seq, text in self.store.iter_wal(live):
+        states, peer_cancellers = channels.states, self.core.tasks.peer_cancellers
+        async for cid, _seq, text in self.services.store.iter_wal(live):
             if progress is not None:
                 done += 1
                 if done % 5000 == 0 or done == total:
@@ -122,7 +111,7 @@ class Hydration:
             if wal.resident > 2 * window and wal.can_trim:
                 wal.trim(window)
             states[cid] = folds[cid].fold(env, states[cid])
-            self.ids.observe(env.envelope_id)
+            self.services.ids.observe(env.envelope_id)
             if env.event_type == EV_TASK_CANCEL_REQUEST and env.task_id:
                 peer_cancellers.setdefault(env.task_id, set()).add(env.sender_id)
         for cid in live:
@@ -140,13 +129,13 @@ class Hydration:
         before it wrote the channel's row: write it now. Returns whether the channel was terminal."""
         if last.event_type not in (EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED):
             return False
-        md = self.channels.by_id[channel_id]
+        md = self.core.channels.by_id[channel_id]
         md.state = ChannelState.EXPIRED if last.event_type == EV_CHANNEL_EXPIRED else ChannelState.CLOSED
         reason = last.event_data.get("reason") if isinstance(last.event_data, dict) else None
         md.close_reason = reason if isinstance(reason, str) else ""
         md.closed_at = last.created_at
-        await self.store.put_channel(md.to_dict())
-        self.channels.states.pop(channel_id, None)
+        await self.services.store.put_channel(md.to_dict())
+        self.core.channels.states.pop(channel_id, None)
         return True
 
     def _restore_snapshot(self, text: str | None, live: list[str]) -> list[str]:
@@ -162,13 +151,13 @@ class Hydration:
             snapshot = json.loads(text)
             high = snapshot.get("max_envelope_id") or ""
             if high:
-                self.ids.observe(high)
+                self.services.ids.observe(high)
             for task_id, senders in (snapshot.get("peer_cancellers") or {}).items():
-                self.tasks.peer_cancellers.setdefault(task_id, set()).update(senders)
+                self.core.tasks.peer_cancellers.setdefault(task_id, set()).update(senders)
             entries = snapshot.get("channels") or {}
         except (ValueError, AttributeError):
             return live
-        channels = self.channels
+        channels = self.core.channels
         remaining = []
         for cid in live:
             entry = entries.get(cid)
@@ -192,7 +181,7 @@ class Hydration:
     def snapshot(self) -> str:
         """Adapter states of live channels, so the next open need not fold every WAL, and the visibility
         indexes of their logs (``_index_snapshot``)."""
-        channels = self.channels
+        channels = self.core.channels
         entries: dict[str, Any] = {}
         high = ""
         for cid, md in channels.by_id.items():
@@ -216,8 +205,8 @@ class Hydration:
         self._index_snapshot(entries)
         return json.dumps(
             {
-                "max_envelope_id": max(high, self.ids.last_envelope_id()),
-                "peer_cancellers": {t: sorted(s) for t, s in self.tasks.peer_cancellers.items()},
+                "max_envelope_id": max(high, self.services.ids.last_envelope_id()),
+                "peer_cancellers": {t: sorted(s) for t, s in self.core.tasks.peer_cancellers.items()},
                 "channels": entries,
             },
             default=str,
@@ -231,11 +220,11 @@ class Hydration:
         reads the window instead of every stored envelope."""
         found: list[tuple[int, str, Any, int]] = []
         for cid, entry in entries.items():
-            md = self.channels.by_id[cid]
+            md = self.core.channels.by_id[cid]
             wal = self.logs.cache.peek(cid)
             indexes: Any = None
             if wal is not None and len(wal) == entry["seq"]:
-                adapter = self.channels.adapter_of(md)
+                adapter = self.core.channels.adapter_of(md)
                 try:
                     indexes = channel_indexes(wal, adapter.render_envelope)
                 except Exception:

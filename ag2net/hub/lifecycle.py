@@ -25,24 +25,19 @@ from ag2net.envelope import (
 from ag2net.errors import ProtocolError
 from ag2net.hub.audit import AUDIT_KIND_CHANNEL_CLOSED, AUDIT_KIND_CHANNEL_CREATED, AUDIT_KIND_CHANNEL_EXPIRED
 from ag2net.hub.core import ChannelTable
+from ag2net.hub.locks import ChannelLocks
 from ag2net.hub.plans import OpenRequest, open_request, plan_channel, ttl_seconds
 from ag2net.hub.records import TERMINAL_TASKS
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
     from ag2net.hub.arbiter import Arbitration
-    from ag2net.hub.audit import Audit
     from ag2net.hub.core import IdentityTable
     from ag2net.hub.delivery import Delivery
-    from ag2net.hub.listeners import Listeners
-    from ag2net.hub.locks import ChannelLocks
     from ag2net.hub.logs import ChannelLogs
-    from ag2net.hub.observe import ObserveLog
-    from ag2net.hub.records import Stamper
+    from ag2net.hub.services import Services
     from ag2net.hub.sweeps import Expectations
     from ag2net.hub.task_table import Tasks
-    from ag2net.ids import IdSource
-    from ag2net.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +48,11 @@ Post = Callable[[Envelope], Awaitable[str]]
 class Channels(ChannelTable):
     """The hub's channels and their lifecycle (the parts it uses are given at construction)."""
 
-    def __init__(
-        self, store: Store, *, clock: Callable[[], str], ids: IdSource, invite_ack_timeout: float
-    ) -> None:
+    def __init__(self, services: Services, invite_ack_timeout: float) -> None:
         super().__init__()
-        self.store = store
-        self.clock = clock
-        self.ids = ids
+        self.services = services
         self.invite_ack_timeout = invite_ack_timeout
+        self.locks = ChannelLocks()  # one per channel: whatever reads and changes its state holds it
         self.open_waiters: dict[str, asyncio.Future[ChannelMetadata]] = {}
 
     def connect(
@@ -72,32 +64,22 @@ class Channels(ChannelTable):
         tasks: Tasks,
         expectations: Expectations,
         logs: ChannelLogs,
-        locks: ChannelLocks,
-        stamper: Stamper,
-        audit: Audit,
-        listeners: Listeners,
-        observe_log: ObserveLog,
         post: Post,
     ) -> None:
-        """The parts a lifecycle step uses (made after the table, which most of them read)."""
+        """The components a lifecycle step uses (made after this table, which most of them read)."""
         self.identities = identities
         self.arbitration = arbitration
         self.delivery = delivery
         self.tasks = tasks
         self.expectations = expectations
         self.logs = logs
-        self.locks = locks
-        self.stamper = stamper
-        self.audit = audit
-        self.listeners = listeners
-        self.observe_log = observe_log
         self.post = post
 
     # ------------------------------------------------------------------ reads
 
     def observe(self, channel_id: str, kind: str, metadata: ChannelMetadata, **extra: Any) -> None:
         """A ``channel`` event on the observe stream."""
-        self.observe_log.append(
+        self.services.observe_log.append(
             "channel", channel_id=channel_id, payload={"kind": kind, "metadata": metadata.to_dict(), **extra}
         )
 
@@ -136,16 +118,6 @@ class Channels(ChannelTable):
         metadata = self.metadata(channel_id)
         return resolve_view(metadata, participant_id, self.adapter_required(metadata))
 
-    def adapter_required(self, metadata: ChannelMetadata) -> Any:
-        """The channel's adapter (``NotFoundError`` when none is registered for its manifest)."""
-        from ag2net.errors import NotFoundError
-
-        adapter = self.adapter_of(metadata)
-        if adapter is None:
-            manifest = metadata.manifest
-            raise NotFoundError(f"no adapter registered for {manifest.type!r}@v{manifest.version}")
-        return adapter
-
     # ------------------------------------------------------------------ opening
 
     async def create(
@@ -173,10 +145,10 @@ class Channels(ChannelTable):
         )
         # The arbiter (by default the rules: invitees' inbound_from, max_concurrent_channels) may refuse.
         await self.arbitration.authorize_channel_open(request)
-        now = self.clock()
+        now = self.services.clock()
         md, state = plan_channel(
             request,
-            channel_id=self.ids.new_id(),
+            channel_id=self.services.ids.new_id(),
             now=now,
             ttl=ttl_seconds(ttl, request.creator),
             required_acks=required_acks,
@@ -195,13 +167,13 @@ class Channels(ChannelTable):
         """Store the planned channel, then hold it in memory with an empty log, and announce it."""
         cid = md.channel_id
         # Stored first: a failed write leaves no channel in memory that the store does not know.
-        await self.store.put_channel(md.to_dict())
+        await self.services.store.put_channel(md.to_dict())
         self.by_id[cid] = md
         self.states[cid] = state
         self.logs.cache.install(cid, self.logs.cache.new_log(cid))
         self.wal_counts[cid] = 0
         self.last_activity[cid] = now
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_CHANNEL_CREATED,
             at=now,
             channel_id=cid,
@@ -211,7 +183,7 @@ class Channels(ChannelTable):
             participants=list(request.ids),
         )
         self.observe(cid, "created", md)
-        await self.listeners.fan_out(
+        await self.services.listeners.fan_out(
             "on_channel_event", cid, "created", {"metadata": md, "participants": request.ids, "at": now}
         )
 
@@ -245,10 +217,10 @@ class Channels(ChannelTable):
             self.open_waiters.pop(cid, None)
 
     async def _activate(self, md: ChannelMetadata) -> None:
-        await self.store.put_channel({**md.to_dict(), "state": ChannelState.ACTIVE.value})
+        await self.services.store.put_channel({**md.to_dict(), "state": ChannelState.ACTIVE.value})
         md.state = ChannelState.ACTIVE
         self.observe(md.channel_id, "opened", md)
-        await self.listeners.fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
+        await self.services.listeners.fan_out("on_channel_event", md.channel_id, "opened", {"metadata": md})
         await self.post(
             Envelope(
                 channel_id=md.channel_id,
@@ -268,7 +240,7 @@ class Channels(ChannelTable):
             return
         if env.event_type == EV_CHANNEL_INVITE_ACK:
             pending = [a for a in md.pending_acks if a != env.sender_id]
-            await self.store.put_channel({**md.to_dict(), "pending_acks": pending})
+            await self.services.store.put_channel({**md.to_dict(), "pending_acks": pending})
             md.pending_acks = pending
             if not md.pending_acks and not md.rejected_by:
                 await self._activate(md)
@@ -288,7 +260,7 @@ class Channels(ChannelTable):
 
     async def expire_due(self) -> int:
         """Expire channels and tasks whose ``expires_at`` has passed; returns how many channels expired."""
-        now = self.clock()
+        now = self.services.clock()
         count = 0
         for cid, md in list(self.by_id.items()):
             if not md.is_terminal() and md.expires_at and md.expires_at <= now:
@@ -336,14 +308,14 @@ class Channels(ChannelTable):
             event_type=EV_CHANNEL_EXPIRED if expired else EV_CHANNEL_CLOSED,
             event_data={"reason": reason, "channel_id": channel_id},
         )
-        self.stamper.stamp(env)
+        self.services.stamp(env)
         now = env.created_at
         # The closing envelope is in the WAL before the channel reads as terminal anywhere (in memory or in
         # the store): whoever sees the state can read the envelope. A crash between the two writes is
         # repaired by ``hydrate`` (a live channel whose WAL ends with its close is closed).
         await self.logs.append(md, env)
         try:
-            await self.store.put_channel(
+            await self.services.store.put_channel(
                 {**md.to_dict(), "state": new_state.value, "close_reason": reason, "closed_at": now}
             )
         except Exception:
@@ -362,13 +334,13 @@ class Channels(ChannelTable):
         self.delivery.dispatch(md, env, await self.arbitration.dispatch_denials(md, env))
         kind = "expired" if expired else "closed"
         self.observe(channel_id, kind, md, reason=reason)
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_CHANNEL_EXPIRED if expired else AUDIT_KIND_CHANNEL_CLOSED,
             at=now,
             channel_id=channel_id,
             reason=reason,
         )
-        await self.listeners.fan_out(
+        await self.services.listeners.fan_out(
             "on_channel_event", channel_id, kind, {"reason": reason, "metadata": md, "at": now}
         )
 

@@ -20,9 +20,8 @@ from ag2net.views.warm import restore_channel_indexes
 if TYPE_CHECKING:
     from ag2net.hub.core import ChannelTable
     from ag2net.hub.locks import ChannelLocks
-    from ag2net.hub.observe import ObserveLog
+    from ag2net.hub.services import Services
     from ag2net.hub.wal_cache import WalCache
-    from ag2net.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -30,22 +29,15 @@ log = logging.getLogger(__name__)
 class ChannelLogs:
     """The cached logs of the channels, their loading, appends and reads."""
 
-    __slots__ = ("cache", "channels", "index_entries", "locks", "observe_log", "store")
+    __slots__ = ("cache", "channels", "index_entries", "locks", "services")
 
     def __init__(
-        self,
-        store: Store,
-        cache: WalCache,
-        *,
-        channels: ChannelTable,
-        locks: ChannelLocks,
-        observe_log: ObserveLog,
+        self, services: Services, cache: WalCache, *, channels: ChannelTable, locks: ChannelLocks
     ) -> None:
-        self.store = store
+        self.services = services
         self.cache = cache
         self.channels = channels
         self.locks = locks
-        self.observe_log = observe_log
         # the visibility indexes the last hub kept for channels whose log is not loaded yet (installed by
         # the load: a reopened hub's first windowed projection need not scan every stored envelope)
         self.index_entries: dict[str, Any] = {}
@@ -62,7 +54,7 @@ class ChannelLogs:
             else:
                 log.warning("channel %s: cached WAL out of step (%d, seq %d); dropped", cid, len(wal), seq)
                 cache.discard(cid)
-        self.observe_log.append(
+        self.services.observe_log.append(
             "envelope", channel_id=cid, seq=seq, envelope=env, size=len(text) + ENVELOPE_OVERHEAD
         )
 
@@ -75,7 +67,7 @@ class ChannelLogs:
         cid = md.channel_id
         if text is None:
             text = env.to_json()
-        await self.store.append(cid, env.envelope_id, text)
+        await self.services.store.append(cid, env.envelope_id, text)
         seq = self.channels.note_appended(cid, env)
         self.remember(cid, env, text, seq)
         return seq
@@ -116,10 +108,10 @@ class ChannelLogs:
         return wal
 
     async def _read_log(self, channel_id: str) -> WalLog:
-        count = await self.store.wal_count(channel_id)
+        count = await self.services.store.wal_count(channel_id)
         keep = self.cache.load_start
         base = max(0, count - keep) if keep else 0
-        texts = await self.store.read_wal(channel_id, since=base)
+        texts = await self.services.store.read_wal(channel_id, since=base)
         loads = json.loads
         wal = self.cache.new_log(channel_id, base=base)
         for text in texts:
@@ -149,7 +141,10 @@ class ChannelLogs:
 
     async def _read_store(self, channel_id: str, start: int, stop: int | None) -> list[Envelope]:
         loads = json.loads
-        return [Envelope(**loads(t)) for t in await self.store.read_wal(channel_id, since=start, until=stop)]
+        return [
+            Envelope(**loads(t))
+            for t in await self.services.store.read_wal(channel_id, since=start, until=stop)
+        ]
 
     async def read(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
         """The channel's envelopes in admission order, index-sliced ``[since:until]``; unknown → ``[]``."""
@@ -171,7 +166,7 @@ class ChannelLogs:
         wal = self.cache.get(channel_id)
         if wal is not None and first_seq - 1 >= wal.base:
             return [(first_seq + i, env) for i, env in enumerate(wal[first_seq - 1 : max(last_seq, 0)])]
-        rows = await self.store.read_wal_seq(channel_id, first_seq, last_seq)
+        rows = await self.services.store.read_wal_seq(channel_id, first_seq, last_seq)
         loads = json.loads
         return [(seq, Envelope(**loads(text))) for seq, text in rows]
 
@@ -185,11 +180,11 @@ class ChannelLogs:
         if wal is None:
             if channel_id not in self.channels:
                 return []
-            seq = await self.store.find_seq(channel_id, envelope_id)
+            seq = await self.services.store.find_seq(channel_id, envelope_id)
             return await self._read_store(channel_id, 0, None if seq is None else seq - 1)
         pos = wal.index_of(envelope_id)
         if pos is None and wal.base:
-            seq = await self.store.find_seq(channel_id, envelope_id)
+            seq = await self.services.store.find_seq(channel_id, envelope_id)
             if seq is not None:
                 pos = seq - 1
         return wal.prefix(pos)
@@ -219,7 +214,7 @@ class ChannelLogs:
         pos = wal.index_of(envelope_id) if wal is not None else None
         if wal is not None and pos is not None:
             return pos + 1, wal[pos]
-        seq = await self.store.find_seq(channel_id, envelope_id)
+        seq = await self.services.store.find_seq(channel_id, envelope_id)
         if seq is None:
             return None
         rows = await self.read_seq(channel_id, seq, seq)

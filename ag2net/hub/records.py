@@ -1,13 +1,12 @@
-"""Core: records and constants the hub modules share — agent records, pending turns, the envelope stamp,
-the built-in violation handlers (and ``ViolationTarget``, what a handler acts on)."""
+"""Core: records and constants the hub modules share — agent records, pending turns, the built-in violation handlers (and ``ViolationTarget``, what a handler acts on)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ag2net.channel import (
     ChannelMetadata,
@@ -26,9 +25,6 @@ from ag2net.identity import (
 from ag2net.protocol.records import PendingTurn
 from ag2net.tasks import TaskState
 
-if TYPE_CHECKING:
-    from ag2net.ids import IdSource
-
 log = logging.getLogger(__name__)
 
 TERMINAL = (ChannelState.CLOSED, ChannelState.EXPIRED)
@@ -46,21 +42,6 @@ class AgentRecord:
     #: The hash of the identity secret a token server issued (``ag2net.hub.auth.secret_digest``), kept in
     #: the agent's own record so it is written in the same transaction as the identity.
     secret_digest: str | None = None
-
-
-class Stamper:
-    """Stamps what the hub admits or makes: a fresh envelope id and the clock's time (reference §1.2).
-
-    One per hub, shared by admission and the channel lifecycle (``ag2net.debug.fork`` replaces ``stamp``
-    on it to re-admit an envelope under its own id)."""
-
-    def __init__(self, ids: IdSource, clock: Callable[[], str]) -> None:
-        self.ids = ids
-        self.clock = clock
-
-    def stamp(self, env: Envelope) -> None:
-        env.envelope_id = self.ids.new_envelope_id()
-        env.created_at = self.clock()
 
 
 class ViolationTarget(Protocol):
@@ -137,7 +118,6 @@ __all__ = [
     "AutoCloseHandler",
     "NotifyChannelHandler",
     "PendingTurn",
-    "Stamper",
     "ViolationTarget",
     "default_handlers",
 ]

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ag2net.agent_names import normalize_agent_name
@@ -43,12 +43,8 @@ from ag2net.skills import render_fallback_skill
 from ag2net.tasks import TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.audit import Audit
     from ag2net.hub.auth import AuthRegistry
-    from ag2net.hub.listeners import Listeners
-    from ag2net.hub.observe import ObserveLog
-    from ag2net.ids import IdSource
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -56,43 +52,18 @@ log = logging.getLogger(__name__)
 class Identities(IdentityTable):
     """Who is registered, and what they say about themselves (``hub.identities``)."""
 
-    __slots__ = (
-        "audit",
-        "auth",
-        "clock",
-        "ids",
-        "listeners",
-        "locks",
-        "observe_log",
-        "observed_outcomes",
-        "store",
-    )
+    __slots__ = ("auth", "locks", "observed_outcomes", "services")
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        auth: AuthRegistry,
-        clock: Callable[[], str],
-        ids: IdSource,
-        audit: Audit,
-        listeners: Listeners,
-        observe_log: ObserveLog,
-    ) -> None:
+    def __init__(self, services: Services, auth: AuthRegistry) -> None:
         super().__init__()
-        self.store = store
+        self.services = services
         self.auth = auth
-        self.clock = clock
-        self.ids = ids
-        self.audit = audit
-        self.listeners = listeners
-        self.observe_log = observe_log
         self.locks: dict[str, asyncio.Lock] = {}  # one per identity being changed
         self.observed_outcomes: set[tuple[str, str]] = set()  # (owner, task) outcomes already counted
 
     def observe(self, agent_id: str, kind: str, **payload: Any) -> None:
         """An ``agent`` event on the observe stream."""
-        self.observe_log.append("agent", payload={"kind": kind, "agent_id": agent_id, **payload})
+        self.services.observe_log.append("agent", payload={"kind": kind, "agent_id": agent_id, **payload})
 
     @contextlib.asynccontextmanager
     async def update(self, agent_id: str) -> AsyncIterator[AgentRecord]:
@@ -109,7 +80,7 @@ class Identities(IdentityTable):
 
     async def persist(self, rec: AgentRecord) -> None:
         p = rec.passport
-        await self.store.put_agent(
+        await self.services.store.put_agent(
             {
                 "agent_id": p.agent_id,
                 "name": p.name,
@@ -134,7 +105,7 @@ class Identities(IdentityTable):
             new = dataclasses.replace(rec, secret_digest=secret_digest)
             await self.persist(new)
             self.agents[agent_id] = new
-        await self.audit.record(AUDIT_KIND_SECRET_ROTATED, agent_id=agent_id, name=rec.passport.name)
+        await self.services.audit.record(AUDIT_KIND_SECRET_ROTATED, agent_id=agent_id, name=rec.passport.name)
 
     async def register_identity(
         self,
@@ -160,8 +131,8 @@ class Identities(IdentityTable):
             await self.auth.get(passport.auth.scheme).validate(passport, passport.auth.claim)
         name = passport.name
         check_registration(self, name, skill_md, resume)
-        agent_id = self.ids.new_id()
-        created_at = self.clock()
+        agent_id = self.services.ids.new_id()
+        created_at = self.services.clock()
         stored = Passport.from_dict(passport.to_dict(include_claim=passport.kind == "remote_agent"))
         stored.agent_id = agent_id
         stored.created_at = created_at
@@ -187,10 +158,12 @@ class Identities(IdentityTable):
         passport.created_at = created_at
         self.agents[agent_id] = rec
         self.names[name] = agent_id
-        at = self.clock()
-        await self.audit.record(AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name)
+        at = self.services.clock()
+        await self.services.audit.record(
+            AUDIT_KIND_AGENT_REGISTERED, at=at, agent_id=stored.agent_id, name=name
+        )
         self.observe(stored.agent_id, "registered", name=name, passport=stored.public_dict())
-        await self.listeners.fan_out(
+        await self.services.listeners.fan_out(
             "on_agent_event", stored.agent_id, "registered", {"passport": stored, "at": at}
         )
         return passport
@@ -200,17 +173,19 @@ class Identities(IdentityTable):
         step: the hub then drops its deliveries and calls ``announce_removed``)."""
         async with self.update(agent_id) as rec:
             name = rec.passport.name
-            await self.store.delete_agent(agent_id)
+            await self.services.store.delete_agent(agent_id)
             self.agents.pop(agent_id, None)
             self.names.pop(name, None)
             self.locks.pop(agent_id, None)
         return name
 
     async def announce_removed(self, agent_id: str, name: str) -> None:
-        at = self.clock()
-        await self.audit.record(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
+        at = self.services.clock()
+        await self.services.audit.record(AUDIT_KIND_AGENT_UNREGISTERED, at=at, agent_id=agent_id, name=name)
         self.observe(agent_id, "unregistered", name=name)
-        await self.listeners.fan_out("on_agent_event", agent_id, "unregistered", {"name": name, "at": at})
+        await self.services.listeners.fan_out(
+            "on_agent_event", agent_id, "unregistered", {"name": name, "at": at}
+        )
 
     def names_for(self, agent_ids: list[str]) -> dict[str, str]:
         return {a: self.name_for(a) for a in agent_ids}
@@ -290,18 +265,20 @@ class Identities(IdentityTable):
     async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
         check_resume_size(resume)
         async with self.update(agent_id) as rec:
-            version, updated = rec.resume.version + 1, self.clock()
+            version, updated = rec.resume.version + 1, self.services.clock()
             candidate = Resume.from_dict(resume.to_dict())
             candidate.version, candidate.last_updated = version, updated
             new = dataclasses.replace(rec, resume=candidate)
             await self.persist(new)
             self.agents[agent_id] = new
             resume.version, resume.last_updated = version, updated
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_RESUME_SET, source=RESUME_SOURCE_TENANT, agent_id=agent_id, version=resume.version
         )
         self.observe(agent_id, "resume_set", version=resume.version)
-        await self.listeners.fan_out("on_agent_event", agent_id, "resume_set", {"version": resume.version})
+        await self.services.listeners.fan_out(
+            "on_agent_event", agent_id, "resume_set", {"version": resume.version}
+        )
         return resume
 
     async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
@@ -313,7 +290,7 @@ class Identities(IdentityTable):
             new = dataclasses.replace(rec, skill_md=skill_md, resume=resume)
             await self.persist(new)
             self.agents[agent_id] = new
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_SKILL_SET,
             source=RESUME_SOURCE_TENANT,
             agent_id=agent_id,
@@ -321,7 +298,9 @@ class Identities(IdentityTable):
             removed=skill_md is None,
         )
         self.observe(agent_id, "skill_set", removed=skill_md is None)
-        await self.listeners.fan_out("on_agent_event", agent_id, "skill_set", {"removed": skill_md is None})
+        await self.services.listeners.fan_out(
+            "on_agent_event", agent_id, "skill_set", {"removed": skill_md is None}
+        )
 
     async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
         async with self.update(agent_id) as rec:
@@ -332,9 +311,11 @@ class Identities(IdentityTable):
             await self.persist(new)
             self.agents[agent_id] = new
             rule.version = version
-        await self.audit.record(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
+        await self.services.audit.record(AUDIT_KIND_RULE_SET, agent_id=agent_id, version=rule.version)
         self.observe(agent_id, "rule_set", version=rule.version)
-        await self.listeners.fan_out("on_agent_event", agent_id, "rule_set", {"version": rule.version})
+        await self.services.listeners.fan_out(
+            "on_agent_event", agent_id, "rule_set", {"version": rule.version}
+        )
         return rule
 
     async def record_observation(
@@ -366,13 +347,13 @@ class Identities(IdentityTable):
             if latency_ms is not None:
                 stat.p50_latency_ms = latency_ms
             resume.version = rec.resume.version + 1
-            resume.last_updated = self.clock()
+            resume.last_updated = self.services.clock()
             new = dataclasses.replace(rec, resume=resume)
             await self.persist(new)
             self.agents[owner_id] = new
             if task_id is not None:
                 self.observed_outcomes.add((owner_id, task_id))
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_RESUME_SET,
             source=RESUME_SOURCE_OBSERVED,
             agent_id=owner_id,

@@ -15,6 +15,7 @@ The hub never closes a proxy: whoever registered it owns it (``unregister_remote
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ag2net.envelope import Envelope
@@ -26,19 +27,11 @@ REMOTE_AGENT_KIND = "remote_agent"
 
 
 class Receipts(Protocol):
-    """What the proxy endpoint tells of a hand-off: the delivery book's pending set and its receipts."""
+    """What the proxy endpoint tells of a hand-off: the delivery book's pending set and its receipts
+    (``Delivery.handle_receipt``)."""
 
     unacked: dict[str, set[str]]
-
-    def handle_receipt(
-        self,
-        endpoint: Any,
-        envelope_id: str,
-        status: str,
-        recipient_id: str,
-        channel_id: str,
-        reason: str = "",
-    ) -> None: ...
+    handle_receipt: Callable[..., None]
 
 
 @runtime_checkable

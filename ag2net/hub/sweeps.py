@@ -19,9 +19,8 @@ from ag2net.hub.expectations import ExpectationContext
 from ag2net.ids import parse_time
 
 if TYPE_CHECKING:
-    from ag2net.hub.audit import Audit
     from ag2net.hub.core import ChannelTable
-    from ag2net.hub.listeners import Listeners
+    from ag2net.hub.services import Services
     from ag2net.views.wal import WalLog
 
 log = logging.getLogger(__name__)
@@ -70,34 +69,20 @@ class Sweepers:
 class Expectations:
     """The expectation evaluators and violation handlers by name, and which violations have fired."""
 
-    __slots__ = (
-        "audit",
-        "channels",
-        "clock",
-        "evaluators",
-        "fired",
-        "handlers",
-        "listeners",
-        "load_wal",
-        "owner",
-    )
+    __slots__ = ("channels", "evaluators", "fired", "handlers", "load_wal", "owner", "services")
 
     def __init__(
         self,
+        services: Services,
         owner: Any,
         *,
         channels: ChannelTable,
         load_wal: Callable[[str], Awaitable[WalLog]],
-        clock: Callable[[], str],
-        audit: Audit,
-        listeners: Listeners,
     ) -> None:
+        self.services = services
         self.owner = owner  # the hub: what a violation handler acts on (ag2net.hub.records)
         self.channels = channels
         self.load_wal = load_wal
-        self.clock = clock
-        self.audit = audit
-        self.listeners = listeners
         self.evaluators: dict[str, Any] = {}
         self.handlers: dict[str, Any] = {}
         self.fired: dict[str, set[tuple[int, str, str]]] = {}
@@ -110,7 +95,7 @@ class Expectations:
         """Evaluate every active channel's expectations once; returns how many violations fired."""
         if not self.evaluators or not self.handlers:
             return 0
-        now_iso = self.clock()
+        now_iso = self.services.clock()
         now_seconds = parse_time(now_iso).timestamp()
         fired = 0
         for cid, md in list(self.channels.items()):
@@ -143,7 +128,7 @@ class Expectations:
                 continue
             memory.update(keys)
             fired += 1
-            await self.audit.record(
+            await self.services.audit.record(
                 AUDIT_KIND_EXPECTATION_VIOLATED,
                 channel_id=cid,
                 expectation=exp.name,
@@ -152,7 +137,7 @@ class Expectations:
                 violators=list(violation.violator_ids),
                 detail=dict(violation.detail),
             )
-            await self.listeners.fan_out("on_expectation_fired", cid, exp, violation)
+            await self.services.listeners.fan_out("on_expectation_fired", cid, exp, violation)
             try:
                 await handler.handle(self.owner, cid, violation)
             except Exception:

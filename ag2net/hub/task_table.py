@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.errors import AccessDeniedError, NotFoundError, ProtocolError
@@ -14,10 +13,8 @@ from ag2net.hub.core import TaskBook
 from ag2net.tasks import TASK_ID_RE, TaskMetadata, TaskState
 
 if TYPE_CHECKING:
-    from ag2net.hub.audit import Audit
     from ag2net.hub.core import IdentityTable
-    from ag2net.hub.listeners import Listeners
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -25,23 +22,12 @@ log = logging.getLogger(__name__)
 class Tasks(TaskBook):
     """Tasks mirrored from their owners (the task table with its persisted changes)."""
 
-    __slots__ = ("audit", "clock", "identities", "listeners", "store")
+    __slots__ = ("identities", "services")
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        clock: Callable[[], str],
-        identities: IdentityTable,
-        audit: Audit,
-        listeners: Listeners,
-    ) -> None:
+    def __init__(self, services: Services, identities: IdentityTable) -> None:
         super().__init__()
-        self.store = store
-        self.clock = clock
+        self.services = services
         self.identities = identities
-        self.audit = audit
-        self.listeners = listeners
 
     async def observe(self, metadata: TaskMetadata) -> TaskMetadata:
         if not TASK_ID_RE.fullmatch(metadata.task_id or ""):
@@ -53,7 +39,7 @@ class Tasks(TaskBook):
             existing.expires_at = metadata.expires_at or existing.expires_at
             existing.channel_id = metadata.channel_id or existing.channel_id
             existing.progress.update(metadata.progress or {})
-            await self.store.put_task(existing.to_dict())
+            await self.services.store.put_task(existing.to_dict())
             return existing
         owner = self.identities.record(metadata.owner_id)
         limit = owner.rule.limits.max_concurrent_tasks
@@ -66,7 +52,7 @@ class Tasks(TaskBook):
                     f"owner '{metadata.owner_id}' exceeded max_concurrent_tasks ({active} >= {limit})"
                 )
         self.tasks[metadata.task_id] = metadata
-        await self.store.put_task(metadata.to_dict())
+        await self.services.store.put_task(metadata.to_dict())
         return metadata
 
     async def update(
@@ -83,7 +69,7 @@ class Tasks(TaskBook):
             raise NotFoundError(f"task not found: {task_id}")
         if task.is_terminal():
             return task
-        now = self.clock()
+        now = self.services.clock()
         if progress:
             task.progress.update(progress)
             task.last_progress_at = now
@@ -93,11 +79,11 @@ class Tasks(TaskBook):
             task.error = error
         if state is not None:
             task.state = TaskState(state)
-        await self.store.put_task(task.to_dict())
+        await self.services.store.put_task(task.to_dict())
         if task.is_terminal():
             task.completed_at = now
-            await self.store.put_task(task.to_dict())
-            await self.audit.record(
+            await self.services.store.put_task(task.to_dict())
+            await self.services.audit.record(
                 AUDIT_KIND_TASK_TERMINATED,
                 at=now,
                 task_id=task_id,
@@ -107,7 +93,7 @@ class Tasks(TaskBook):
                 capability=task.spec.capability,
                 reason=task.error or "",
             )
-            await self.listeners.fan_out(
+            await self.services.listeners.fan_out(
                 "on_task_event",
                 task_id,
                 task.state.value,
@@ -143,7 +129,7 @@ class Tasks(TaskBook):
         return out if limit is None else out[:limit]
 
     async def fire_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
-        await self.listeners.fan_out("on_task_event", task_id, kind, payload)
+        await self.services.listeners.fan_out("on_task_event", task_id, kind, payload)
 
 
 __all__ = ["Tasks"]

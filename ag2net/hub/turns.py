@@ -3,7 +3,6 @@ the records agents store, and the failures they report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelState
@@ -12,55 +11,30 @@ from ag2net.hub.audit import AUDIT_KIND_TURN_FAILED
 from ag2net.hub.records import PendingTurn
 
 if TYPE_CHECKING:
-    from ag2net.hub.audit import Audit
     from ag2net.hub.core import ChannelTable, IdentityTable
-    from ag2net.hub.listeners import Listeners
     from ag2net.hub.logs import ChannelLogs
-    from ag2net.hub.observe import ObserveLog
-    from ag2net.ids import IdSource
-    from ag2net.store import Store
+    from ag2net.hub.services import Services
 
 
 class Turns:
     """Expected turns, turn records and turn failures."""
 
-    __slots__ = (
-        "audit",
-        "channels",
-        "clock",
-        "identities",
-        "ids",
-        "listeners",
-        "logs",
-        "observe_log",
-        "owner",
-        "store",
-    )
+    __slots__ = ("channels", "identities", "logs", "owner", "services")
 
     def __init__(
         self,
-        store: Store,
-        *,
+        services: Services,
         owner: Any,
-        clock: Callable[[], str],
-        ids: IdSource,
+        *,
         identities: IdentityTable,
         channels: ChannelTable,
         logs: ChannelLogs,
-        audit: Audit,
-        listeners: Listeners,
-        observe_log: ObserveLog,
     ) -> None:
-        self.store = store
+        self.services = services
         self.owner = owner  # the hub: a tracer's turn span is told of it
-        self.clock = clock
-        self.ids = ids
         self.identities = identities
         self.channels = channels
         self.logs = logs
-        self.audit = audit
-        self.listeners = listeners
-        self.observe_log = observe_log
 
     async def pending_for(self, agent_id: str) -> list[PendingTurn]:
         """The turns the adapters expect of ``agent_id`` now; ``expected_at`` is the trigger's time."""
@@ -80,17 +54,11 @@ class Turns:
         out = []
         for cid, trigger in wanted:
             found = await self.logs.find(cid, trigger) if trigger else None
-            out.append(PendingTurn(cid, trigger, found[1].created_at if found else self.clock()))
+            out.append(PendingTurn(cid, trigger, found[1].created_at if found else self.services.clock()))
         return out
 
     async def report_failure(
-        self,
-        *,
-        channel_id: str,
-        agent_id: str,
-        envelope_id: str,
-        exc: BaseException | str,
-        exc_type: str | None = None,
+        self, channel_id: str, agent_id: str, envelope_id: str, exc: BaseException | str, exc_type: str | None
     ) -> None:
         """Audit a failed turn and give every listener's ``on_turn_failed`` the exception.
 
@@ -100,7 +68,7 @@ class Turns:
             exc_type = type(exc).__name__ if isinstance(exc, BaseException) else "Error"
         if not isinstance(exc, BaseException):
             exc = RuntimeError(str(exc))
-        await self.audit.record(
+        await self.services.audit.record(
             AUDIT_KIND_TURN_FAILED,
             channel_id=channel_id,
             agent_id=agent_id,
@@ -108,7 +76,7 @@ class Turns:
             exc_type=exc_type,
             exc_message=str(exc),
         )
-        await self.listeners.fan_out("on_turn_failed", channel_id, agent_id, envelope_id, exc)
+        await self.services.listeners.fan_out("on_turn_failed", channel_id, agent_id, envelope_id, exc)
 
     async def record(self, record: dict[str, Any]) -> str:
         """Store one turn record under a fresh, hub-assigned ``turn_id`` and return that id.
@@ -126,14 +94,14 @@ class Turns:
         if not isinstance(channel_id, str) or channel_id not in self.channels:
             raise NotFoundError(f"turn record names a channel that does not exist: {channel_id!r}")
         stored = dict(record)
-        stored["turn_id"] = turn_id = self.ids.new_id()
-        await self.store.put_turn(stored)
-        tracer = self.listeners.tracer
+        stored["turn_id"] = turn_id = self.services.ids.new_id()
+        await self.services.store.put_turn(stored)
+        tracer = self.services.listeners.tracer
         if tracer is not None:  # a network.turn span (ag2net.hub.telemetry)
-            await self.listeners.call_hook(
+            await self.services.listeners.call_hook(
                 tracer, tracer.turn_recorded, "turn_recorded", (self.owner, stored)
             )
-        self.observe_log.append(
+        self.services.observe_log.append(
             "turn",
             channel_id=channel_id,
             payload={

@@ -1,0 +1,46 @@
+"""Shell: ``Services`` — what every component of one hub uses: its store, clock and id source, the audit
+trail, the listeners and the observe stream, and the stamp it puts on what it admits or makes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ag2net.envelope import Envelope
+    from ag2net.hub.audit import Audit
+    from ag2net.hub.listeners import Listeners
+    from ag2net.hub.observe import ObserveLog
+    from ag2net.ids import IdSource
+    from ag2net.store import Store
+
+
+class Services:
+    """One hub's shared services (no state of the network's own: the components hold that)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], str],
+        ids: IdSource,
+        *,
+        audit: Audit,
+        listeners: Listeners,
+        observe_log: ObserveLog,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.ids = ids
+        self.audit = audit
+        self.listeners = listeners
+        self.observe_log = observe_log
+
+    def stamp(self, env: Envelope) -> None:
+        """A fresh envelope id and the clock's time (reference §1.2), on what admission admits and on the
+        lifecycle's own close (``ag2net.debug.fork`` replaces it on the instance to re-admit an envelope
+        under its own id)."""
+        env.envelope_id = self.ids.new_envelope_id()
+        env.created_at = self.clock()
+
+
+__all__ = ["Services"]
