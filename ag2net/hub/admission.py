@@ -88,8 +88,10 @@ class Admission:
 
     async def _admit(self, env: Envelope) -> str:
         cid = env.channel_id
-        if cid not in self.channels:  # refused; no lock is made for a channel that does not exist
-            await self._decide(env)
+        if cid not in self.channels.by_id:  # refused; no lock is made for a channel that does not exist
+            if self.arbitration.registered is not None:
+                await self.arbitration.consult(env)
+            _admitted(admit(self.core, env))
             # the channel appeared while a registered arbiter was asked: admit it as any other post
         # Validation -> append -> fold -> dispatch run holding the channel's lock: adapter state,
         # wal_count and the WAL always agree, whatever else is posted concurrently.
@@ -102,13 +104,14 @@ class Admission:
         ):
             return await self._admit_queued(lock, env)
         async with lock:
-            return await self._commit(await self._decide(env))
+            return await self._admit_locked(env)
 
-    async def _decide(self, env: Envelope, state: Any = None) -> Admitted:
-        """A registered arbiter's questions, then the one pure admission; raises the refusal."""
+    async def _admit_locked(self, env: Envelope) -> str:
+        """Holding the channel's lock: a registered arbiter's questions, the one pure admission (raising
+        its refusal), then the commit."""
         if self.arbitration.registered is not None:
             await self.arbitration.consult(env)
-        return _admitted(admit(self.core, env, state))
+        return await self._commit(_admitted(admit(self.core, env)))
 
     # ------------------------------------------------------------ group admission
 
@@ -130,7 +133,7 @@ class Admission:
                     group.append(follower)
                     ticket += 1
                 if len(group) == 1 or not self._groups_allowed():
-                    return await self._commit(await self._decide(env))
+                    return await self._admit_locked(env)
                 await self._admit_group(gate, group)
                 return post.done.result()
         finally:
@@ -195,7 +198,7 @@ class Admission:
             # Nothing of the group was written: admit each on its own, as if they had come one by one.
             for post, _, _ in taken:
                 try:
-                    _settle(post, await self._commit(await self._decide(post.envelope)))
+                    _settle(post, await self._admit_locked(post.envelope))
                 except Exception as exc:
                     _settle(post, exc)
             return

@@ -230,19 +230,21 @@ def recipients(
     md: ChannelMetadata,
     env: Envelope,
     denied: set[str] | None = None,
+    among: list[str] | None = None,
 ) -> list[str]:
     """Who receives ``env`` on channel ``md``, in dispatch order, whether connected or not.
 
     Nobody for an invite's ack or reject (the hub's handshake consumes it); else the ``candidates`` (the
-    sender too when the audience lists it), minus identities no longer registered, and minus those whose
-    rule's ``inbound_from`` refuses the sender, or, while a registered arbiter decides, those it ``denied``.
+    sender too when the audience lists it; ``among``: them, when the caller has them already), minus
+    identities no longer registered, and minus those whose rule's ``inbound_from`` refuses the sender, or,
+    while a registered arbiter decides, those it ``denied``.
     """
     if env.event_type in HANDSHAKE_ANSWERS:
         return []
     sender_id = env.sender_id
     out: list[str] = []
     sender_name: str | None = None
-    for rid in candidates(md, env):
+    for rid in candidates(md, env) if among is None else among:
         rec = agents.get(rid)
         if rec is None:
             continue
@@ -361,10 +363,11 @@ def admit_send(
 ) -> Admitted:
     """The audience, the adapter, (default rules) each recipient's inbox cap, and ``validate_send``."""
     cid = md.channel_id
-    for a in outsiders(md, env)[:1]:
-        raise ProtocolError(
-            f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
-        )
+    if env.audience:
+        for a in outsiders(md, env)[:1]:
+            raise ProtocolError(
+                f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
+            )
     table = core.channels
     adapter = table.adapter_of(md)
     if adapter is None:

@@ -138,22 +138,29 @@ class Delivery(DeliveryBook):
             payload={"kind": "bound" if online else "unbound", "agent_id": agent_id, "name": name, **extra},
         )
 
-    def recipients(self, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None) -> list[str]:
+    def recipients(
+        self,
+        md: ChannelMetadata,
+        env: Envelope,
+        denied: set[str] | None = None,
+        among: list[str] | None = None,
+    ) -> list[str]:
         """Who receives ``env`` (``ag2net.hub.core.recipients``): ``denied``, a registered arbiter's
         refusals, replace the default ``inbound_from`` rule."""
         identities = self.identities
-        return recipients(identities.agents, identities.name_for, md, env, denied)
+        return recipients(identities.agents, identities.name_for, md, env, denied, among)
 
     def dispatch(self, md: ChannelMetadata, env: Envelope, denied: set[str] | None = None) -> None:
         """Queue ``env`` for its recipients that are connected (remote agents: bound to their proxy first)."""
         agents = self.identities.agents
-        for rid in candidates(md, env):
+        among = candidates(md, env)
+        for rid in among:
             record = agents.get(rid)
             if record is not None and record.passport.kind == REMOTE_AGENT_KIND:
                 endpoint = self.remote.endpoint
                 if self.bindings.get(rid) is not endpoint:
                     self.bind(endpoint, rid)
-        targets = self.recipients(md, env, denied)
+        targets = self.recipients(md, env, denied, among)
         if not targets:
             return
         counted = not is_protocol_event(env.event_type)

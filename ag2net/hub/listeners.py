@@ -118,12 +118,13 @@ class Listeners:
     entirely (no coroutine per envelope).
     """
 
-    __slots__ = ("own_hooks", "owner", "registered", "tracer")
+    __slots__ = ("active", "own_hooks", "owner", "registered", "tracer")
 
     def __init__(self, owner: Any, tracer_provider: Any = None) -> None:
         self.owner = owner
         self.registered: list[Any] = []
         self.own_hooks = overridden_hooks(type(owner))
+        self.active = bool(self.own_hooks)  # whether an event reaches anyone but the tracer
         self.tracer: Any = None
         if tracer_provider is not None:
             # Imported only here: without a tracer provider, OpenTelemetry is never imported.
@@ -131,13 +132,9 @@ class Listeners:
 
             self.tracer = EnvelopeTracer(tracer_provider)
 
-    @property
-    def active(self) -> bool:
-        """Whether an event reaches anyone but the tracer."""
-        return bool(self.registered or self.own_hooks)
-
     def add(self, listener: Any) -> None:
         self.registered.append(listener)
+        self.active = True
 
     def remove(self, listener: Any) -> None:
         """Remove ``listener``; no-op if it is not registered."""
@@ -145,6 +142,7 @@ class Listeners:
             self.registered.remove(listener)
         except ValueError:
             pass
+        self.active = bool(self.registered or self.own_hooks)
 
     async def call_hook(self, owner: Any, fn: Any, method: str, args: tuple[Any, ...]) -> None:
         try:
