@@ -35,7 +35,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import PRIORITY_RANK, Envelope, encode_envelope
 from ag2net.errors import NetworkError
 from ag2net.events import BaseEvent
-from ag2net.hub.core import Admitted, DeliveryBook, HubCore, IdentityTable, Refused, admit, recipients
+from ag2net.hub.core import Admitted, HubCore, Refused, admit, recipients
 from ag2net.views.registry import resolve_view, view_spec
 from ag2net.views.wal import VisibleIndex, WalLog, WalSlice
 from ag2net.views.warm import per_envelope, warm_indexes, windowed
@@ -44,26 +44,19 @@ _LOG_BLOCK = 2048  # a closed channel's envelopes read and decoded between two y
 
 if TYPE_CHECKING:
     from ag2net.hub.arbiter import Arbitration
+    from ag2net.hub.delivery import Delivery
     from ag2net.hub.logs import ChannelLogs
+    from ag2net.hub.registry import Identities
 
 
 class ProbeHost(Protocol):
-    """What a probe reads of the hub."""
+    """What a probe reads of the hub: its core tables, delivery, arbitration and logs."""
 
-    @property
-    def core(self) -> HubCore: ...
-
-    @property
-    def identities(self) -> IdentityTable: ...
-
-    @property
-    def delivery(self) -> DeliveryBook: ...
-
-    @property
-    def arbitration(self) -> Arbitration: ...
-
-    @property
-    def logs(self) -> ChannelLogs: ...
+    core: HubCore
+    identities: Identities
+    delivery: Delivery
+    arbitration: Arbitration
+    logs: ChannelLogs
 
     def name_for(self, agent_id: str, *, default: str | None = None) -> str: ...
 
