@@ -57,12 +57,8 @@ class Admission:
         delivery: Delivery,
         logs: ChannelLogs,
     ) -> None:
-        self.services = services
-        self.core = core
-        self.channels = channels
-        self.arbitration = arbitration
-        self.delivery = delivery
-        self.logs = logs
+        self.services, self.core = services, core
+        self.channels, self.arbitration, self.delivery, self.logs = channels, arbitration, delivery, logs
         # group admission needs a store that appends several envelopes all or none
         self.append_group: AppendGroup | None = getattr(services.store, "append_group", None)
 

@@ -67,12 +67,8 @@ class Channels(ChannelTable):
         post: Post,
     ) -> None:
         """The components a lifecycle step uses (made after this table, which most of them read)."""
-        self.identities = identities
-        self.arbitration = arbitration
-        self.delivery = delivery
-        self.tasks = tasks
-        self.expectations = expectations
-        self.logs = logs
+        self.identities, self.arbitration, self.delivery = identities, arbitration, delivery
+        self.tasks, self.expectations, self.logs = tasks, expectations, logs
         self.post = post
 
     # ------------------------------------------------------------------ reads

@@ -28,12 +28,8 @@ class Services:
         listeners: Listeners,
         observe_log: ObserveLog,
     ) -> None:
-        self.store = store
-        self.clock = clock
-        self.ids = ids
-        self.audit = audit
-        self.listeners = listeners
-        self.observe_log = observe_log
+        self.store, self.clock, self.ids = store, clock, ids
+        self.audit, self.listeners, self.observe_log = audit, listeners, observe_log
 
     def stamp(self, env: Envelope) -> None:
         """A fresh envelope id and the clock's time (reference §1.2), on what admission admits and on the
