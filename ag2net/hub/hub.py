@@ -832,5 +832,9 @@ class Hub(BaseHubListener):
         """``hub.delivery.bindings``."""
         return self.delivery.bindings
 
+    def _spawn(self, coro: Any) -> Any:
+        """``hub.background.spawn`` (a task the hub cancels when it closes)."""
+        return self.background.spawn(coro)
+
 
 __all__ = ["SNAPSHOT_KEY", "AgentRecord", "Hub", "PendingTurn"]
