@@ -1,4 +1,4 @@
-"""The arbiter: the hub's decision seam for sends, inbox capacity, dispatch and channel opening.
+"""Shell: the arbiter: the hub's decision seam for sends, inbox capacity, dispatch and channel opening.
 
 ``Allow()`` / ``Deny(reason, error=AccessDeniedError)`` are the decisions; ``HubArbiter`` is the protocol
 (every method a coroutine); ``BaseHubArbiter`` allows everything, so a subclass overrides only the gates

@@ -1,4 +1,4 @@
-"""The audit log: record kinds (the values ag2 1.2.1 writes) and ``AuditLog``, the writer over a store.
+"""Shell: the audit log: record kinds (the values ag2 1.2.1 writes) and ``AuditLog``, the writer over a store.
 
 An audit record is a JSON object ``{"at", "kind", ...fields}`` about something that is not on any
 channel's WAL: identity changes, channel lifecycle, task terminations, expectation violations, failed

@@ -1,4 +1,4 @@
-"""Authentication schemes for identities (``none``, ``api_key``, constant-time compare), and the
+"""Shell: Authentication schemes for identities (``none``, ``api_key``, constant-time compare), and the
 per-identity secrets a ``--token`` server issues so one token holder cannot take over another's name."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Expectation evaluators: pure checks the hub's sweeper runs over a channel's metadata and WAL.
+"""Core: Expectation evaluators: pure checks the hub's sweeper runs over a channel's metadata and WAL.
 
 ``acks_within``, ``reply_within`` and ``max_silence`` as in ag2 1.2.1; each returns a ``Violation``
 or ``None`` and does no I/O. Handlers (what to do about a violation) live with the hub.

@@ -1,4 +1,4 @@
-"""The observe stream: every admitted envelope, lifecycle event and audit record, in admission order.
+"""Shell: the observe stream: every admitted envelope, lifecycle event and audit record, in admission order.
 
 Positions are a per-hub counter. A bounded in-memory buffer (at most ``capacity`` events and about
 ``max_bytes`` of them) lets a late observer catch up from a position without gaps or duplicates; one

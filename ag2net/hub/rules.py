@@ -1,4 +1,4 @@
-"""The default rule checks (the reference's rule-based arbiter): access globs, depth, inbox, channels.
+"""Core: the default rule checks (the reference's rule-based arbiter): access globs, depth, inbox, channels.
 
 Each rule is a pure function returning the reason it denies, or ``None``. ``RuleBasedArbiter`` turns a
 reason into a ``Deny``; the hub's fast path (the default arbiter) raises it directly through the

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for the hub: admission, dispatch failures and agent turns.
+"""Shell: OpenTelemetry spans for the hub: admission, dispatch failures and agent turns.
 
 Only imported when a ``Hub`` is given a ``tracer_provider`` (``pip install ag2net[otel]``); a hub without
 one never imports OpenTelemetry and pays nothing.

@@ -1,4 +1,4 @@
-"""The hub's WAL cache: which channels' envelopes are held in memory, and how much of them.
+"""Shell: the hub's WAL cache: which channels' envelopes are held in memory, and how much of them.
 
 The store is the WAL; this is a bounded cache over it. Each live channel that has been read or written
 recently keeps a ``WalLog`` of its newest envelopes (at most ``2 * window``, trimmed back to ``window``),
