@@ -102,6 +102,8 @@ class Hub(BaseHubListener):
         )
         self.hydration = Hydration(self.services, self.core, self.logs, progress)
         self._owned_clients: list[Any] = []  # HubClients made by ``register``, closed with the hub
+        # ``hub.channels.adapters``, for ``ag2net.hub.local.LocalHub`` until it reads the component
+        self._adapters: dict[tuple[str, int], Any] = self.channels.adapters
         self._closed = False
         self._started = False
 
@@ -811,11 +813,6 @@ class Hub(BaseHubListener):
     def agents(self) -> dict[str, Any]:
         """Registered agents by id (``AgentRecord``): ``hub.identities.agents``."""
         return self.identities.agents
-
-    @property
-    def _adapters(self) -> dict[tuple[str, int], Any]:
-        """``hub.channels.adapters``."""
-        return self.channels.adapters
 
     @property
     def inboxes(self) -> Delivery:
