@@ -1,19 +1,17 @@
 """The live WAL tail: a Line-API ``ScrollView`` over envelopes, with follow mode, filter, search and a cursor.
 
-The rows, their index and the filters live in a ``TailModel`` (``tui/tail_model.py``); this widget owns
-only what is on screen: the cursor, following, and the strips. Nothing becomes a widget and no Rich work
-is done until a row is on screen, where its strip is cached in an LRU keyed by the row's absolute index.
+The rows, their index and the filters live in a ``TailModel`` (``tui/tail_model.py``), the lines' text in
+``tail_lines.py``, the store reads in ``tail_reach.py`` and the repaint economy in ``tail_repaint.py``;
+this widget owns what is on screen: the cursor, following, and the strips. No Rich work is done until a
+row is on screen, where its strip is cached in an LRU keyed by the row's absolute index.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
-from time import monotonic
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -21,143 +19,54 @@ from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
-from textual.reactive import Reactive, reactive, var
-from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.reactive import reactive, var
 from textual.strip import Strip
-from textual.widget import Widget
 
 from ag2net.envelope import Envelope
-from ag2net.naming import ChannelRefError, resolve_channel_ref
 from tui.filtering import FilterSpec
-from tui.formatting import FAMILIES, audience_label, event_family, preview, short_time, short_type
-from tui.models import TailItem, TailRow
+from tui.formatting import FAMILIES
+from tui.models import TailRow
 from tui.tail_model import DEFAULT_LIMIT, TailModel
+from tui.widgets.tail_lines import (
+    Columns,
+    ColumnWidths,
+    Item,
+    fit,
+    header_text,
+    newer_text,
+    older_text,
+    row_text,
+    tail_summary,
+)
+from tui.widgets.tail_lines import fit_label as _fit_label  # noqa: F401  (tests reach them here)
+from tui.widgets.tail_lines import fit_left as _fit_left  # noqa: F401
+from tui.widgets.tail_lines import fit_type as _fit_type  # noqa: F401
+from tui.widgets.tail_reach import TailPager, TailReach
+from tui.widgets.tail_repaint import QuietRepaint
 
 if TYPE_CHECKING:
-    from typing import Self
-
-    from textual.timer import Timer
-
-THUMB_INTERVAL = 2.0
-"""While paused under a stream of envelopes, the scrollbar's thumb moves at most this often (seconds)."""
-Item = tuple[Envelope, int | None, str]
-"""(envelope, seq, channel label): what the tail is given (a seq may be unknown)."""
-PAGE = 500
-"""Envelopes read from the store per page when the tail reaches past the rows it holds."""
+    pass
 
 
-class TailPager(Protocol):
-    """Where the tail reads the envelopes it does not hold (``tui.feed.LiveFeed`` is one)."""
+class TailMessage(Message):
+    """A message of one ``EnvelopeTail`` (its ``control``); a ``replaceable`` one still queued gives way
+    to the next of its kind from the same tail (a flood of them collapses to the latest)."""
 
-    def channel_sizes(self) -> dict[str, int]:
-        """Per channel, the highest seq known (its WAL's length)."""
-        ...
+    replaceable = False
 
-    def channel_pairs(self) -> list[tuple[str, str]]:
-        """``(channel_type, channel_id)`` of every channel known."""
-        ...
+    def __init__(self, tail: EnvelopeTail) -> None:
+        super().__init__()
+        self.tail = tail
 
-    async def page_older(self, tops: dict[str, int], count: int) -> list[TailItem]:
-        """The newest ``count`` envelopes at or below ``tops[channel]`` per channel, oldest first."""
-        ...
+    @property
+    def control(self) -> EnvelopeTail:
+        return self.tail
 
-    async def page_newer(self, bottoms: dict[str, int], count: int) -> list[TailItem]:
-        """The oldest ``count`` envelopes at or above ``bottoms[channel]`` per channel, oldest first."""
-        ...
-
-    def stop_history(self) -> None:
-        """Stop filling the tail with older envelopes in the background (the reader pages it now)."""
-        ...
+    def can_replace(self, message: Message) -> bool:
+        return self.replaceable and isinstance(message, type(self)) and message.tail is self.tail
 
 
-def _fit(text: str, width: int) -> str:
-    """``text`` cut or padded to exactly ``width`` cells, with an ellipsis when cut."""
-    if width <= 0:
-        return ""
-    length = cell_len(text)
-    if length <= width:
-        return text + " " * (width - length)
-    out = []
-    used = 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…" + " " * (width - 1 - used)
-
-
-def _fit_left(text: str, width: int) -> str:
-    """Like ``_fit`` but cuts from the left, so the end (an event type's last dotted part) stays visible."""
-    if width <= 0:
-        return ""
-    length = cell_len(text)
-    if length <= width:
-        return text + " " * (width - length)
-    out: list[str] = []
-    used = 0
-    for ch in reversed(text):
-        w = cell_len(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "…" + "".join(reversed(out)) + " " * (width - 1 - used)
-
-
-def _fit_label(label: str, width: int) -> str:
-    """A channel label in ``width`` cells: the type is shortened first (``consul…·cb2c``), so the id's
-    tail, the part that tells channels apart, stays visible as long as it fits at all."""
-    if cell_len(label) <= width:
-        return _fit(label, width)
-    kind, sep, tail = label.rpartition("·")
-    if not sep or cell_len(tail) + 2 > width:
-        return _fit_left(label, width)
-    room = width - cell_len(tail) - 1  # the type's cells, its ellipsis included
-    return _fit(kind, room) + sep + tail if room >= 2 else _fit_left(label, width)
-
-
-def _fit_type(event_type: str, width: int) -> str:
-    """An event type in ``width`` cells: built-in types without ``ag2.``, dropping leading dotted parts
-    when narrow ("…invite.ack"); custom types cut in the middle, keeping their namespace and the end of
-    the rest (``myapp.…request``), or from the left when even the namespace does not fit."""
-    shown = short_type(event_type)
-    if cell_len(shown) <= width:
-        return _fit(shown, width)
-    if shown != event_type:
-        parts = shown.split(".")
-        while len(parts) > 1 and cell_len("…" + ".".join(parts)) > width:
-            parts.pop(0)
-        return _fit_left("…" + ".".join(parts), width)
-    namespace, dot, rest = event_type.partition(".")
-    room = width - cell_len(namespace) - 2  # the dot and the ellipsis
-    if dot and rest and room >= 3:
-        return namespace + dot + "…" + _fit_left(rest, room + 1)[1:]
-    return _fit_left(shown, width)
-
-
-@dataclass(slots=True)
-class _Columns:
-    seq: int
-    time: int
-    channel: int
-    sender: int
-    etype: int
-    audience: int
-
-    def preview_width(self, width: int) -> int:
-        used = self.seq + 1 + self.time + 1 + self.sender + 1 + self.etype + 1
-        used += (self.channel + 1 if self.channel else 0) + (self.audience + 1 if self.audience else 0)
-        return max(0, width - used)
-
-
-VIRTUAL_SIZE = cast("Reactive[Size]", vars(Widget)["virtual_size"])
-"""The widget's ``virtual_size`` reactive itself (the class attribute reads as a Size to a type checker)."""
-
-
-class EnvelopeTail(ScrollView, can_focus=True):
+class EnvelopeTail(TailReach, QuietRepaint, can_focus=True):
     """Every admitted envelope, newest at the bottom; follows the end until you scroll up."""
 
     HELP = """\
@@ -275,9 +184,6 @@ The header's right end counts the rows shown and says *match k of n* while searc
     }
     """
 
-    _quiet = False
-    """Set while ``border_subtitle`` changes without a border to show it (no repaint then)."""
-
     following: var[bool] = var(True)
     """True while new rows scroll into view; False once the user moves away from the end."""
     pending_count: reactive[int] = reactive(0, repaint=False)
@@ -285,85 +191,47 @@ The header's right end counts the rows shown and says *match k of n* while searc
     show_channel: reactive[bool] = reactive(True)
     """Show the channel column (hidden when the tail is filtered to one channel)."""
 
-    class Selected(Message):
+    class Selected(TailMessage):
         """The user opened the envelope under the cursor (Enter or double click)."""
 
         def __init__(self, tail: EnvelopeTail, row: TailRow) -> None:
-            super().__init__()
-            self.tail = tail
+            super().__init__(tail)
             self.envelope = row.envelope
             self.seq = row.seq
             self.channel_label = row.channel
 
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-    class FollowChanged(Message):
+    class FollowChanged(TailMessage):
         """Following started or stopped; ``pending`` is the count of rows that arrived meanwhile."""
 
         def __init__(self, tail: EnvelopeTail, following: bool, pending: int) -> None:
-            super().__init__()
-            self.tail = tail
+            super().__init__(tail)
             self.following = following
             self.pending = pending
 
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-    class QueryRequested(Message):
+    class QueryRequested(TailMessage):
         """The user asked for the query bar: ``mode`` is ``filter``, ``search`` or ``goto``."""
 
         def __init__(self, tail: EnvelopeTail, mode: str) -> None:
-            super().__init__()
-            self.tail = tail
+            super().__init__(tail)
             self.mode = mode
 
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-    class StateChanged(Message):
+    class StateChanged(TailMessage):
         """Filter, search or channel filter changed (the status bar shows them)."""
 
-        def __init__(self, tail: EnvelopeTail) -> None:
-            super().__init__()
-            self.tail = tail
+        replaceable = True
 
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, EnvelopeTail.StateChanged) and message.tail is self.tail
-
-    class ChannelRequested(Message):
+    class ChannelRequested(TailMessage):
         """The ``:`` prompt named a channel (or a seq of a channel not shown): the tail shows that channel
         now; the app points the channel list, chat and agent view at it too."""
 
         def __init__(self, tail: EnvelopeTail, channel_id: str) -> None:
-            super().__init__()
-            self.tail = tail
+            super().__init__(tail)
             self.channel_id = channel_id
 
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-    class CursorMoved(Message):
+    class CursorMoved(TailMessage):
         """The cursor went to another row (keys, click, search, go to, follow); read ``cursor_row``."""
 
-        def __init__(self, tail: EnvelopeTail) -> None:
-            super().__init__()
-            self.tail = tail
-
-        @property
-        def control(self) -> EnvelopeTail:
-            return self.tail
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, EnvelopeTail.CursorMoved) and message.tail is self.tail
+        replaceable = True
 
     def __init__(
         self,
@@ -385,31 +253,16 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._mark = 0
         """Absolute index of the first row that arrived after following paused (or the view changed)."""
         self._subtitle = ""
-        self._thumb_timer: Timer | None = None
-        self._thumb_moved = -THUMB_INTERVAL
+        self._init_repaint()
         self.lines_repainted = 0
         """Screen lines marked for repaint by batches and cursor moves (a figure for tests and benchmarks:
         a paused tail repaints the header and the new rows on screen, not the screen)."""
-        self.pager: TailPager | None = None
-        """Where rows the tail does not hold are read (set by the app); without one the tail shows what
-        it was given."""
-        self.page_size = max(1, min(PAGE, limit))
-        self.paging = ""
-        """What is being read from the store: ``older``, ``newer``, ``newest``, ``search`` or ''."""
-        self._generation = 0
-        """Counts window changes (a page read for an earlier window is dropped)."""
-        self._paged = False
-        """The reader paged the window: background history pages are no longer taken."""
-        self._during_load: list[Item] = []
-        """Live rows that arrived while the newest page was read (added after it)."""
+        self._init_reach(limit)
         self._lead = 0
         """1 when the first virtual line is the "older envelopes" row."""
         self._trail = 0
         """1 when the last virtual line is the "newer envelopes" row (a window paged away from live)."""
-        self._searched = 0
-        self._sender_width = 0
-        self._type_width = 0
-        self._widths_seen: set[str] = set()
+        self._widths = ColumnWidths()
 
     # ------------------------------------------------------------------ public API
 
@@ -595,33 +448,6 @@ The header's right end counts the rows shown and says *match k of n* while searc
         """Move the cursor to the previous search match (wrapping); False when nothing matches."""
         return self._step_search(forward=False)
 
-    def goto_seq(self, seq: int, channel_id: str | None = None) -> bool:
-        """Move the cursor to the newest visible row with this per-channel ``seq`` (of ``channel_id``
-        when given); when no row shown has it, read the page around it from the store (a channel's seq:
-        the channel shown, else the cursor's). False when it cannot be reached."""
-        model = self.model
-        channel = channel_id or model.channel_filter
-        for line in range(model.visible_count - 1, -1, -1):
-            row = model.row_at(line)
-            if row.seq == seq and (channel is None or row.envelope.channel_id == channel):
-                self._move_cursor_to_line(line)
-                return True
-        if self.pager is None:
-            return False
-        if channel is None:
-            row = self.cursor_row
-            if row is None:
-                return False
-            channel = row.envelope.channel_id
-        size = self.pager.channel_sizes().get(channel, 0)
-        if not 1 <= seq <= size:
-            return False
-        if model.channel_filter != channel:
-            self.set_channel_filter(channel, load=False)
-            self.post_message(self.ChannelRequested(self, channel))
-        self._jump(channel, seq)
-        return True
-
     def goto_envelope(self, envelope_id: str) -> bool:
         """Move the cursor to the visible row of ``envelope_id``; False when it is not shown."""
         line = self.model.line_of_envelope(envelope_id)
@@ -649,7 +475,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._scroll_to_end()
         self._strips.clear()
         self.refresh()
-        self.post_message(self.CursorMoved(self))
+        self._announce_cursor()
 
     def pause(self) -> None:
         """Stop following, leaving the cursor where it is."""
@@ -666,74 +492,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
     def summary(self) -> str:
         """What the header's right end says: rows shown (of held), search position, rows below."""
         model = self.model
-        parts = []
-        if self.pending_count and not self.following:
-            parts.append(f"paused · {self.pending_count:,} new")
-        if not model.search_spec.empty:
-            k, n = self.match_position
-            if not n:
-                parts.append("no match")
-            elif k:
-                parts.append(f"match {k:,} of {n:,}")
-            else:
-                parts.append(f"{n:,} match{'es' if n != 1 else ''}")
-        shown = model.channel_filter
-        if not model.filter_spec.empty:
-            held = model.held_of(shown) if shown is not None else model.row_count
-            parts.append(f"{model.visible_count:,} of {held:,} rows")
-        else:  # the channel shown (or every channel): its rows held
-            parts.append(f"{model.visible_count:,} row{'s' if model.visible_count != 1 else ''}")
-        older = self.older_count
-        if older:  # reachable, not held: ↑ or g reads them
-            parts.append(f"{older:,} older")
-        return " · ".join(parts)
-
-    def goto_text(self, text: str) -> str:
-        """Go to what the ``:`` prompt holds: a seq (``12``), a channel label or id, or both
-        (``discussion·7d80 12``, ``discussion·7d80#12``); '' when done, else one sentence saying why not.
-
-        A channel shown in the tail is selected by moving the cursor to its newest row (or to that
-        seq in it); the channel filter is not changed here."""
-        words = text.replace("#", " ").split()
-        if not words:
-            return "type a seq number, a channel label such as discussion·7d80, or both"
-        seq: int | None = None
-        if words[-1].isdigit():
-            seq = int(words.pop())
-        channel: str | None = None
-        if words:
-            ref = " ".join(words)
-            pairs = self.model.channel_pairs()
-            if self.pager is not None:
-                pairs = self.pager.channel_pairs() or pairs
-            try:
-                channel = resolve_channel_ref(ref, pairs)
-            except ChannelRefError as exc:
-                return str(exc)
-        model = self.model
-        if self.pager is not None and channel is not None and channel != model.channel_filter:
-            # ``:label``: the tail shows that channel (and the app the rest of the workbench)
-            self.set_channel_filter(channel, load=seq is None)
-            self.post_message(self.ChannelRequested(self, channel))
-            if seq is None:
-                self.follow()
-                return ""
-        if seq is not None and self.pager is not None:
-            if self.goto_seq(seq, channel):
-                return ""
-            return self._no_such_seq(seq, channel or model.channel_filter)
-        for line in range(model.visible_count - 1, -1, -1):
-            row = model.row_at(line)
-            if channel is not None and row.envelope.channel_id != channel:
-                continue
-            if seq is not None and row.seq != seq:
-                continue
-            self._move_cursor_to_line(line)
-            return ""
-        where = f" in {model.labels.get(channel, channel)}" if channel else ""
-        if seq is None:
-            return f"no row of {model.labels.get(channel or '', channel)} is shown; clear the filter (x)"
-        return f"seq {seq}{where} is not among the rows shown"
+        return tail_summary(
+            model,
+            pending=0 if self.following else self.pending_count,
+            match=(0, 0) if model.search_spec.empty else self.match_position,
+            older=self.older_count,
+        )
 
     def refresh_names(self) -> None:
         """Re-render rows (call after names resolve differently, e.g. an agent registered)."""
@@ -891,10 +655,14 @@ The header's right end counts the rows shown and says *match k of n* while searc
             return self._render_header(width, styles)
         line = int(self.scroll_y) + y - 1 - self._lead
         if line < 0:
-            return self._render_marker(self._older_text(), width, styles)
+            return self._render_marker(
+                older_text(self.paging, self._searched, self.older_count), width, styles
+            )
         if line >= self.visible_count:
             if self._trail and line == self.visible_count:
-                return self._render_marker(self._newer_text(), width, styles)
+                return self._render_marker(
+                    newer_text(self.paging, self._searched, self.newer_count), width, styles
+                )
             return Strip.blank(width, self.rich_style)
         index = self.model.index_at(line)
         is_cursor = index == self._cursor_abs()
@@ -905,114 +673,34 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._strips[key] = strip
         return strip
 
-    def _columns(self, width: int) -> _Columns:
+    def _columns(self, width: int) -> Columns:
         """Column widths for ``width`` cells: drop or narrow columns until the preview has room."""
-        # sender and type are as wide as the widest held (within bounds): the rest goes to the preview
-        sender = min(12, max(6, self._sender_width or 12))
-        etype = min(18, max(10, self._type_width or 18))
-        cols = _Columns(
-            seq=6, time=12, channel=17 if self.show_channel else 0, sender=sender, etype=etype, audience=12
-        )
-        # the channel column survives longest: with every channel shown it says where a row belongs
-        steps = (
-            ("audience", 0),
-            ("channel", 12 if self.show_channel else 0),
-            ("time", 8),
-            ("sender", min(9, sender)),
-            ("etype", min(14, etype)),
-            ("channel", 9 if self.show_channel else 0),  # con…·9272: the id's tail stays
-            ("channel", 0),
-        )
-        for name, value in steps:
-            # the channel narrows before the preview gets short, and goes only when the preview would
-            # be nearly gone: in the all-channels tail it is what tells the rows' channels apart
-            wanted = {9: 14, 0: 6}.get(value, 28) if name == "channel" else 28
-            if cols.preview_width(width) >= wanted:
-                break
-            setattr(cols, name, value)
-        return cols
+        return self._widths.columns(width, show_channel=self.show_channel)
 
     def _render_header(self, width: int, styles: dict[str, Style]) -> Strip:
-        c = self._columns(width)
-        parts = ["seq".ljust(c.seq), " ", _fit("time", c.time), " "]
-        if c.channel:
-            parts += [_fit("channel", c.channel), " "]
-        parts += [_fit("sender", c.sender), " ", _fit("event type", c.etype), " "]
-        if c.audience:
-            parts += [_fit("audience", c.audience), " "]
-        rest = c.preview_width(width)
-        summary = self.summary
-        if cell_len(summary) + 9 > rest and " · " in summary:
-            # narrow: the search's position first, then what is not held ("87,500 older"), then the rest
-            parts_ = summary.split(" · ")
-            ordered = sorted(parts_, key=lambda p: 0 if "match" in p else 1 if p.endswith("older") else 2)
-            summary = ordered[0]
-            for part in ordered[1:]:
-                if cell_len(summary) + 3 + cell_len(part) + 9 > rest:
-                    break
-                summary += " · " + part
-        if cell_len(summary) + 9 <= rest:
-            parts.append("preview" + summary.rjust(rest - 7))
-        else:
-            parts.append(_fit("preview", rest))
-        text = "".join(parts)
+        text = header_text(self._columns(width), width, self.summary)
         return Strip(
             [*Text(text, style=styles["header"], end="").render(self.app.console)]
         ).adjust_cell_length(width, styles["header"])
 
     def _render_row(self, row: TailRow, width: int, is_cursor: bool, styles: dict[str, Style]) -> Strip:
-        env = row.envelope
-        c = self._columns(width)
-        base = styles["base"]
-        text = Text(style=base, no_wrap=True, end="")
-        matched = self.model.is_match(row)
-        seq = "·" if row.seq is None else str(row.seq)
-        text.append(seq.rjust(c.seq)[-c.seq :], styles["match"] if matched else styles["seq"])
-        text.append(" ")
-        text.append(_fit(short_time(env.created_at)[: c.time], c.time), styles["time"])
-        text.append(" ")
-        if c.channel:
-            text.append(_fit_label(self.model.label_of(row), c.channel), styles["label"])
-            text.append(" ")
-        text.append(_fit(self.name_for(env.sender_id), c.sender), styles["sender"])
-        text.append(" ")
-        text.append(_fit_type(env.event_type, c.etype), styles[event_family(env.event_type)])
-        text.append(" ")
-        if c.audience:
-            text.append(_fit(audience_label(env, self.name_for), c.audience), styles["audience"])
-            text.append(" ")
-        rest = c.preview_width(width)
-        if rest:
-            text.append(_fit(preview(env, rest + 1), rest), styles["preview"])
+        text = row_text(
+            row,
+            self._columns(width),
+            width,
+            label=self.model.label_of(row),
+            name_for=self.name_for,
+            matched=self.model.is_match(row),
+            styles=styles,
+        )
         if is_cursor:
             text.stylize(styles["cursor"])
         strip = Strip(list(text.render(self.app.console)))
-        return strip.adjust_cell_length(width, base)
+        return strip.adjust_cell_length(width, styles["base"])
 
     def _render_marker(self, text: str, width: int, styles: dict[str, Style]) -> Strip:
-        line = Text(_fit(text, width), style=styles["audience"], end="")
+        line = Text(fit(text, width), style=styles["audience"], end="")
         return Strip(list(line.render(self.app.console))).adjust_cell_length(width, styles["base"])
-
-    def _older_text(self) -> str:
-        if self.paging == "older":
-            return "⋯ loading older…"
-        if self.paging == "search":
-            return f"⋯ searching older… ({self._searched:,} read)"
-        if self.paging == "newest":
-            return "⋯ loading the newest envelopes…"
-        older = self.older_count
-        if not older:
-            return ""
-        return f"▲ {older:,} older envelope{'s' if older != 1 else ''} · ↑ or g reads them"
-
-    def _newer_text(self) -> str:
-        if self.paging == "newer":
-            return "⋯ loading newer…"
-        if self.paging == "search-newer":
-            return f"⋯ searching newer… ({self._searched:,} read)"
-        newer = self.newer_count
-        what = f"{newer:,} newer envelope{'s' if newer != 1 else ''}" if newer else "newer envelopes"
-        return f"▼ {what} · ↓ reads them · End returns to live"
 
     def _get_styles(self) -> dict[str, Style]:
         if self._styles is None:
@@ -1027,324 +715,10 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._styles = styles
         return self._styles
 
-    # ------------------------------------------------------------------ paging
-
-    def _sizes(self) -> dict[str, int]:
-        return self.pager.channel_sizes() if self.pager is not None else {}
-
-    def _paging_channels(self, sizes: dict[str, int]) -> list[str]:
-        """The channels a page is read from: the one shown, else the window's scope."""
-        shown = self.model.channel_filter
-        return [shown] if shown is not None else self.model.scope_channels(sizes)
-
-    @property
-    def older_count(self) -> int:
-        """Envelopes of what is shown (the channel, or every channel) older than the rows held."""
-        if self.pager is None:
-            return 0
-        sizes = self._sizes()
-        return sum(self.model.older_of(cid, sizes.get(cid, 0)) for cid in self._paging_channels(sizes))
-
-    @property
-    def newer_count(self) -> int:
-        """Envelopes of what is shown newer than the rows held (0 unless the window left live)."""
-        model = self.model
-        if self.pager is None or not model.detached:
-            return 0
-        sizes = self._sizes()
-        return sum(
-            max(0, sizes.get(cid, 0) - model.newer_from(cid, sizes.get(cid, 0)) + 1)
-            for cid in self._paging_channels(sizes)
-        )
-
-    def _markers(self) -> tuple[int, int]:
-        if self.pager is None:
-            return 0, 0
-        lead = 1 if self.paging in ("older", "search", "newest") or self.older_count else 0
-        trail = 1 if self.paging in ("newer", "search-newer") or self.model.detached else 0
-        return lead, trail
-
-    def _can_page(self, direction: str) -> bool:
-        if self.pager is None or self.paging == "newest":
-            return False
-        if direction == "older":
-            return self.older_count > 0
-        return self.model.detached
-
-    def _start(self, kind: str, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` (a read from the store) with ``kind`` shown in the marker row; one at a time."""
-        if self.pager is not None and not self._paged and kind != "newest":
-            self._paged = True
-            self.pager.stop_history()
-        self.paging = kind
-        self._after_change()
-        self.run_worker(self._guarded(work), name=f"tail {kind}", group="tail-page", exclusive=True)
-
-    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
-        try:
-            await work
-        except Exception as exc:  # the hub failed or did not answer: say so, keep what is shown
-            self.paging = ""
-            self._during_load = []
-            self._after_change()
-            why = str(exc) or type(exc).__name__
-            self.notify(f"Cannot read envelopes from the store: {why}", severity="error", timeout=8)
-
-    def _done(self) -> None:
-        self.paging = ""
-        self._after_change()
-
-    def _narrow_to_shown(self, sizes: dict[str, int]) -> None:
-        """Before a page of the shown channel goes into a window of every channel: keep that channel's
-        rows only (a window holds a contiguous run of its scope)."""
-        model = self.model
-        shown = model.channel_filter
-        if shown is None or model.scope == shown:
-            return
-        moved = model.narrow(shown, sizes.get(shown, 0))
-        self._generation += 1
-        if self._cursor is not None:
-            self._cursor = moved.get(self._cursor)
-        self._mark = model.base + model.row_count
-        self._strips.clear()
-
-    def _load_page(self, direction: str, then: int | None) -> None:
-        """Read the next page older (or newer) than the window; then move the cursor ``then`` lines from
-        the row that was at that end (None: leave it)."""
-        if self.paging:
-            return
-        self._start(direction, self._read_page(direction, then))
-
-    async def _read_page(self, direction: str, then: int | None) -> None:
-        assert self.pager is not None
-        model = self.model
-        sizes = self._sizes()
-        self._narrow_to_shown(sizes)
-        generation = self._generation
-        channels = self._paging_channels(sizes)
-        try:
-            if direction == "older":
-                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_older(tops, self.page_size)
-            else:
-                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_newer(bottoms, self.page_size)
-        finally:
-            if generation == self._generation:
-                self.paging = ""
-        if generation != self._generation:
-            return
-        edge = (
-            model.index_at(0 if direction == "older" else self.visible_count - 1)
-            if self.visible_count
-            else None
-        )
-        self._note_widths(items)
-        if direction == "older":
-            self._prepend(items, evict=True)
-        else:
-            self._append_page(items, sizes)
-        if then is not None and self.visible_count:
-            line = model.line_of(edge) if edge is not None else None
-            if line is None:
-                line = self.visible_count - 1 if direction == "older" else 0
-            self._move_cursor_to_line(min(max(line + then, 0), self.visible_count - 1))
-        self._done()
-
-    def _append_page(self, items: list[TailItem], sizes: dict[str, int]) -> None:
-        """A page newer than a detached window: the oldest rows past the limit go; at the newest of the
-        scope the window is live again."""
-        model = self.model
-        base = model.base
-        model.append(items)
-        model.settle(self._sizes())
-        if self._cursor is not None and self._cursor < model.base:
-            self._cursor = model.index_at(0) if self.visible_count else None
-        if not model.detached:
-            self.pending_count = 0  # what arrived meanwhile came with the page
-        self._after_change()
-        if model.base != base:
-            self._scroll_cursor_into_view()
-
-    def _load_newest(self, *, follow: bool = True) -> None:
-        """Read the newest page of what is shown into a fresh window (End from a paged window; showing
-        another channel after paging one); live rows arriving meanwhile are added after it."""
-        if self.pager is None:
-            return
-        self._during_load = []
-        self._start("newest", self._read_newest(follow))
-
-    async def _read_newest(self, follow: bool) -> None:
-        assert self.pager is not None
-        model = self.model
-        sizes = self._sizes()
-        shown = model.channel_filter
-        channels = [shown] if shown is not None else [cid for cid, size in sizes.items() if size]
-        self._generation += 1
-        generation = self._generation
-        try:
-            items = await self.pager.page_older({cid: sizes.get(cid, 0) for cid in channels}, self.page_size)
-        except BaseException:
-            self.paging = ""
-            self._during_load = []
-            raise
-        if generation != self._generation:
-            return
-        self.paging = ""
-        model.reset(shown, detached=False)
-        arrived, self._during_load = self._during_load, []
-        self._cursor = None
-        self.pending_count = 0
-        self.append_many(items)
-        if arrived:
-            self.append_many(arrived)
-        if follow:
-            self._set_following(True)
-            self._scroll_to_end()
-        self._view_changed(None)
-        self._done()
-        self.post_message(self.CursorMoved(self))
-
-    def _jump(self, channel_id: str, seq: int) -> None:
-        """Show the page of ``channel_id`` around ``seq`` in a fresh window of that channel, the cursor
-        on ``seq``."""
-        first = max(1, seq - self.page_size // 2)
-        self._start("older", self._read_jump({channel_id: first}, channel_id, {channel_id: first - 1}, seq))
-        self.scroll_to(y=0, animate=False, immediate=True, force=True)
-
-    def _jump_oldest(self) -> None:
-        """``g``: the first page of what is shown (the channel from seq 1, or every channel's oldest)."""
-        sizes = self._sizes()
-        shown = self.model.channel_filter
-        channels = [shown] if shown is not None else [cid for cid, size in sizes.items() if size]
-        bottoms = dict.fromkeys(channels, 1)
-        self._start("older", self._read_jump(bottoms, shown, dict.fromkeys(channels, 0), None))
-        self.scroll_to(y=0, animate=False, immediate=True, force=True)  # the "loading older…" row shows
-
-    async def _read_jump(
-        self, bottoms: dict[str, int], scope: str | None, older: dict[str, int], seq: int | None
-    ) -> None:
-        assert self.pager is not None
-        self._generation += 1
-        generation = self._generation
-        try:
-            items = await self.pager.page_newer(bottoms, self.page_size)
-        finally:
-            if generation == self._generation:
-                self.paging = ""
-        if generation != self._generation:
-            return
-        model = self.model
-        model.reset(scope, detached=True, older=older, newer=bottoms)
-        self._cursor = None
-        self._strips.clear()
-        self._note_widths(items)
-        model.append(items)
-        model.settle(self._sizes())
-        self.pending_count = 0
-        if self.following:
-            self._set_following(False)
-        self._mark = model.base + model.row_count
-        self._after_change()
-        line = 0
-        if seq is not None:
-            found = model.line_of_seq(seq)
-            line = found if found is not None else 0
-        if self.visible_count:
-            self._cursor = model.index_at(line)
-            self.scroll_to(y=0, animate=False, immediate=True, force=True)
-            self._move_cursor_to_line(line)
-        self._done()
-
-    def _search_pages(self, *, forward: bool) -> None:
-        """Read pages older (or newer) than the window until one holds a match of the search; the cursor
-        goes to the match nearest to where it was. The pages stay held (the limit drops the far end)."""
-        if self.paging:
-            return
-        self._searched = 0
-        self._start("search" if not forward else "search-newer", self._read_search(forward))
-
-    async def _read_search(self, forward: bool) -> None:
-        assert self.pager is not None
-        model = self.model
-        sizes = self._sizes()
-        self._narrow_to_shown(sizes)
-        generation = self._generation
-        channels = self._paging_channels(sizes)
-        found: int | None = None
-        while generation == self._generation:
-            if forward:
-                if not model.detached:
-                    break
-                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_newer(bottoms, self.page_size)
-            else:
-                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
-                if not any(tops.values()):
-                    break
-                items = await self.pager.page_older(tops, self.page_size)
-            if generation != self._generation or not items:
-                break
-            self._searched += len(items)
-            self._note_widths(items)
-            edge = model.base if not forward else model.base + model.row_count
-            if forward:
-                self._append_page(items, sizes)
-                hits = [i for i in model.matches if i >= edge]
-            else:
-                self._prepend(items, evict=True)
-                hits = [i for i in model.matches if i < edge]
-            if hits:
-                found = hits[0] if forward else hits[-1]
-                break
-            self._after_change()
-        if generation != self._generation:
-            return
-        self.paging = ""
-        if found is not None:
-            line = model.line_of(found)
-            if line is not None:
-                self._move_cursor_to_line(line)
-        else:
-            self.notify("No envelope matches the search.", severity="warning", timeout=3)
-        self._done()
-
     def _note_widths(self, items: Iterable[Item]) -> None:
         """Widen the sender and type columns to the widest name and type held (they only widen)."""
-        seen = self._widths_seen
-        fresh = {env.sender_id for env, _s, _l in items} | {"\0" + env.event_type for env, _s, _l in items}
-        fresh -= seen
-        if not fresh:
-            return
-        seen |= fresh
-        sender, etype = self._sender_width, self._type_width
-        for key in fresh:
-            if key.startswith("\0"):
-                etype = max(etype, cell_len(short_type(key[1:])))
-            else:
-                sender = max(sender, cell_len(self.name_for(key)))
-        if (sender, etype) != (self._sender_width, self._type_width):
-            self._sender_width, self._type_width = sender, etype
+        if self._widths.note(items, self.name_for):
             self._strips.clear()
-
-    def _label(self, channel_id: str | None) -> str:
-        if channel_id is None:
-            return "the channel"
-        label = self.model.labels.get(channel_id)
-        if label is None and self.pager is not None:
-            from ag2net.naming import channel_labels
-
-            label = channel_labels(self.pager.channel_pairs()).get(channel_id)
-        return label or channel_id
-
-    def _no_such_seq(self, seq: int, channel_id: str | None) -> str:
-        if channel_id is None:
-            return f"seq {seq}: name the channel too, e.g. discussion·7d80 {seq}"
-        size = self._sizes().get(channel_id, 0)
-        label = self._label(channel_id)
-        if not size:
-            return f"{label} has no envelope yet; seq {seq} does not exist"
-        return f"{label} has seqs 1 to {size:,}; seq {seq} is not one of them"
 
     # ------------------------------------------------------------------ internals
 
@@ -1369,23 +743,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._lead, self._trail = self._markers()
         if (lead, trail) != (self._lead, self._trail):
             repaint = True
-        size = Size(self._width, self.visible_count + 1 + self._lead + self._trail)
-        old = self.virtual_size
-        if size != old:
-            height = self.size.height
-            if size.width == old.width and old.height > height and size.height > height:
-                # the scrollbar was and stays shown: only its thumb moves, so no layout pass over the
-                # whole screen (which setting ``virtual_size`` does) on every batch of envelopes
-                self.set_reactive(VIRTUAL_SIZE, size)
-                if repaint:
-                    self._scroll_update(size)
-                elif not self._thumb_moves(size.height):
-                    # the thumb is drawn where it was: nothing of the scrollbar to repaint
-                    self.vertical_scrollbar.set_reactive(ScrollBar.window_virtual_size, size.height)
-                else:
-                    self._move_thumb_soon()
-            else:
-                self.virtual_size = size
+        self._set_virtual_size(
+            Size(self._width, self.visible_count + 1 + self._lead + self._trail), repaint=repaint
+        )
         if self._lead != lead and not self.following:
             # the "older" row came or went above the rows: they stay where they are on screen
             self.scroll_to(
@@ -1394,39 +754,6 @@ The header's right end counts the rows shown and says *match k of n* while searc
         if repaint:
             self.refresh()
             self.lines_repainted += self.size.height
-
-    def _move_thumb_soon(self) -> None:
-        """Move the scrollbar's thumb to where the rows added below a paused tail put it, now or at
-        most ``THUMB_INTERVAL`` after it last moved that way (a repaint of the scrollbar repaints the
-        tail's full height: under a stream of envelopes that was a third of the frames)."""
-        if self._thumb_timer is not None:
-            return
-        wait = self._thumb_moved + THUMB_INTERVAL - monotonic()
-        if wait <= 0:
-            self._move_thumb()
-        else:
-            self._thumb_timer = self.set_timer(wait, self._move_thumb, name="tail scrollbar")
-
-    def _move_thumb(self) -> None:
-        self._thumb_timer = None
-        self._thumb_moved = monotonic()
-        if self.is_mounted:
-            self._scroll_update(self.virtual_size)
-
-    def _thumb_moves(self, virtual_height: int) -> bool:
-        """Whether the scrollbar's thumb is drawn differently for this virtual height (it is drawn in
-        eighths of a cell: most batches of rows added below a paused tail do not move it)."""
-        bar = self.vertical_scrollbar
-        if not bar.display:
-            return True
-        size = bar.size.height
-        window = bar.window_size
-
-        def cells(virtual: int) -> object:
-            shown = window if window < virtual else 0
-            return ScrollBarRender.render_bar(size, virtual, shown, bar.position).segments
-
-        return cells(bar.window_virtual_size) != cells(virtual_height)
 
     def _refresh_lines(self, first: int, end: int, *, header: bool = True) -> None:
         """Repaint the screen rows showing lines ``first`` to ``end`` (those shown), and the header."""
@@ -1516,7 +843,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 self._refresh_lines(old_line, old_line + 1, header=False)
         else:
             self.refresh()
-        self.post_message(self.CursorMoved(self))
+        self._announce_cursor()
 
     def _scroll_cursor_into_view(self) -> None:
         line = self._cursor_line()
@@ -1547,6 +874,12 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._update_subtitle()
         self.post_message(self.FollowChanged(self, value, self.pending_count))
 
+    def _request_channel(self, channel_id: str) -> None:
+        self.post_message(self.ChannelRequested(self, channel_id))
+
+    def _announce_cursor(self) -> None:
+        self.post_message(self.CursorMoved(self))
+
     def _update_subtitle(self) -> None:
         if self.following:
             text = "following"
@@ -1557,44 +890,10 @@ The header's right end counts the rows shown and says *match k of n* while searc
         if text == self._subtitle:
             return
         self._subtitle = text
-        edge, _color = self.styles.border_bottom
-        if edge in ("", "none", "hidden"):
-            # no border to show it in (the pane around the tail has one): setting the subtitle would
-            # repaint every row, on every batch while paused
-            self._quiet = True
-        try:
-            self.border_subtitle = text
-        finally:
-            self._quiet = False
-
-    def refresh(
-        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
-    ) -> Self:
-        if self._quiet and not regions and not layout and not recompose:
-            return self
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
-
-    def _step_search(self, *, forward: bool) -> bool:
-        model = self.model
-        if model.search_spec.empty:
-            return False
-        line = self._cursor_line()
-        if line is not None:
-            found = model.find_match(line, forward=forward, inclusive=False)
-            if found is not None:
-                self._move_cursor_to_line(found)
-                return True
-        if self._can_page("newer" if forward else "older"):
-            self._search_pages(forward=forward)
-            return True
-        found = model.step_match(line, forward=forward)
-        if found is None:
-            return False
-        self._move_cursor_to_line(found)
-        return True
+        self._set_subtitle(text)
 
     def on_mount(self) -> None:
         self._update_subtitle()
 
 
-__all__ = ["DEFAULT_LIMIT", "EnvelopeTail", "TailRow"]
+__all__ = ["DEFAULT_LIMIT", "EnvelopeTail", "TailPager", "TailRow"]
