@@ -6,21 +6,18 @@ participant on the channel (the history it actually received beside a re-project
 differences marked per event), and a comparison of any two of its turns (projection, system prompt and
 tools offered). Agent ids that a projection carries as the model got them (a compaction summary names
 speakers by id) are shown as they are, with a legend naming them.
+
+What it compares is in ``projection_diff.py`` and how it draws it in ``projection_render.py``; this
+module is the pane: its pickers, loading, and which tab shows what.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from rich.console import Group, RenderableType
-from rich.highlighter import JSONHighlighter
-from rich.padding import Padding
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -33,29 +30,30 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Select, Static, TabbedContent, TabPane
 
 from ag2net.agent.budget import ContextWindow, context_window, counter_for, model_name_of, turn_budget
-from ag2net.agent.tokens import default_counter
 from ag2net.client.turns import TurnRecord
 from ag2net.errors import NetworkError
 from ag2net.events import (
     BaseEvent,
-    CompactionSummary,
-    ModelMessage,
-    ModelRequest,
-    ToolCallEvent,
-    ToolResultEvent,
-    event_text,
-    part_text,
 )
 from ag2net.views import registered_views, view_from_spec
 from tui.formatting import id_legend
 from tui.models import ProjectionData
 from tui.widgets.budget_bar import BudgetBar
+from tui.widgets.projection_diff import (
+    DiffRow,
+    ToolDiff,
+    diff_events,
+    diff_tools,
+    event_body,
+    role_of,
+    spec_text,
+    turn_label,
+)
+from tui.widgets.projection_render import ProjectionPainter, shown_turn
 
 IN_FORCE = "__in_force__"
 REFRESH_DELAY = 0.4
 """Seconds of quiet before the view re-projects after activity in its channel or a new turn."""
-CONTEXT = 2
-"""Unchanged events kept around each change when two turns are compared (the rest are folded)."""
 COMPACT_BELOW = 26
 """Below this many rows the header folds to three lines (controls without labels; status beside the
 budget bar, no separate token line; tabs without their underline): at 80x24 the projection gets 14 of
@@ -85,117 +83,6 @@ class ProjectionLoader(Protocol):
         *,
         turn_id: str | None = None,
     ) -> Awaitable[ProjectionData]: ...
-
-
-def role_of(event: BaseEvent) -> str:
-    """The chat role an event plays for the model."""
-    if isinstance(event, ModelRequest):
-        return "user"
-    if isinstance(event, ModelMessage):
-        return "assistant"
-    if isinstance(event, CompactionSummary):
-        return "summary"
-    if isinstance(event, ToolCallEvent):
-        return "tool call"
-    if isinstance(event, ToolResultEvent):
-        return "tool result"
-    return type(event).__name__
-
-
-def spec_text(spec: dict[str, Any] | None) -> str:
-    if not spec:
-        return "—"
-    params = " ".join(f"{k}={v}" for k, v in spec.items() if k != "name")
-    return f"{spec.get('name', '?')}{(' ' + params) if params else ''}"
-
-
-def event_body(event: BaseEvent, limit: int = 4000) -> str:
-    """The text of an event as the model gets it (a compaction summary with its elided count)."""
-    if isinstance(event, ModelRequest):
-        body = "\n".join(part_text(p) for p in event.parts)
-    elif isinstance(event, CompactionSummary):
-        body = f"{event.summary}  ({event.event_count} elided)"
-    else:
-        body = event_text(event)
-    if len(body) > limit:
-        body = body[:limit] + f"… ({len(body) - limit} more characters)"
-    return body
-
-
-@dataclass(slots=True)
-class DiffRow:
-    """One line of the turn diff: ``mark`` is ' ' (same), '~' (changed), '-' (only then) or '+' (only now)."""
-
-    mark: str
-    then: BaseEvent | None
-    now: BaseEvent | None
-
-
-def diff_events(then: Sequence[BaseEvent], now: Sequence[BaseEvent]) -> list[DiffRow]:
-    """A per-event diff of two histories (role and text compared)."""
-    left = [f"{role_of(e)}\x00{event_text(e)}" for e in then]
-    right = [f"{role_of(e)}\x00{event_text(e)}" for e in now]
-    rows: list[DiffRow] = []
-    matcher = difflib.SequenceMatcher(a=left, b=right, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            rows.extend(
-                DiffRow(" ", then[i], now[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-            )
-        elif op == "delete":
-            rows.extend(DiffRow("-", then[i], None) for i in range(i1, i2))
-        elif op == "insert":
-            rows.extend(DiffRow("+", None, now[j]) for j in range(j1, j2))
-        else:
-            pairs = min(i2 - i1, j2 - j1)
-            rows.extend(DiffRow("~", then[i1 + k], now[j1 + k]) for k in range(pairs))
-            rows.extend(DiffRow("-", then[i], None) for i in range(i1 + pairs, i2))
-            rows.extend(DiffRow("+", None, now[j]) for j in range(j1 + pairs, j2))
-    return rows
-
-
-def tool_name(schema: dict[str, Any]) -> str:
-    fn = schema.get("function", schema)
-    return str(fn.get("name", "?")) if isinstance(fn, dict) else "?"
-
-
-def schema_lines(schema: dict[str, Any]) -> list[str]:
-    """A tool schema as indented JSON lines with sorted keys (what a diff compares)."""
-    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
-
-
-@dataclass(slots=True)
-class ToolDiff:
-    """One tool in a comparison: ``mark`` ' ' (same), '~' (schema changed), '-' (only then), '+' (only now);
-    ``lines`` is the unified diff of the schemas for a changed tool."""
-
-    mark: str
-    name: str
-    lines: list[str] = field(default_factory=list)
-
-
-def diff_tools(then: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> list[ToolDiff]:
-    """The tools offered at two turns, by name: in the order of ``now``, then those only ``then`` had."""
-    before = {tool_name(t): t for t in then}
-    after = {tool_name(t): t for t in now}
-    diffs: list[ToolDiff] = []
-    for name, schema in after.items():
-        old = before.get(name)
-        if old is None:
-            diffs.append(ToolDiff("+", name))
-        elif old == schema:
-            diffs.append(ToolDiff(" ", name))
-        else:
-            lines = list(difflib.unified_diff(schema_lines(old), schema_lines(schema), lineterm="", n=1))[2:]
-            diffs.append(ToolDiff("~", name, lines))
-    diffs.extend(ToolDiff("-", name) for name in before if name not in after)
-    return diffs
-
-
-def turn_label(turn: TurnRecord, number: int) -> str:
-    """``#3 09:30:01`` — a turn's number (1 = the first recorded) and its start time."""
-    started = turn.started_at[11:19] if len(turn.started_at) >= 19 else turn.started_at
-    return f"#{number} {started}".rstrip()
 
 
 class ProjectedView(Vertical):
@@ -662,14 +549,10 @@ names speakers by id) are shown as they are, with a legend naming them.
         return turn_budget(turn, window=window, counter=counter_for(window.model))
 
     def _budget_colors(self) -> dict[str, str]:
-        return {
-            "system": self._color("text-warning", "yellow"),
-            "history": self._color("text-primary", "blue"),
-            "tools": self._color("text-secondary", "cyan"),
-            "input": self._color("text-success", "green"),
-            "warning": self._color("text-warning", "yellow"),
-            "error": self._color("text-error", "red"),
-        }
+        return self._painter().budget_colors()
+
+    def _painter(self) -> ProjectionPainter:
+        return ProjectionPainter(self._color, self.name_for)
 
     def show(self, data: ProjectionData) -> None:
         """Render ``data`` into the status line, tokens, projection, tools, turns and compare tabs."""
@@ -727,188 +610,23 @@ names speakers by id) are shown as they are, with a legend naming them.
             self.reload()
         return True
 
-    def _role_style(self, role: str) -> str:
-        colors = {
-            "system": self._color("text-warning", "yellow"),
-            "user": self._color("text-primary", "blue"),
-            "assistant": self._color("text-success", "green"),
-            "summary": self._color("text-accent", "magenta"),
-            "tool call": self._color("text-secondary", "cyan"),
-            "tool result": self._color("text-secondary", "cyan"),
-        }
-        return f"bold {colors.get(role, 'white')}"
-
-    def _legend(self, texts: Sequence[str]) -> RenderableType | None:
-        """Which agent each raw id in ``texts`` is (None when the texts carry no known id)."""
-        pairs = id_legend(texts, self.name_for)
-        if not pairs:
-            return None
-        legend = Text("Agent ids in this text, as the model gets them:", style="dim")
-        for agent_id, name in pairs:
-            legend.append("\n  ")
-            legend.append(agent_id, style="dim")
-            legend.append(" = ", style="dim")
-            legend.append(name, style="bold")
-        return legend
-
     def _history_table(self, system_prompt: str, history: Sequence[BaseEvent]) -> RenderableType:
-        """One block per event: a header line (index, role, tokens) and the content indented below."""
-        counter = default_counter()
-        if not history and not system_prompt:
-            return Text(
-                "Nothing to project yet: no visible envelope renders for this participant.", style="dim"
-            )
-        blocks: list[RenderableType] = []
-        texts = [system_prompt, *(event_body(e) for e in history)]
-        legend = self._legend(texts)
-        if legend is not None:
-            blocks.append(Padding(legend, (0, 0, 1, 0)))
-        if system_prompt:
-            blocks.append(self._block("", "system", Text(system_prompt), counter.count_system(system_prompt)))
-        for index, event in enumerate(history, 1):
-            blocks.append(
-                self._block(str(index), role_of(event), self._event_text(event), counter.count_event(event))
-            )
-        return Group(*blocks)
-
-    def _block(self, index: str, role: str, content: Text, tokens: int) -> RenderableType:
-        head = Text()
-        if index:
-            head.append(f"#{index} ", style="dim")
-        head.append(role, style=self._role_style(role))
-        head.append(f"  ≈{tokens} tok", style="dim")
-        return Group(head, Padding(content, (0, 0, 0, 2)))
-
-    @staticmethod
-    def _event_text(event: BaseEvent, limit: int = 4000) -> Text:
-        return Text(event_body(event, limit))
+        return self._painter().history(system_prompt, history)
 
     def _tools_renderable(self, tools: Sequence[dict[str, Any]]) -> RenderableType:
-        """Each tool: its name and token estimate, its whole description, and its JSON schema — every
-        line wrapped to the pane (nothing is cut at the right edge)."""
-        if not tools:
-            return Text("No tools offered to this participant on this turn.", style="dim italic")
-        counter = default_counter()
-        heading = Text.assemble(
-            (f"{len(tools)} tools offered", "bold"), f"  (≈ {counter.count_tools(tools)} tokens)"
-        )
-        blocks: list[RenderableType] = [heading]
-        highlight = JSONHighlighter()
-        for schema in tools:
-            fn = schema.get("function", schema)
-            name = tool_name(schema)
-            head = Text.assemble(
-                ("\n" + name, f"bold {self._color('text-warning', 'yellow')}"),
-                (f"  ≈ {counter.count_tools([schema])} tokens", "dim"),
-            )
-            blocks.append(head)
-            description = str(fn.get("description") or "").strip() if isinstance(fn, dict) else ""
-            if description:
-                blocks.append(Text(description))
-            parameters = fn.get("parameters", {}) if isinstance(fn, dict) else {}
-            body = highlight(Text(json.dumps(parameters, indent=2, sort_keys=True, ensure_ascii=False)))
-            body.overflow = "fold"
-            blocks.append(Padding(body, (0, 0, 0, 1)))
-        return Group(*blocks)
+        return self._painter().tools(tools)
 
     def _turn_renderable(
         self, data: ProjectionData, index: int | None = None, *, loading: bool = False
     ) -> RenderableType:
-        """Turn ``index`` of ``data.turns`` (default: ``data.turn``): what it got and did, and — for the
-        turn ``data.replay`` belongs to — its history beside a re-projection of the same WAL now."""
-        turns = data.turns
-        if index is None:
-            index = data.turn_index
-        turn = turns[index] if index is not None and 0 <= index < len(turns) else data.turn
-        if turn is None and data.preview.turns_private:
-            self.turn_summary = "turns private"
-            return Text(
-                "Turn records are private to each agent's own connection and to operators, and this "
-                "workbench is not an operator of the hub: attach with --operator-token to see this "
-                "participant's turns (system prompt and tools included).",
-                style="dim",
-            )
-        if turn is None:
-            self.turn_summary = "no turn"
-            return Text("No recorded turn for this participant on this channel yet.", style="dim")
-        number = (index + 1) if index is not None else len(turns) or 1
-        count = len(turns) or 1
-        position = Text()
-        position.append(f"Turn {number} of {count}", style="bold")
-        if data.turns_capped:
-            position.append(f" (the newest {count} recorded)", style="dim")
-        position.append("   [ previous · ] next · d compare", style="dim")
-        header = Text(
-            f"{turn.started_at[11:23]} · {turn.duration_ms:.0f} ms · view {spec_text(turn.view)}",
-            style="dim",
-        )
-        if turn.error:
-            header.append(f"\nerror: {turn.error}", style=self._color("text-error", "red"))
-        reply = Text.assemble(("\nreply: ", "bold"), turn.reply if turn.reply is not None else "(none)")
-        calls = Text()
-        for call in turn.tool_calls:
-            mark = "✗" if call.get("is_error") else "✓"
-            calls.append(
-                f"\n  {mark} {call.get('name')}({json.dumps(call.get('arguments'), default=str)[:120]})"
-            )
-        tokens = " · ".join(f"{k} {v}" for k, v in turn.tokens.items())
-        token_line = Text(f"tokens: {tokens} ({turn.token_method})", style="dim")
-        inputs = Text.assemble(("\ninput: ", "bold"), " ".join(part_text(p) for p in turn.inputs)[:500])
-        parts: list[RenderableType] = [position, header, inputs, reply]
-        if turn.tool_calls:
-            parts.append(calls)
-        parts.append(token_line)
-        self.shown_turn_budget = self._budget_of(turn)
-        if self.shown_turn_budget is not None:
-            parts.append(BudgetBar(self.shown_turn_budget, self._budget_colors(), title="this turn"))
-        replayed = data.turn is not None and data.turn.turn_id == turn.turn_id and not loading
-        if not replayed:
-            self.turn_summary = "re-projecting…"
-            parts.append(Text("\nre-projecting this turn's WAL now…", style="dim italic"))
-            parts.append(self._history_table(turn.system_prompt, turn.history))
-            return Group(*parts)
-        now = data.replay if data.replay is not None else data.preview.history
-        now_label = spec_text(data.preview.view)
-        rows = diff_events(turn.history, now)
-        changed = sum(1 for r in rows if r.mark != " ")
-        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
-        table.add_column("", width=1, no_wrap=True)
-        table.add_column(f"at turn time ({spec_text(turn.view)})", ratio=1, overflow="fold")
-        table.add_column(f"re-projected now ({now_label})", ratio=1, overflow="fold")
-        mark_style = self._mark_styles()
-        for row in rows:
-            style = mark_style[row.mark]
-            cells = []
-            for event in (row.then, row.now):
-                if event is None:
-                    cells.append(Text(""))
-                else:
-                    text = Text(f"{role_of(event)}: ", self._role_style(role_of(event)))
-                    text.append_text(self._event_text(event, 600))
-                    if row.mark != " ":
-                        text.stylize(f"on {self._color('surface-lighten-1', '#333333')}")
-                    cells.append(text)
-            table.add_row(Text(row.mark, style=f"bold {style}"), *cells)
-        self.turn_summary = (
-            f"{changed} of {len(rows)} events differ" if changed else f"identical: {len(rows)} events"
-        )
-        summary = Text(
-            "\n" + self.turn_summary,
-            style=f"bold {mark_style['~'] if changed else mark_style['+']}",
-        )
-        parts += [summary, table]
-        legend = self._legend([event_body(e) for e in (*turn.history, *now)])
-        if legend is not None:
-            parts.append(Padding(legend, (1, 0, 0, 0)))
-        return Group(*parts)
-
-    def _mark_styles(self) -> dict[str, str]:
-        return {
-            "~": self._color("text-warning", "yellow"),
-            "-": self._color("text-error", "red"),
-            "+": self._color("text-success", "green"),
-            " ": "dim",
-        }
+        """Turn ``index`` of ``data.turns`` (default: ``data.turn``); sets ``turn_summary`` and, when there
+        is a turn, ``shown_turn_budget``."""
+        turn = shown_turn(data, index)
+        if turn is not None:
+            self.shown_turn_budget = self._budget_of(turn)
+        budget = self.shown_turn_budget if turn is not None else None
+        renderable, self.turn_summary = self._painter().turn(data, index, loading=loading, budget=budget)
+        return renderable
 
     # ------------------------------------------------------------------ comparing two turns
 
@@ -954,95 +672,8 @@ names speakers by id) are shown as they are, with a legend naming them.
         return True
 
     def _compare_renderable(self, turns: Sequence[TurnRecord], a: int, b: int) -> RenderableType:
-        then, now = turns[a], turns[b]
-        styles = self._mark_styles()
-        rows = diff_events(then.history, now.history)
-        changed = sum(1 for r in rows if r.mark != " ")
-        tools = diff_tools(then.tools, now.tools)
-        added = sum(1 for t in tools if t.mark == "+")
-        removed = sum(1 for t in tools if t.mark == "-")
-        altered = sum(1 for t in tools if t.mark == "~")
-        system_same = then.system_prompt == now.system_prompt
-        self.compare_summary = (
-            f"projection: {changed} of {len(rows)} events differ · tools: +{added} −{removed} ~{altered}"
-            f" · system prompt {'same' if system_same else 'changed'}"
-        )
-        out: list[RenderableType] = [
-            Text.assemble(
-                (f"{turn_label(then, a + 1)} → {turn_label(now, b + 1)}", "bold"),
-                ("\n" + self.compare_summary, "dim"),
-            )
-        ]
-        if then.view != now.view:
-            out.append(Text(f"view: {spec_text(then.view)} → {spec_text(now.view)}", style=styles["~"]))
-        if not system_same:
-            out.append(Text("\nSystem prompt", style="bold"))
-            out.append(self._unified(then.system_prompt.splitlines(), now.system_prompt.splitlines(), styles))
-        out.append(Text("\nProjection", style="bold"))
-        out.append(self._event_lines(rows, styles))
-        out.append(Text("\nTools offered", style="bold"))
-        if not tools:
-            out.append(Text("none at either turn", style="dim"))
-        for tool in tools:
-            line = Text(f"{tool.mark} {tool.name}", style=styles[tool.mark])
-            if tool.mark == " ":
-                line.append("  (same schema)", style="dim")
-            out.append(line)
-            if tool.lines:
-                out.append(Padding(self._diff_text(tool.lines, styles), (0, 0, 0, 2)))
-        legend = self._legend([event_body(e) for e in (*then.history, *now.history)])
-        if legend is not None:
-            out.append(Padding(legend, (1, 0, 0, 0)))
-        return Group(*out)
-
-    def _event_lines(self, rows: Sequence[DiffRow], styles: dict[str, str]) -> Text:
-        """A unified diff of two histories, one line per event; runs of unchanged events are folded."""
-        text = Text()
-        keep = {
-            j
-            for i, row in enumerate(rows)
-            if row.mark != " "
-            for j in range(max(0, i - CONTEXT), min(len(rows), i + CONTEXT + 1))
-        }
-        folded = 0
-        for i, row in enumerate(rows):
-            if row.mark == " " and i not in keep:
-                folded += 1
-                continue
-            if folded:
-                text.append(f"  … {folded} unchanged events\n", style="dim italic")
-                folded = 0
-            pairs = (
-                [("-", row.then), ("+", row.now)]
-                if row.mark == "~"
-                else [(row.mark, row.then if row.mark == "-" else row.now)]
-            )
-            for mark, event in pairs:
-                if event is None:
-                    continue
-                text.append(f"{mark} ", style=f"bold {styles[mark]}")
-                text.append(f"{role_of(event)}: ", style=self._role_style(role_of(event)))
-                text.append(event_body(event, 600) + "\n", style="dim" if mark == " " else "")
-        if folded:
-            text.append(f"  … {folded} unchanged events\n", style="dim italic")
-        if not rows:
-            text.append("(both empty)", style="dim")
-        text.rstrip()
-        return text
-
-    @staticmethod
-    def _unified(then: list[str], now: list[str], styles: dict[str, str]) -> Text:
-        lines = list(difflib.unified_diff(then, now, lineterm="", n=1))[2:]
-        return ProjectedView._diff_text(lines, styles)
-
-    @staticmethod
-    def _diff_text(lines: Sequence[str], styles: dict[str, str]) -> Text:
-        text = Text(overflow="fold")
-        for line in lines:
-            mark = line[:1] if line[:1] in "+-" else " "
-            text.append(line + "\n", style="dim" if line.startswith("@@") else styles[mark])
-        text.rstrip()
-        return text
+        renderable, self.compare_summary = self._painter().compare(turns, a, b)
+        return renderable
 
 
 NO_CHANNEL = "Select a channel to see what its participants' LLMs see."
