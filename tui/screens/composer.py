@@ -10,14 +10,13 @@ draft would do now: the hub's ``dry_run`` op (``ag2net.debug.dry_run``, through 
 again every ``DRY_RUN_REFRESH`` seconds while the draft is unchanged (whose turn it is moves on). It
 names the verdict (a refusal in the very words a post would get, ids named), the recipients in dispatch
 order, what each participant's model would get on its next turn, and the protocol's state after.
+
+The draft's pure side (event types, templates, parsing, saving, the dry run's text) is ``draft.py``.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,44 +36,31 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static, TextArea
 from textual.widgets.selection_list import Selection
 
-from ag2net import envelope as envelope_module
 from ag2net.debug import DryRun
 from ag2net.envelope import (
     ALL_EVENT_TYPES,
-    EV_CHANNEL_CLOSED,
-    EV_CHANNEL_EXPIRED,
-    EV_CHANNEL_INVITE,
-    EV_CHANNEL_INVITE_ACK,
-    EV_CHANNEL_INVITE_REJECT,
-    EV_CHANNEL_OPENED,
-    EV_CONTEXT_SET,
-    EV_EXPECTATION_VIOLATED,
-    EV_PACKET,
-    EV_TASK_CANCEL_REQUEST,
-    EV_TASK_CANCELLED,
     EV_TEXT,
     PRIORITIES,
     Envelope,
     check_envelope,
-    check_event_data,
 )
 from ag2net.errors import AccessDeniedError, ProtocolError
-from ag2net.events import event_from_dict
+from tui.screens.draft import (
+    CUSTOM_TEMPLATE,
+    EV_NAMES,
+    TERMINAL_STATES,
+    dry_run_text,
+    empty_text_warning,
+    event_templates,
+    event_type_warning,
+    parse_event_data,
+    refusal_sentence,
+    reserved_type_warning,
+    resolve_event_type,
+    write_draft,
+)
 from tui.widgets.json_area import json_text_area
-from tui.widgets.projected_view import event_body, role_of
-from tui.wording import Namer, app_labels, humanize, namer_for
-
-CUSTOM_TEMPLATE = "custom"
-
-EV_NAMES: dict[str, str] = {
-    name: value
-    for name, value in vars(envelope_module).items()
-    if name.startswith("EV_") and isinstance(value, str) and value in ALL_EVENT_TYPES
-}
-"""``{"EV_TEXT": "ag2.msg.text", …}``: the constants' names a person may type as the event type."""
-
-RESERVED_PREFIX = "ag2."
-TERMINAL_STATES = ("closed", "expired", "closing")
+from tui.wording import app_labels, humanize, namer_for
 
 DRY_RUN_DELAY = 0.25
 """Seconds after the last change before the dry run runs (typing does not fire one per key)."""
@@ -84,190 +70,7 @@ DRY_RUN_WIDE = 160
 """From this many columns the dry run sits beside the preview; below, under it."""
 DRY_RUN_TALL = 30
 """Below this many rows the preview's hint line goes (the dry run needs the room)."""
-DELTA_TEXT = 48
-"""Characters of an event's text shown in a projection delta line."""
-
 DryRunner = Callable[[Envelope], Awaitable[DryRun]]
-
-
-def resolve_event_type(text: str) -> tuple[str, str]:
-    """(event type, note): an ``EV_*`` constant's name becomes its string (the note says so)."""
-    typed = text.strip()
-    name = typed.upper() if typed.upper().startswith("EV_") else typed
-    if name in EV_NAMES:
-        return EV_NAMES[name], f"{typed} is {EV_NAMES[name]}"
-    return typed, ""
-
-
-def reserved_type_warning(event_type: str) -> str:
-    """A warning for an unknown type inside the reserved ``ag2.`` namespace, naming the closest known one."""
-    if not event_type.startswith(RESERVED_PREFIX) or event_type in ALL_EVENT_TYPES:
-        return ""
-    close = difflib.get_close_matches(event_type, ALL_EVENT_TYPES, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}?" if close else "use your own namespace, e.g. 'myapp.' + a name"
-    return f"{event_type!r} is not an ag2 event type (the ag2. namespace is reserved); {hint}"
-
-
-def write_draft(path: Path, values: dict[str, Any]) -> None:
-    """Write a draft atomically: a temp file of its own in the same folder, then ``os.replace``.
-
-    Saves may overlap (a thread per keystroke); each has its own temp file, so one save never moves
-    another's file away (the shared ``.tmp`` name made one of them fail with "No such file")."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(values, indent=2))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def event_templates(channel_id: str = "", sender_id: str = "") -> dict[str, dict[str, Any]]:
-    """An ``event_data`` skeleton for every EV_* type (plus a custom one), keyed by event type."""
-    return {
-        EV_TEXT: {"text": "Hello from the workbench."},
-        EV_PACKET: {"routing": {}, "context_updates": {"set": {}, "delete": []}, "body": ""},
-        EV_CHANNEL_INVITE: {
-            "channel_id": channel_id,
-            "manifest_type": "consulting",
-            "manifest_version": 1,
-            "creator_id": sender_id,
-            "knobs": {},
-            "labels": {},
-        },
-        EV_CHANNEL_INVITE_ACK: {"channel_id": channel_id},
-        EV_CHANNEL_INVITE_REJECT: {"channel_id": channel_id, "reason": ""},
-        EV_CHANNEL_OPENED: {"channel_id": channel_id},
-        EV_CHANNEL_CLOSED: {"reason": "closed_by_human", "channel_id": channel_id},
-        EV_CHANNEL_EXPIRED: {"reason": "ttl", "channel_id": channel_id},
-        EV_EXPECTATION_VIOLATED: {"expectation": "reply_within", "violators": [], "detail": ""},
-        EV_CONTEXT_SET: {"set": {"key": "value"}, "delete": []},
-        EV_TASK_CANCEL_REQUEST: {"task_id": "", "reason": ""},
-        EV_TASK_CANCELLED: {"task_id": "", "reason": ""},
-        CUSTOM_TEMPLATE: {"document_id": "doc-123", "kind": "security"},
-    }
-
-
-def event_type_warning(event_type: str) -> str:
-    """A warning (not an error) for a type outside a dotted namespace; empty when the type is fine."""
-    if event_type and "." not in event_type.strip("."):
-        return (
-            f"'{event_type}' has no dotted namespace; prefer e.g. 'myapp.{event_type}' "
-            "so it cannot collide with future ag2.* events"
-        )
-    return ""
-
-
-def empty_text_warning(data: dict[str, Any]) -> str:
-    """A warning for an ``ag2.msg.text`` whose ``text`` is empty (it would post a message saying nothing)."""
-    text = data.get("text")
-    if isinstance(text, str) and not text.strip():
-        return 'the text is empty: this message would say nothing; write it in "text"'
-    return ""
-
-
-def parse_event_data(text: str) -> tuple[dict[str, Any] | None, str]:
-    """Parse the editor's text: (object, "") or (None, one-sentence error)."""
-    if not text.strip():
-        return None, 'event_data is empty; write a JSON object such as {"text": "hi"}'
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"event_data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-    if not isinstance(value, dict):
-        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
-            type(value), "null"
-        )
-        return None, f'event_data must be a JSON object, got {kind}; wrap it like {{"value": ...}}'
-    try:
-        check_event_data(value)
-    except ProtocolError as exc:
-        return None, str(exc)
-    return value, ""
-
-
-def _short(text: str, limit: int = DELTA_TEXT) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _event_line(data: dict[str, Any]) -> str:
-    """``role: "text…"`` for one projection event (a dict from the op)."""
-    try:
-        event = event_from_dict(data)
-    except (ValueError, KeyError, TypeError):
-        return _short(json.dumps(data, sort_keys=True, default=str))
-    return f'{role_of(event)}: "{_short(event_body(event, DELTA_TEXT * 2))}"'
-
-
-def refusal_sentence(dry: DryRun, namer: Namer) -> str:
-    """The refusal a post would get, with its advice, agents and channels named."""
-    advice = str(dry.refusal.get("advice", "")) if dry.refusal else ""
-    return humanize(dry.message + advice, namer)
-
-
-def dry_run_text(dry: DryRun, namer: Namer) -> Text:
-    """The dry-run panel's text: verdict, recipients in order, each participant's next-turn delta, state."""
-    out = Text()
-    if not dry.admitted:
-        out.append("✗ Would be refused: ", style="bold red")
-        out.append(refusal_sentence(dry, namer))
-        return out
-    out.append("✓ Would be admitted", style="bold green")
-    out.append("\nRecipients", style="bold")
-    recipients = sorted(dry.recipients, key=lambda r: r.get("order", 0))
-    if recipients:
-        out.append(f" (delivery order, {recipients[0].get('priority', 'normal')}):", style="dim")
-        for number, row in enumerate(recipients, 1):
-            out.append(f"\n {number}. {namer.who(str(row['agent_id']))}")
-            notes = []
-            if not row.get("connected", True):
-                notes.append("offline: queued until it reconnects")
-            if row.get("unacked"):
-                notes.append(f"{row['unacked']} not yet acknowledged")
-            if notes:
-                out.append(f" · {'; '.join(notes)}", style="dim")
-    else:
-        out.append(": nobody (no participant is addressed)", style="dim")
-    addressed = {str(r["agent_id"]) for r in recipients}
-    out.append("\nTheir model's next history:", style="bold")
-    for pid, delta in dry.projections.items():
-        added = list(delta.get("added") or [])
-        removed = list(delta.get("removed") or [])
-        out.append(f"\n {namer.who(pid)} ")
-        if not added and not removed:
-            why = "delivered, not part of its history" if pid in addressed else "not addressed or not shown"
-            out.append(f"unchanged ({why})", style="dim")
-            continue
-        counts = [f"+{len(added)}"] + ([f"−{len(removed)}"] if removed else [])
-        out.append(" ".join(counts), style="bold")
-        for event in added[:2]:
-            out.append(f"\n   + {_event_line(event)}", style="green")
-        for event in removed[:2]:
-            out.append(f"\n   − {_event_line(event)}", style="red")
-        more = len(added) + len(removed) - len(added[:2]) - len(removed[:2])
-        if more > 0:
-            out.append(f"\n   … {more} more", style="dim")
-    out.append("\nAfter it: ", style="bold")
-    expected = dry.expected_after
-    if expected and expected.get("agent_id"):
-        who = namer.who(str(expected["agent_id"]))
-        out.append(f"{who} {'are' if who == 'you' else 'is'} expected to speak next; ")
-    else:
-        out.append("nobody in particular is expected next; ")
-    if dry.closes:
-        reason = dry.closes.get("reason") or ""
-        out.append(f"the channel would be {dry.closes.get('state', 'closed')}", style="bold yellow")
-        if reason:
-            out.append(f" ({reason})", style="yellow")
-    else:
-        out.append("the channel stays open")
-    return out
 
 
 @dataclass(slots=True)
@@ -442,93 +245,101 @@ Build any envelope, including custom event types (`myapp.review_request`).
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        draft = self._draft
         self._add_known_channels()
-        channel_options = [(self._option(c), c.channel_id) for c in self.channels.values()]
-        templates = [(t, t) for t in (*ALL_EVENT_TYPES, CUSTOM_TEMPLATE)]
         with Horizontal(id="composer-frame") as frame:
             frame.border_title = "Compose envelope"
             with VerticalScroll(id="composer-form"):
-                yield Label("Channel", classes="field-label")
-                yield Select(
-                    channel_options,
-                    prompt="Pick a channel",
-                    value=self._initial_channel if self._initial_channel else Select.NULL,
-                    compact=True,
-                    id="composer-channel",
-                )
-                yield Label("", classes="field-error", id="composer-channel-msg")
-                yield Label(
-                    "Audience (none ticked = broadcast to all participants)",
-                    classes="field-label",
-                    id="composer-audience-label",
-                )
-                yield SelectionList[str](compact=True, id="composer-audience")
-                yield Label("Template", classes="field-label")
-                yield Select(templates, prompt="Fill from a template…", compact=True, id="composer-template")
-                yield Label("Event type", classes="field-label")
-                yield Input(
-                    draft.get("event_type", EV_TEXT),
-                    placeholder="ag2.msg.text or myapp.review_request",
-                    suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types, *EV_NAMES]),
-                    compact=True,
-                    select_on_focus=True,  # typing replaces the template's type, as a person expects
-                    id="composer-type",
-                )
-                yield Label("", classes="field-error", id="composer-type-msg")
-                yield Label("", classes="field-warning", id="composer-type-warning")
-                yield Label("Event data (JSON object)", classes="field-label")
-                yield json_text_area(
-                    draft.get("event_data", json.dumps({"text": ""}, indent=2)),
-                    tab_behavior="focus",
-                    show_line_numbers=True,
-                    compact=True,
-                    id="composer-data",
-                )
-                yield Label("", classes="field-error", id="composer-data-msg")
-                yield Label("", classes="field-warning", id="composer-data-warning")
-                with Horizontal(id="composer-row"):
-                    with Vertical():
-                        yield Label("Priority", classes="field-label")
-                        yield Select(
-                            [(p, p) for p in PRIORITIES],
-                            value=draft.get("priority", "normal"),
-                            allow_blank=False,
-                            compact=True,
-                            id="composer-priority",
-                        )
-                    with Vertical():
-                        yield Label("TTL seconds (optional)", classes="field-label")
-                        yield Input(
-                            str(draft.get("ttl_seconds") or ""),
-                            placeholder="none",
-                            compact=True,
-                            id="composer-ttl",
-                        )
-                        yield Label("", classes="field-error", id="composer-ttl-msg")
-                yield Label("In reply to (causation_id)", classes="field-label")
-                yield Select([], prompt="Not a reply", compact=True, id="composer-causation")
-                yield Label("Task id (optional)", classes="field-label")
-                yield Input(draft.get("task_id") or "", placeholder="none", compact=True, id="composer-task")
+                yield from self._compose_form()
             with Vertical(id="composer-side"):
-                yield Static("", id="composer-send-error", classes="-empty")
-                with Vertical(id="composer-outputs"):
-                    with Vertical(id="composer-preview-box"):
-                        yield Label("Envelope to post", classes="field-label")
-                        yield Label(
-                            "envelope_id and created_at are stamped by the hub at admission.",
-                            classes="field-hint",
-                        )
-                        yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
-                    with Vertical(id="composer-dry-box") as dry_box:
-                        dry_box.border_title = "Dry run"
-                        with VerticalScroll(id="composer-dry-scroll"):
-                            yield Static("", id="composer-dry")
-                with Horizontal(id="composer-buttons"):
-                    yield Button("Send", variant="primary", id="composer-send")
-                    yield Button("Close", id="composer-cancel")
-                    yield Button("Discard", variant="error", id="composer-discard")
+                yield from self._compose_outputs()
         yield Footer()
+
+    def _compose_form(self) -> ComposeResult:
+        """The fields: channel, audience, template, event type and data, priority, TTL, reply, task."""
+        draft = self._draft
+        channel_options = [(self._option(c), c.channel_id) for c in self.channels.values()]
+        templates = [(t, t) for t in (*ALL_EVENT_TYPES, CUSTOM_TEMPLATE)]
+        yield Label("Channel", classes="field-label")
+        yield Select(
+            channel_options,
+            prompt="Pick a channel",
+            value=self._initial_channel if self._initial_channel else Select.NULL,
+            compact=True,
+            id="composer-channel",
+        )
+        yield Label("", classes="field-error", id="composer-channel-msg")
+        yield Label(
+            "Audience (none ticked = broadcast to all participants)",
+            classes="field-label",
+            id="composer-audience-label",
+        )
+        yield SelectionList[str](compact=True, id="composer-audience")
+        yield Label("Template", classes="field-label")
+        yield Select(templates, prompt="Fill from a template…", compact=True, id="composer-template")
+        yield Label("Event type", classes="field-label")
+        yield Input(
+            draft.get("event_type", EV_TEXT),
+            placeholder="ag2.msg.text or myapp.review_request",
+            suggester=SuggestFromList([*ALL_EVENT_TYPES, *self.custom_types, *EV_NAMES]),
+            compact=True,
+            select_on_focus=True,  # typing replaces the template's type, as a person expects
+            id="composer-type",
+        )
+        yield Label("", classes="field-error", id="composer-type-msg")
+        yield Label("", classes="field-warning", id="composer-type-warning")
+        yield Label("Event data (JSON object)", classes="field-label")
+        yield json_text_area(
+            draft.get("event_data", json.dumps({"text": ""}, indent=2)),
+            tab_behavior="focus",
+            show_line_numbers=True,
+            compact=True,
+            id="composer-data",
+        )
+        yield Label("", classes="field-error", id="composer-data-msg")
+        yield Label("", classes="field-warning", id="composer-data-warning")
+        with Horizontal(id="composer-row"):
+            with Vertical():
+                yield Label("Priority", classes="field-label")
+                yield Select(
+                    [(p, p) for p in PRIORITIES],
+                    value=draft.get("priority", "normal"),
+                    allow_blank=False,
+                    compact=True,
+                    id="composer-priority",
+                )
+            with Vertical():
+                yield Label("TTL seconds (optional)", classes="field-label")
+                yield Input(
+                    str(draft.get("ttl_seconds") or ""),
+                    placeholder="none",
+                    compact=True,
+                    id="composer-ttl",
+                )
+                yield Label("", classes="field-error", id="composer-ttl-msg")
+        yield Label("In reply to (causation_id)", classes="field-label")
+        yield Select([], prompt="Not a reply", compact=True, id="composer-causation")
+        yield Label("Task id (optional)", classes="field-label")
+        yield Input(draft.get("task_id") or "", placeholder="none", compact=True, id="composer-task")
+
+    def _compose_outputs(self) -> ComposeResult:
+        """The send error, the envelope to post, the dry run, and the buttons."""
+        yield Static("", id="composer-send-error", classes="-empty")
+        with Vertical(id="composer-outputs"):
+            with Vertical(id="composer-preview-box"):
+                yield Label("Envelope to post", classes="field-label")
+                yield Label(
+                    "envelope_id and created_at are stamped by the hub at admission.",
+                    classes="field-hint",
+                )
+                yield json_text_area("", read_only=True, soft_wrap=True, id="composer-preview")
+            with Vertical(id="composer-dry-box") as dry_box:
+                dry_box.border_title = "Dry run"
+                with VerticalScroll(id="composer-dry-scroll"):
+                    yield Static("", id="composer-dry")
+        with Horizontal(id="composer-buttons"):
+            yield Button("Send", variant="primary", id="composer-send")
+            yield Button("Close", id="composer-cancel")
+            yield Button("Discard", variant="error", id="composer-discard")
 
     def _add_known_channels(self) -> None:
         """Every channel the app's source knows joins the picker (the list handed in may be filtered)."""
@@ -949,10 +760,12 @@ __all__ = [
     "EV_NAMES",
     "ChannelChoice",
     "EnvelopeComposer",
+    "dry_run_text",
     "empty_text_warning",
     "event_templates",
     "event_type_warning",
     "parse_event_data",
+    "refusal_sentence",
     "reserved_type_warning",
     "resolve_event_type",
     "write_draft",
