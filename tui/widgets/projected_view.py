@@ -148,7 +148,13 @@ names speakers by id) are shown as they are, with a legend naming them.
         & #pv-controls { height: auto; }
         & #pv-controls > Vertical { height: auto; width: 1fr; }
         & #pv-controls > #pv-recent-box { width: 12; }
-        & .pv-label { color: $text-muted; }
+        & .pv-label {
+            color: $text-muted;
+            width: 100%;
+            padding-right: 1;  /* a gap before the next picker's label in a narrow pane */
+            text-wrap: nowrap;
+            text-overflow: ellipsis;
+        }
         & #pv-status { color: $text-muted; height: auto; padding: 0 1; }
         & #pv-status.-switched { color: $text-warning; }
         & #pv-error { color: $text-error; height: auto; padding: 0 1; }
@@ -241,7 +247,7 @@ names speakers by id) are shown as they are, with a legend naming them.
                     yield Label("Participant", classes="pv-label")
                     yield PaneSelect([], prompt="pick a participant", compact=True, id="pv-participant")
                 with Vertical():
-                    yield Label("View (preview only)", classes="pv-label")
+                    yield Label("View (preview)", classes="pv-label")
                     yield PaneSelect(
                         self._view_options(), value=IN_FORCE, allow_blank=False, compact=True, id="pv-view"
                     )
