@@ -11,7 +11,6 @@ Textual itself is loaded only when the workbench starts (``tui.launch`` imports 
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -21,9 +20,6 @@ from ag2net.cli.support import (
     Stopped,
     UsageProblem,
     check_demo_seat,
-    check_name,
-    check_paths,
-    default_human_name,
     fail,
     load_network,
     open_hub,
@@ -32,9 +28,8 @@ from ag2net.cli.support import (
     stopping_with,
 )
 from ag2net.errors import NetworkError
-from ag2net.identity import check_agent_name
 from tui.launch import LaunchError, launch, take_leadership
-from tui.settings import SettingsError, load_settings
+from tui.options import check_cache, hub_path, seat_name, settings_from
 
 app = typer.Typer(add_completion=False)
 
@@ -87,39 +82,14 @@ def tui(
 ) -> None:
     """Open the workbench: channels, live WAL tail, what each agent sees, peer cards, chat and envelope composer."""
     try:
-        try:
-            settings = load_settings(config)
-        except SettingsError as exc:
-            raise UsageProblem(str(exc)) from None
-        if as_name is not None:
-            name = check_name(as_name)
-        elif "human_name" in settings.model_fields_set:  # set in the settings file
-            name = settings.human_name
-            try:
-                check_agent_name(name)
-            except (NetworkError, ValueError) as exc:
-                raise UsageProblem(
-                    f"human_name {name!r} in {settings.source} cannot be used ({exc}); change it, or pass --as NAME"
-                ) from None
-        else:
-            name = check_name(default_human_name())
-        if not cache_mb > 0:
-            raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
+        settings = settings_from(config)
+        name = seat_name(as_name, settings)
+        check_cache(cache_mb)
         if demo:
             check_demo_seat(name)
-        if connect is not None:
-            if not all(re.match(r"^wss?://[^\s/,]+", part.strip()) for part in connect.split(",")):
-                raise UsageProblem(
-                    f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765, or several separated by "
-                    "commas (ws://a:8765,ws://b:8765)"
-                )
-            if db is not None or memory or demo or network:
-                raise UsageProblem(
-                    "--connect attaches to a running hub; --db, --memory, --demo and --network do not apply"
-                )
-            path = None
-        else:
-            path = check_paths(db, memory, default=Path(settings.database).expanduser())
+        path = hub_path(
+            settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=True
+        )
         func = load_network(network) if network else None
         run_until_stopped(  # SIGTERM (or SIGINT) ends the app as quitting does, then the hub closes
             launch(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import re
 import secrets
 import shlex
 import signal
@@ -38,18 +37,14 @@ import typer
 from ag2net.cli.support import (
     UsageProblem,
     check_demo_seat,
-    check_name,
-    check_paths,
-    default_human_name,
     fail,
     load_network,
     open_hub,
     run_network,
 )
 from ag2net.errors import NetworkError
-from ag2net.identity import check_agent_name
 from tui.launch import DEMO_PACE, EMBEDDED, LaunchError, dial, take_leadership
-from tui.settings import Settings, SettingsError, load_settings
+from tui.options import check_cache, hub_path, seat_name, settings_from
 
 NOT_INSTALLED = "textual-serve is not installed; install the web extra: pip install 'ag2net[web]'"
 
@@ -136,18 +131,10 @@ def web(
         name = seat_name(as_name, settings)
         if demo:
             check_demo_seat(name)
-        if not cache_mb > 0:
-            raise UsageProblem(f"--cache-mb must be more than 0, got {cache_mb}")
-        if connect is not None:
-            if not re.match(r"^wss?://[^\s/]+", connect):
-                raise UsageProblem(f"--connect {connect!r} must be a URL like ws://127.0.0.1:8765")
-            if db is not None or memory or demo or network:
-                raise UsageProblem(
-                    "--connect attaches to a running hub; --db, --memory, --demo and --network do not apply"
-                )
-            path = None
-        else:
-            path = check_paths(db, memory, default=Path(settings.database).expanduser())
+        check_cache(cache_mb)
+        path = hub_path(
+            settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=False
+        )
         func = load_network(network) if network else None
         sock = listen(host, port)
         try:
@@ -175,29 +162,6 @@ def web(
         raise typer.Exit(130) from None
     if code:
         raise typer.Exit(code)
-
-
-def settings_from(config: Path | None) -> Settings:
-    try:
-        return load_settings(config)
-    except SettingsError as exc:
-        raise UsageProblem(str(exc)) from None
-
-
-def seat_name(as_name: str | None, settings: Settings) -> str:
-    """The name every tab seats the human as: ``--as``, the settings file's ``human_name``, the OS user."""
-    if as_name is not None:
-        return check_name(as_name)
-    if "human_name" in settings.model_fields_set:
-        try:
-            check_agent_name(settings.human_name)
-        except (NetworkError, ValueError) as exc:
-            raise UsageProblem(
-                f"human_name {settings.human_name!r} in {settings.source} cannot be used ({exc}); change it, or "
-                "pass --as NAME"
-            ) from None
-        return settings.human_name
-    return check_name(default_human_name())
 
 
 def check_host_text(host: str) -> None:
@@ -296,107 +260,157 @@ async def serve_web(
     """Open or check the hub, serve the page on ``sock`` until SIGINT/SIGTERM, then stop in order:
     the tabs' workbenches, the demo, the hub's server, the hub. The exit code: 0, or 3 when the embedded
     hub lost the leadership of its PostgreSQL database."""
-    from aiohttp import web as aioweb
-
-    from tui.web_server import QUIT_GRACE, WorkbenchServer
-
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     leadership: Any = None
+    hub: Any = None
     async with contextlib.AsyncExitStack() as stack:
-        env: dict[str, str] = {}
         if connect is not None:
-            try:
-                client = await dial(connect, token=token, operator_token=operator_token)
-            except LaunchError as exc:
-                raise UsageProblem(str(exc)) from None
-            await client.close()
+            await check_hub(connect, token, operator_token)
             hub_url, operator = connect, operator_token
         else:
-            from ag2net.server import serve_ws
-
-            if isinstance(path, str):  # PostgreSQL: the database's one writer, or refused
-                try:
-                    hub, leadership = await take_leadership(
-                        path, holder=f"{EMBEDDED} ag2net web", cache_mb=cache_mb
-                    )
-                except LaunchError as exc:
-                    raise UsageProblem(str(exc)) from None
-                stack.push_async_callback(leadership.close, hub)  # the hub (unless lost), then the lock
-            else:
-                hub = await open_hub(path, cache_mb=cache_mb)
-                stack.push_async_callback(hub.close)
+            hub, leadership = await embedded_hub(stack, path, cache_mb)
             if network is not None:
                 await run_network(network, hub)
-            # with a token the hub is a token server; the tabs are its operator, as the local workbench is
-            operator = operator_token or (secrets.token_urlsafe(24) if token is not None else None)
-            try:
-                served = await stack.enter_async_context(
-                    serve_ws(hub, "127.0.0.1", 0, token=token, operator_token=operator)
-                )
-            except (OSError, ValueError) as exc:
-                raise UsageProblem(f"cannot serve the embedded hub: {exc}") from None
-            hub_url = served.url()
+            hub_url, operator = await serve_hub(stack, hub, token, operator_token)
             if demo:
                 task = asyncio.create_task(demo_once_seated(hub, name))
                 stack.push_async_callback(cancelled, task)
+        env: dict[str, str] = {}
         if token is not None:
             env["AG2NET_TOKEN"] = token
         if operator is not None:
             env["AG2NET_OPERATOR_TOKEN"] = operator
-        server = WorkbenchServer(
-            lambda seat: tab_command(hub_url, seat or name, config),
-            title=f"ag2net workbench · {name}",
-            token=token,
-            loopback=loopback,
-            env=env,
-            unset_env=TAB_ENV,
-            echo=say,
+        await serve_page(
+            stack, sock, hub_url, name=name, config=config, token=token, loopback=loopback, env=env
         )
-        runner = aioweb.AppRunner(
-            server.make_app(), handle_signals=False, shutdown_timeout=QUIT_GRACE + 2, access_log=None
-        )
-        await runner.setup()
-        stack.push_async_callback(runner.cleanup)
-        await aioweb.SockSite(runner, sock).start()
-        shown = sock.getsockname()
-        where = shown[0] if loopback else "<this machine's address>"
-        if ":" in where:
-            where = f"[{where}]"
-        say(f"ag2net web: open http://{where}:{shown[1]}/ in a browser")
-        say(
-            f"each tab runs its own workbench as {name!r} (/?as=NAME for another name) on the hub at {hub_url}"
-        )
-        if token is not None:
-            say("the page asks for the token (--token / AG2NET_TOKEN) before it starts a workbench")
-        say("ctrl+c stops the workbenches and the hub")
-        waits = [asyncio.ensure_future(stop.wait())]
-        if leadership is not None:
-            waits.append(asyncio.ensure_future(leadership.lost.wait()))
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiting in waits:
-                waiting.cancel()
-        if leadership is not None and leadership.lost.is_set():
+        say_where(sock, hub_url, name=name, token=token, loopback=loopback)
+        if await stopped_or_lost(stop, leadership):
             await leadership.close(hub)  # the store and the lock session first: nothing more of it lands
         else:
             leadership = None
         say("stopping: the tabs' workbenches, then the hub")
     if leadership is not None:
-        from ag2net.server.leadership import LOST_EXIT_CODE
-
-        sys.stderr.write(
-            f"Error: the embedded hub lost the leadership of {leadership.where} ({leadership.reason}) and no "
-            f"longer writes there, so the tabs' workbenches were stopped (exit code {LOST_EXIT_CODE}): serve "
-            "the database with ag2net serve and give ag2net web --connect ws://HOST:PORT\n"
-        )
-        sys.stderr.flush()
-        return LOST_EXIT_CODE
+        return lost_exit(leadership)
     say("stopped")
     return 0
+
+
+async def check_hub(url: str, token: str | None, operator_token: str | None) -> None:
+    """``--connect``: the hub at ``url`` admits these tokens (else the one sentence why not)."""
+    try:
+        client = await dial(url, token=token, operator_token=operator_token)
+    except LaunchError as exc:
+        raise UsageProblem(str(exc)) from None
+    await client.close()
+
+
+async def embedded_hub(
+    stack: contextlib.AsyncExitStack, path: Path | str | None, cache_mb: float
+) -> tuple[Any, Any]:
+    """(hub, leadership) of the embedded hub, closed when ``stack`` closes; the leadership of its
+    PostgreSQL database (None for a file or memory)."""
+    if isinstance(path, str):  # PostgreSQL: the database's one writer, or refused
+        try:
+            hub, leadership = await take_leadership(path, holder=f"{EMBEDDED} ag2net web", cache_mb=cache_mb)
+        except LaunchError as exc:
+            raise UsageProblem(str(exc)) from None
+        stack.push_async_callback(leadership.close, hub)  # the hub (unless lost), then the lock
+        return hub, leadership
+    hub = await open_hub(path, cache_mb=cache_mb)
+    stack.push_async_callback(hub.close)
+    return hub, None
+
+
+async def serve_hub(
+    stack: contextlib.AsyncExitStack, hub: Any, token: str | None, operator_token: str | None
+) -> tuple[str, str | None]:
+    """Serve ``hub`` over WebSocket on a free loopback port until ``stack`` closes: (its URL, the operator
+    token the tabs use)."""
+    from ag2net.server import serve_ws
+
+    # with a token the hub is a token server; the tabs are its operator, as the local workbench is
+    operator = operator_token or (secrets.token_urlsafe(24) if token is not None else None)
+    try:
+        served = await stack.enter_async_context(
+            serve_ws(hub, "127.0.0.1", 0, token=token, operator_token=operator)
+        )
+    except (OSError, ValueError) as exc:
+        raise UsageProblem(f"cannot serve the embedded hub: {exc}") from None
+    return served.url(), operator
+
+
+async def serve_page(
+    stack: contextlib.AsyncExitStack,
+    sock: socket.socket,
+    hub_url: str,
+    *,
+    name: str,
+    config: Path | None,
+    token: str | None,
+    loopback: bool,
+    env: dict[str, str],
+) -> None:
+    """Serve the page on ``sock`` until ``stack`` closes: each tab a workbench attached to ``hub_url``."""
+    from aiohttp import web as aioweb
+
+    from tui.web_server import QUIT_GRACE, WorkbenchServer
+
+    server = WorkbenchServer(
+        lambda seat: tab_command(hub_url, seat or name, config),
+        title=f"ag2net workbench · {name}",
+        token=token,
+        loopback=loopback,
+        env=env,
+        unset_env=TAB_ENV,
+        echo=say,
+    )
+    runner = aioweb.AppRunner(
+        server.make_app(), handle_signals=False, shutdown_timeout=QUIT_GRACE + 2, access_log=None
+    )
+    await runner.setup()
+    stack.push_async_callback(runner.cleanup)
+    await aioweb.SockSite(runner, sock).start()
+
+
+def say_where(sock: socket.socket, hub_url: str, *, name: str, token: str | None, loopback: bool) -> None:
+    shown = sock.getsockname()
+    where = shown[0] if loopback else "<this machine's address>"
+    if ":" in where:
+        where = f"[{where}]"
+    say(f"ag2net web: open http://{where}:{shown[1]}/ in a browser")
+    say(f"each tab runs its own workbench as {name!r} (/?as=NAME for another name) on the hub at {hub_url}")
+    if token is not None:
+        say("the page asks for the token (--token / AG2NET_TOKEN) before it starts a workbench")
+    say("ctrl+c stops the workbenches and the hub")
+
+
+async def stopped_or_lost(stop: asyncio.Event, leadership: Any) -> bool:
+    """Wait for ``stop`` or the loss of ``leadership``; True when the leadership was lost."""
+    waits = [asyncio.ensure_future(stop.wait())]
+    if leadership is not None:
+        waits.append(asyncio.ensure_future(leadership.lost.wait()))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    return leadership is not None and leadership.lost.is_set()
+
+
+def lost_exit(leadership: Any) -> int:
+    """Say that the embedded hub lost its database's leadership; the exit code that says so."""
+    from ag2net.server.leadership import LOST_EXIT_CODE
+
+    sys.stderr.write(
+        f"Error: the embedded hub lost the leadership of {leadership.where} ({leadership.reason}) and no "
+        f"longer writes there, so the tabs' workbenches were stopped (exit code {LOST_EXIT_CODE}): serve "
+        "the database with ag2net serve and give ag2net web --connect ws://HOST:PORT\n"
+    )
+    sys.stderr.flush()
+    return LOST_EXIT_CODE
 
 
 async def cancelled(task: asyncio.Task[Any]) -> None:
