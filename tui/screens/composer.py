@@ -756,17 +756,5 @@ Build any envelope, including custom event types (`myapp.review_request`).
         return data if isinstance(data, dict) else {}
 
 
-__all__ = [
-    "EV_NAMES",
-    "ChannelChoice",
-    "EnvelopeComposer",
-    "dry_run_text",
-    "empty_text_warning",
-    "event_templates",
-    "event_type_warning",
-    "parse_event_data",
-    "refusal_sentence",
-    "reserved_type_warning",
-    "resolve_event_type",
-    "write_draft",
-]
+# the draft's functions live in tui.screens.draft; the ones imported above stay importable from here
+__all__ = ["ChannelChoice", "EnvelopeComposer", "refusal_sentence"]

@@ -22,24 +22,15 @@ Item = tuple[Envelope, int | None, str]
 
 def fit(text: str, width: int) -> str:
     """``text`` cut or padded to exactly ``width`` cells, with an ellipsis when cut."""
-    if width <= 0:
-        return ""
-    length = cell_len(text)
-    if length <= width:
-        return text + " " * (width - length)
-    out = []
-    used = 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…" + " " * (width - 1 - used)
+    return _fit(text, width, from_left=False)
 
 
 def fit_left(text: str, width: int) -> str:
     """Like ``fit`` but cuts from the left, so the end (an event type's last dotted part) stays visible."""
+    return _fit(text, width, from_left=True)
+
+
+def _fit(text: str, width: int, *, from_left: bool) -> str:
     if width <= 0:
         return ""
     length = cell_len(text)
@@ -47,13 +38,14 @@ def fit_left(text: str, width: int) -> str:
         return text + " " * (width - length)
     out: list[str] = []
     used = 0
-    for ch in reversed(text):
+    for ch in reversed(text) if from_left else text:
         w = cell_len(ch)
         if used + w > width - 1:
             break
         out.append(ch)
         used += w
-    return "…" + "".join(reversed(out)) + " " * (width - 1 - used)
+    pad = " " * (width - 1 - used)
+    return "…" + "".join(reversed(out)) + pad if from_left else "".join(out) + "…" + pad
 
 
 def fit_label(label: str, width: int) -> str:

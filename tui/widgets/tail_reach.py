@@ -276,20 +276,33 @@ class TailReach(ScrollView):
             return
         self._start(direction, self._read_page(direction, then))
 
+    def _prepare_read(self) -> tuple[dict[str, int], int, list[str]]:
+        """Before a read beyond the window: (channel sizes, the window's generation, the channels read)."""
+        sizes = self._sizes()
+        self._narrow_to_shown(sizes)
+        return sizes, self._generation, self._paging_channels(sizes)
+
+    def _edges(self, channels: list[str], sizes: dict[str, int], *, forward: bool) -> dict[str, int]:
+        """Per channel, the seq a page newer than the window starts at (``forward``), else the one a page
+        older than it ends at (0: none older)."""
+        model = self.model
+        if forward:
+            return {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
+        return {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
+
+    async def _read_beyond(self, edges: dict[str, int], *, forward: bool) -> list[TailItem]:
+        assert self.pager is not None
+        if forward:
+            return await self.pager.page_newer(edges, self.page_size)
+        return await self.pager.page_older(edges, self.page_size)
+
     async def _read_page(self, direction: str, then: int | None) -> None:
         assert self.pager is not None
         model = self.model
-        sizes = self._sizes()
-        self._narrow_to_shown(sizes)
-        generation = self._generation
-        channels = self._paging_channels(sizes)
+        sizes, generation, channels = self._prepare_read()
+        forward = direction != "older"
         try:
-            if direction == "older":
-                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_older(tops, self.page_size)
-            else:
-                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_newer(bottoms, self.page_size)
+            items = await self._read_beyond(self._edges(channels, sizes, forward=forward), forward=forward)
         finally:
             if generation == self._generation:
                 self.paging = ""
@@ -428,22 +441,15 @@ class TailReach(ScrollView):
     async def _read_search(self, forward: bool) -> None:
         assert self.pager is not None
         model = self.model
-        sizes = self._sizes()
-        self._narrow_to_shown(sizes)
-        generation = self._generation
-        channels = self._paging_channels(sizes)
+        sizes, generation, channels = self._prepare_read()
         found: int | None = None
         while generation == self._generation:
-            if forward:
-                if not model.detached:
-                    break
-                bottoms = {cid: model.newer_from(cid, sizes.get(cid, 0)) for cid in channels}
-                items = await self.pager.page_newer(bottoms, self.page_size)
-            else:
-                tops = {cid: model.older_of(cid, sizes.get(cid, 0)) for cid in channels}
-                if not any(tops.values()):
-                    break
-                items = await self.pager.page_older(tops, self.page_size)
+            if forward and not model.detached:
+                break
+            edges = self._edges(channels, sizes, forward=forward)
+            if not forward and not any(edges.values()):
+                break
+            items = await self._read_beyond(edges, forward=forward)
             if generation != self._generation or not items:
                 break
             self._searched += len(items)
