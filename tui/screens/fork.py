@@ -291,28 +291,25 @@ next field (it never runs). What you typed is still here when you open the form 
                         ),
                         classes="fork-line",
                     ),
-                    Horizontal(
-                        Label("system"),
-                        Input(
-                            placeholder="system prompt (empty: the original's)",
-                            id=f"fork-system-{index}",
-                            compact=True,
-                        ),
-                        classes="fork-line",
+                    self._text_line(
+                        "system", "system prompt (empty: the original's)", f"fork-system-{index}"
                     ),
-                    Horizontal(
-                        Label("tools"),
-                        Input(
-                            placeholder="TOOL=recorded|live|static:JSON; … (empty: all recorded)",
-                            id=f"fork-tools-{index}",
-                            compact=True,
-                        ),
-                        classes="fork-line",
+                    self._text_line(
+                        "tools",
+                        "TOOL=recorded|live|static:JSON; … (empty: all recorded)",
+                        f"fork-tools-{index}",
                     ),
                     classes="fork-agent",
                 )
             )
         return rows
+
+    @staticmethod
+    def _text_line(label: str, placeholder: str, input_id: str) -> Horizontal:
+        """A line of an agent's row: a label and one text field."""
+        return Horizontal(
+            Label(label), Input(placeholder=placeholder, id=input_id, compact=True), classes="fork-line"
+        )
 
     # ------------------------------------------------------------------ messages
 
