@@ -8,18 +8,20 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata, ParticipantRole
 from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
-from ag2net.debug import DryRun, dry_run
 from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.errors import AccessDeniedError, NetworkError, ProtocolError
-from ag2net.hub import ObservedEvent
 from ag2net.views import view_from_spec
 from tui.formatting import channel_label, channel_labels
 from tui.models import ActivityLedger, ChannelRow, PeerInfo, ProjectionData, TailItem
+
+if TYPE_CHECKING:  # ag2net.debug and ag2net.hub load the hub: imported where they are used (issue 28)
+    from ag2net.debug import DryRun
+    from ag2net.hub import ObservedEvent
 
 TURN_LIMIT = 200
 """The agent view reads at most this many of a participant's newest turns on a channel."""
@@ -247,6 +249,8 @@ class HubSource:
     async def dry_run(self, envelope: Envelope) -> DryRun:
         """What posting ``envelope`` would do now (the hub's ``dry_run`` op, local or remote); nothing is
         written or delivered."""
+        from ag2net.debug import dry_run
+
         return await dry_run(self.hc, envelope)
 
     async def open_channel(

@@ -9,7 +9,7 @@ and moves the tail to that envelope in its channel; Escape closes. It needs the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -19,12 +19,13 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, Tree
 
-from ag2net.debug import CausationNode, CausationTree, causation_tree
 from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError
-from ag2net.hub.probe import channel_log
 from ag2net.views.wal import WalLog
 from tui.formatting import preview, short_type
+
+if TYPE_CHECKING:  # ag2net.debug loads the hub: imported when the tree is asked for (issue 28)
+    from ag2net.debug import CausationNode, CausationTree
 
 NEEDS_HUB = "The causation tree needs the embedded hub (run ag2net tui without --connect)."
 
@@ -112,6 +113,9 @@ class CausationTreeScreen(ModalScreen[Jump | None]):
 
     @work(exclusive=True, group="causation")
     async def _load(self) -> None:
+        from ag2net.debug import causation_tree
+        from ag2net.hub.probe import channel_log
+
         try:
             result = await causation_tree(self.hub, self.envelope_id, channel_id=self.channel_id)
         except NetworkError as exc:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -36,7 +36,6 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, SelectionList, Static, TextArea
 from textual.widgets.selection_list import Selection
 
-from ag2net.debug import DryRun
 from ag2net.envelope import (
     ALL_EVENT_TYPES,
     EV_TEXT,
@@ -62,6 +61,9 @@ from tui.screens.draft import (
 from tui.widgets.json_area import json_text_area
 from tui.wording import app_labels, humanize, namer_for
 
+if TYPE_CHECKING:  # ag2net.debug loads the hub: the dry run imports it when it runs (issue 28)
+    from ag2net.debug import DryRun
+
 DRY_RUN_DELAY = 0.25
 """Seconds after the last change before the dry run runs (typing does not fire one per key)."""
 DRY_RUN_REFRESH = 2.0
@@ -70,7 +72,7 @@ DRY_RUN_WIDE = 160
 """From this many columns the dry run sits beside the preview; below, under it."""
 DRY_RUN_TALL = 30
 """Below this many rows the preview's hint line goes (the dry run needs the room)."""
-DryRunner = Callable[[Envelope], Awaitable[DryRun]]
+DryRunner = Callable[[Envelope], Awaitable["DryRun"]]
 
 
 @dataclass(slots=True)

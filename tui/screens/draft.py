@@ -10,12 +10,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from ag2net import envelope as envelope_module
-from ag2net.debug import DryRun
 from ag2net.envelope import (
     ALL_EVENT_TYPES,
     EV_CHANNEL_CLOSED,
@@ -36,6 +35,9 @@ from ag2net.errors import ProtocolError
 from ag2net.events import event_from_dict
 from tui.widgets.projection_diff import event_body, role_of
 from tui.wording import Namer, humanize
+
+if TYPE_CHECKING:  # ag2net.debug loads the hub (issue 28)
+    from ag2net.debug import DryRun
 
 CUSTOM_TEMPLATE = "custom"
 

@@ -41,7 +41,6 @@ from textual.widgets import Footer, Input, Label, Select, Static
 from textual.widgets.select import InvalidSelectValueError
 from textual.worker import Worker, WorkerState
 
-from ag2net.cli.replay import openai_available, parse_model, parse_params, parse_tool_policy, parse_view
 from ag2net.cli.support import UsageProblem
 from ag2net.views import registered_views
 
@@ -264,6 +263,8 @@ next field (it never runs). What you typed is still here when you open the form 
             )
 
     def _agent_rows(self) -> list[Vertical]:
+        from ag2net.cli.replay import openai_available  # the replay command's parsers: loaded when used
+
         views = [("keep (the channel's)", KEEP), *((name, name) for name in registered_views())]
         models = [("replay", "replay"), ("scripted", "scripted")]
         if openai_available():
@@ -355,6 +356,7 @@ next field (it never runs). What you typed is still here when you open the form 
 
     def read_form(self) -> tuple[int, int, float, dict[str, Any]]:
         """(at seq, turn budget, timeout, overrides by agent id); ``UsageProblem`` names a bad field."""
+        from ag2net.cli.replay import parse_model, parse_params, parse_tool_policy, parse_view
         from ag2net.debug.replay import Override
 
         def number(field: str, kind: type, low: float, high: float | None) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -25,14 +25,15 @@ from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
-from ag2net.debug import Cell, VisibilityMatrix, visibility
 from ag2net.envelope import Envelope
-from ag2net.hub.probe import channel_log
 from ag2net.views import registered_views
 from ag2net.views.wal import WalLog
 from tui.filtering import FilterError, FilterSpec
 from tui.formatting import event_family, preview, short_type
 from tui.wording import plural
+
+if TYPE_CHECKING:  # ag2net.debug loads the hub: imported when the matrix is asked for (issue 28)
+    from ag2net.debug import Cell, VisibilityMatrix
 
 PAGE = 50
 """Envelopes per page (with a filter: matching envelopes per page, over at most ``SPAN`` seqs)."""
@@ -192,6 +193,9 @@ class VisibilityMatrixScreen(ModalScreen[None]):
 
     @work(exclusive=True, group="matrix")
     async def _load(self, seq: int | None = None, *, keep: Coordinate | None = None) -> None:
+        from ag2net.debug import visibility
+        from ag2net.hub.probe import channel_log
+
         log = await channel_log(self.hub, self.channel_id)
         self.envelopes = log
         self.pages = self._paginate()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -20,8 +20,10 @@ from textual.containers import VerticalScroll
 from textual.markup import escape
 from textual.widgets import Static
 
-from ag2net.debug import ProtocolState, Scrubber, states_at
 from ag2net.envelope import Envelope
+
+if TYPE_CHECKING:  # ag2net.debug loads the hub: imported when the scrubber is opened (issue 28)
+    from ag2net.debug import ProtocolState, Scrubber
 
 NEEDS_HUB = "The protocol scrubber needs the embedded hub (run ag2net tui without --connect)."
 KEYS = "[ ] step · { } state change · S closes"
@@ -124,6 +126,8 @@ class ScrubPanel(VerticalScroll, can_focus=False):
         """The channel's scrubber, made anew when the WAL grew past it."""
         scrubber = self.scrubbers.get(channel_id)
         if scrubber is None or len(scrubber) < self.hub.wal_count(channel_id):
+            from ag2net.debug import states_at
+
             scrubber = self.scrubbers[channel_id] = await states_at(self.hub, channel_id)
         return scrubber
 
