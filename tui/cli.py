@@ -11,7 +11,6 @@ Textual itself is loaded only when the workbench starts (``tui.launch`` imports 
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,7 +28,7 @@ from ag2net.cli.support import (
 )
 from ag2net.errors import NetworkError
 from tui.launch import LaunchError, launch, take_leadership
-from tui.options import check_cache, hub_path, seat_name, settings_from
+from tui.options import ConfigFile, Memory, NetworkSpec, check_cache, hub_path, seat_name, settings_from
 
 app = typer.Typer(add_completion=False)
 
@@ -44,17 +43,13 @@ def tui(
             envvar="AG2NET_DATABASE_URL",
         ),
     ] = None,
-    memory: Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")] = False,
+    memory: Memory = False,
     as_name: Annotated[
         str | None, typer.Option("--as", help="Your participant name (default: your OS user name).")
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Start the scripted demo network right away.")] = False,
-    network: Annotated[
-        str | None, typer.Option(help="Load your own agents: module:function, called with the hub.")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
-    ] = None,
+    network: NetworkSpec = None,
+    config: ConfigFile = None,
     connect: Annotated[
         str | None,
         typer.Option(

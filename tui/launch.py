@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ag2net import ConnectionLostError, HubClient
+from ag2net import ConnectionLostError, HubClient, HumanClient
 from ag2net.errors import NetworkError
 from tui.settings import Settings, SettingsError, check_keymap
 
@@ -187,7 +187,12 @@ async def watch_leadership(leadership: Any, app: Any, stop_background: Callable[
         await asyncio.sleep(0.1)
     app.status.connection = "in-process hub · lost the leadership: read-only"
     app.status.connected = False
-    app.notify(sentence, title="Not the database's writer any more", severity="error", timeout=60)
+    app.notify(
+        sentence,
+        title="Not the database's writer any more",
+        severity="error",
+        timeout=60,
+    )
 
 
 async def launch(
@@ -223,21 +228,7 @@ async def launch(
     log_to_file(db_path)
     background: set[asyncio.Task[Any]] = set()
     networks: list[Any] = []
-
-    async def stop_background() -> None:
-        current = asyncio.current_task()
-        for task in list(background):
-            if task is not current:
-                task.cancel()
-        for task in list(background):
-            if task is not current:
-                with contextlib.suppress(BaseException):
-                    await task
-        for network in networks:  # stops the demo agents' turns before their hub goes away
-            with contextlib.suppress(Exception):
-                await network.close()
-        networks.clear()
-
+    stop_background = background_stopper(background, networks)
     hub = None
     leadership = None
     if connect is not None:
@@ -253,15 +244,7 @@ async def launch(
         hub_client = HubClient.local(hub)
         demo = demo_starter(hub, human_name, background, networks)
     try:
-        try:
-            human = await hub_client.register_or_attach_human(human_name)
-        except ValueError as exc:  # the name belongs to an agent
-            raise LaunchError(
-                f"cannot seat you as {human_name!r}: {exc}; choose another name with --as"
-            ) from None
-        # Names of agents registered before we attached: warm the client's cache so the tail and
-        # the channel list show names, not ids (the observe stream only announces later arrivals).
-        await hub_client.list_agents(limit=None)
+        human = await seat(hub_client, human_name)
         if network is not None and hub is not None:
             await run_network(network, hub)
         app = WorkbenchApp(hub_client, human, settings, demo=demo)
@@ -283,6 +266,44 @@ async def launch(
             await leadership.close(hub)
         elif hub is not None:
             await hub.close()
+
+
+def background_stopper(
+    background: set[asyncio.Task[Any]], networks: list[Any]
+) -> Callable[[], Awaitable[None]]:
+    """What stops the workbench's background work: its tasks (not the one calling), then the networks
+    it started (the demo agents' turns stop before their hub goes away)."""
+
+    async def stop_background() -> None:
+        current = asyncio.current_task()
+        for task in list(background):
+            if task is not current:
+                task.cancel()
+        for task in list(background):
+            if task is not current:
+                with contextlib.suppress(BaseException):
+                    await task
+        for network in networks:
+            with contextlib.suppress(Exception):
+                await network.close()
+        networks.clear()
+
+    return stop_background
+
+
+async def seat(hub_client: HubClient, human_name: str) -> HumanClient:
+    """The human's client on the hub, registered or attached as ``human_name``; the names of the agents
+    known already are cached (the tail and the channel list show names, not ids)."""
+    try:
+        human = await hub_client.register_or_attach_human(human_name)
+    except ValueError as exc:  # the name belongs to an agent
+        raise LaunchError(
+            f"cannot seat you as {human_name!r}: {exc}; choose another name with --as"
+        ) from None
+    # Names of agents registered before we attached: warm the client's cache (the observe stream only
+    # announces later arrivals).
+    await hub_client.list_agents(limit=None)
+    return human
 
 
 __all__ = [

@@ -1,17 +1,29 @@
-"""The checks ``ag2net tui`` and ``ag2net web`` make of the options they share, each ending in one sentence
-(``UsageProblem``) before anything starts: the settings file, the name the human is seated as, the hub
-cache's size, and ``--connect`` against the options of an embedded hub.
+"""The options ``ag2net tui`` and ``ag2net web`` share: the ones declared alike (``Memory``, ``NetworkSpec``,
+``ConfigFile``) and the checks of them, each ending in one sentence (``UsageProblem``) before anything
+starts: the settings file, the name the human is seated as, the hub cache's size, and ``--connect``
+against the options of an embedded hub.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from ag2net.cli.support import UsageProblem, check_name, check_paths, default_human_name
 from ag2net.errors import NetworkError
 from ag2net.identity import check_agent_name
 from tui.settings import Settings, SettingsError, load_settings
+
+Memory = Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")]
+NetworkSpec = Annotated[
+    str | None, typer.Option(help="Load your own agents: module:function, called with the hub.")
+]
+ConfigFile = Annotated[
+    Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
+]
 
 
 def settings_from(config: Path | None) -> Settings:
@@ -72,4 +84,4 @@ def hub_path(
     return None
 
 
-__all__ = ["check_cache", "hub_path", "seat_name", "settings_from"]
+__all__ = ["ConfigFile", "Memory", "NetworkSpec", "check_cache", "hub_path", "seat_name", "settings_from"]

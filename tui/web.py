@@ -44,7 +44,7 @@ from ag2net.cli.support import (
 )
 from ag2net.errors import NetworkError
 from tui.launch import DEMO_PACE, EMBEDDED, LaunchError, dial, take_leadership
-from tui.options import check_cache, hub_path, seat_name, settings_from
+from tui.options import ConfigFile, Memory, NetworkSpec, check_cache, hub_path, seat_name, settings_from
 
 NOT_INSTALLED = "textual-serve is not installed; install the web extra: pip install 'ag2net[web]'"
 
@@ -68,7 +68,7 @@ def web(
             envvar="AG2NET_DATABASE_URL",
         ),
     ] = None,
-    memory: Annotated[bool, typer.Option("--memory", help="Use an in-memory hub; nothing is saved.")] = False,
+    memory: Memory = False,
     as_name: Annotated[
         str | None,
         typer.Option("--as", help="The participant name every tab uses (default: your OS user name)."),
@@ -77,12 +77,8 @@ def web(
         bool,
         typer.Option("--demo", help="Start the scripted demo network once the first tab has seated you."),
     ] = False,
-    network: Annotated[
-        str | None, typer.Option(help="Load your own agents: module:function, called with the hub.")
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="Settings TOML file (default: the per-user settings.toml).")
-    ] = None,
+    network: NetworkSpec = None,
+    config: ConfigFile = None,
     connect: Annotated[
         str | None,
         typer.Option(help="Attach the tabs to a running hub at ws://HOST:PORT instead of embedding one."),
