@@ -193,7 +193,7 @@ async def fill(hub: Hub, n: int) -> tuple[str, str, str, list[str]]:
     )
     cid = md.channel_id
     for agent_id in (ana.agent_id, bob.agent_id):  # nobody connected: the fill measures no deliveries
-        hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+        hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
     t0 = time.perf_counter()
     start = hub.wal_count(cid)
     chain: list[str] = []

@@ -151,7 +151,7 @@ async def build_long_channel(path: Path, n: int) -> str:
     )
     cid = md.channel_id
     for agent_id in (ana.agent_id, bob.agent_id):
-        hub.unbind_endpoint(hub._bindings[agent_id], agent_id)
+        hub.unbind_endpoint(hub.delivery.bindings[agent_id], agent_id)
     for i in range(hub.wal_count(cid), n):
         sender = ana.agent_id if i % 2 else bob.agent_id
         await hub.post_envelope(

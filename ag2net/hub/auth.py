@@ -121,13 +121,13 @@ class IdentitySecrets:
         self._stored_apart: dict[str, str | None] = {}
 
     async def digest(self, agent_id: str) -> str | None:
-        rec = self.hub.agents.get(agent_id)
+        rec = self.hub.identities.agents.get(agent_id)
         if rec is not None and rec.secret_digest:
             return rec.secret_digest
         if agent_id not in self._stored_apart:
             value = await self.hub.store.get_meta(SECRET_META_PREFIX + agent_id)
             self._stored_apart[agent_id] = value or None
-            rec = self.hub.agents.get(agent_id)  # a rotation may have committed while we read
+            rec = self.hub.identities.agents.get(agent_id)  # a rotation may have committed while we read
             if rec is not None and rec.secret_digest:
                 return rec.secret_digest
         return self._stored_apart[agent_id]

@@ -806,32 +806,5 @@ class Hub(BaseHubListener):
         """An in-process link to this hub: ``HubClient(hub.local_link())`` (what ``HubClient.local`` does)."""
         return LocalLink(self)
 
-    # ------------------------------------------------------------------ reached by modules outside hub/
-    # (ops.py, local.py, ag2net/server, bench) until they reach the components themselves; see issue 23.
-
-    @property
-    def agents(self) -> dict[str, Any]:
-        """Registered agents by id (``AgentRecord``): ``hub.identities.agents``."""
-        return self.identities.agents
-
-    @property
-    def inboxes(self) -> Delivery:
-        """``hub.delivery``."""
-        return self.delivery
-
-    @property
-    def _tasks(self) -> dict[str, TaskMetadata]:
-        """``hub.tasks.tasks``."""
-        return self.tasks.tasks
-
-    @property
-    def _bindings(self) -> dict[str, Any]:
-        """``hub.delivery.bindings``."""
-        return self.delivery.bindings
-
-    def _spawn(self, coro: Any) -> Any:
-        """``hub.background.spawn`` (a task the hub cancels when it closes)."""
-        return self.background.spawn(coro)
-
 
 __all__ = ["SNAPSHOT_KEY", "AgentRecord", "Hub", "PendingTurn"]

@@ -35,10 +35,11 @@ class LocalHub(HubPort, Protocol):
     """What the in-process link needs of a hub beyond the op door (``HubPort``): the synchronous answers
     ag2 gives in-process, the hello handshake's lookups and its ids (``ag2net.hub.Hub`` is one)."""
 
-    agents: Any
+    identities: Any
+    channels: Any
+    background: Any
     auth: Any
     ids: Any
-    _adapters: dict[tuple[str, int], Any]
 
     def clock(self) -> str: ...
 
@@ -205,10 +206,9 @@ class LocalLinkClient:
             return  # a bare queue pair (ag2's constructor): the other side is whoever holds the endpoint
         self.attach()
         if endpoint._on_notify is None and self._serving is None:
-            # The hub's own task when it has a spawner: closing the hub ends the frame loop (and so
-            # the connection: frames() ends), as ag2's Hub.close cancels its endpoint tasks.
-            spawn = getattr(self.hub, "_spawn", None) or asyncio.get_running_loop().create_task
-            self._serving = spawn(_serve_frames(self.hub, endpoint))
+            # The hub's own task: closing the hub ends the frame loop (and so the connection: frames()
+            # ends), as ag2's Hub.close cancels its endpoint tasks.
+            self._serving = self.hub.background.spawn(_serve_frames(self.hub, endpoint))
 
     async def send_frame(self, frame: fr.Frame) -> None:
         """To the hub (its frame loop starts with the first frame; the endpoint is attached from
@@ -262,11 +262,11 @@ class LocalLinkClient:
     def known_name(self, agent_id: str) -> str | None:
         """The name of a registered agent, or ``None``."""
         hub = self._need_hub()
-        return hub.name_for(agent_id) if agent_id in hub.agents else None
+        return hub.name_for(agent_id) if agent_id in hub.identities.agents else None
 
     def adapters(self) -> dict[tuple[str, int], Any]:
         """The hub's adapter registry (live: an adapter registered later shows up)."""
-        return self._need_hub()._adapters
+        return self._need_hub().channels.adapters
 
     def register_adapter(self, adapter: Any) -> None:
         self._need_hub().register_adapter(adapter)
@@ -339,7 +339,7 @@ async def _serve_frame(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: Any) -
 async def _hello(hub: LocalHub, endpoint: LocalLinkEndpoint, frame: fr.HelloFrame) -> None:
     """Bind a registered identity to this connection, after its auth claim checks out."""
     agent_id = hub.find_agent_id(frame.name)
-    record = hub.agents.get(agent_id) if agent_id is not None else None
+    record = hub.identities.agents.get(agent_id) if agent_id is not None else None
     if record is None:
         await endpoint.send_frame(fr.ErrorFrame("not_found", f"unknown name: {frame.name}"))
         return

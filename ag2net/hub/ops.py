@@ -36,6 +36,10 @@ class _Bindings(Protocol):
     bindings: Mapping[str, Any]
 
 
+class _Agents(Protocol):
+    agents: Mapping[str, Any]
+
+
 class _AuditStore(Protocol):
     async def read_audit(self, *, since: int = 0, limit: int | None = None) -> list[Any]: ...
 
@@ -44,8 +48,8 @@ class HubOps(Protocol):
     """What the op handlers need of a hub (``ag2net.hub.Hub`` is one; keyword options are the hub
     method's own); the forwarded ops (``FORWARDED``) call its methods of the ops' names besides."""
 
-    agents: Mapping[str, Any]
-    inboxes: _Bindings
+    identities: _Agents
+    delivery: _Bindings
     store: _AuditStore
 
     @property
@@ -138,7 +142,7 @@ def caller_is_operator(endpoint: Any) -> bool:
 
 def caller_agents(hub: HubOps, endpoint: Any) -> set[str]:
     """The agents bound to ``endpoint`` now (the hub's binding table is the authority)."""
-    return {agent_id for agent_id, bound in hub.inboxes.bindings.items() if bound is endpoint}
+    return {agent_id for agent_id, bound in hub.delivery.bindings.items() if bound is endpoint}
 
 
 #: The params of each op left to admission's own text checks (``check_shape``, ``encode_envelope``):
@@ -252,9 +256,9 @@ def check_poster(hub: HubOps, endpoint: Any, env: Envelope) -> None:
     wire, operators and the embedded workbench included; the hub's binding table is the authority. The hub
     posting itself (no endpoint: invites, lifecycle envelopes, a sandbox replay) is not a connection. An
     unregistered sender is left to admission (``sender not registered``, as in ag2)."""
-    if endpoint is None or env.sender_id not in hub.agents:
+    if endpoint is None or env.sender_id not in hub.identities.agents:
         return
-    if hub.inboxes.bindings.get(env.sender_id) is endpoint:
+    if hub.delivery.bindings.get(env.sender_id) is endpoint:
         return
     name = hub.name_for(env.sender_id)
     hub_log.warning(

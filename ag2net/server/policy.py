@@ -147,7 +147,7 @@ class WirePolicy:
 
     def owned_task(self, conn: Connection, params: dict[str, Any]) -> Any:
         task_id = _param(params, "task_id")
-        task = conn.hub._tasks.get(task_id)
+        task = conn.hub.tasks.get(task_id)
         if task is None:
             raise NotFoundError(f"task not found: {task_id}")
         self.require_bound(conn, task.owner_id)
@@ -170,7 +170,11 @@ class WirePolicy:
                 raise AccessDeniedError(
                     "remote_agent registration is disabled on this hub; open it with allow_remote_agent_registration=True"
                 )
-            if not any(hub.agents[a].passport.kind != "remote_agent" for a in conn.bound if a in hub.agents):
+            if not any(
+                hub.identities.agents[a].passport.kind != "remote_agent"
+                for a in conn.bound
+                if a in hub.identities.agents
+            ):
                 raise AccessDeniedError(
                     "a remote_agent is registered by a connection that holds its owner agent"
                 )
@@ -260,7 +264,7 @@ class WirePolicy:
         owner_id = params.get("owner_id")
         self.require_bound(conn, owner_id)
         task_id = params.get("task_id")
-        task = conn.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        task = conn.hub.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is not None and task.owner_id != owner_id:
             raise AccessDeniedError(f"task '{task_id}' is not owned by '{owner_id}'")
 
@@ -291,7 +295,7 @@ class WirePolicy:
 
     async def get_task(self, conn: Connection, params: dict[str, Any]) -> None:
         task_id = _param(params, "task_id")
-        task = conn.hub._tasks.get(task_id)
+        task = conn.hub.tasks.get(task_id)
         if task is None or not self.task_visible(conn, task):
             raise NotFoundError(f"task not found: {task_id}")
 
@@ -312,7 +316,7 @@ class WirePolicy:
                 raise AccessDeniedError(
                     f"task channel '{channel_id}' does not include its owner '{owner_id}'"
                 )
-        existing = conn.hub._tasks.get(task_id) if isinstance(task_id, str) else None
+        existing = conn.hub.tasks.get(task_id) if isinstance(task_id, str) else None
         if existing is not None:
             self.require_bound(conn, existing.owner_id)
 

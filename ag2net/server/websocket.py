@@ -226,7 +226,11 @@ class WsServer:
                 f"auth scheme '{scheme}' does not match '{passport.name}''s registered scheme '{registered}'"
             )
         if passport.kind == "remote_agent":
-            owners = self.hub.agents[passport.agent_id].owners if passport.agent_id in self.hub.agents else []
+            owners = (
+                self.hub.identities.agents[passport.agent_id].owners
+                if passport.agent_id in self.hub.identities.agents
+                else []
+            )
             if not any(o in endpoint.bound for o in owners):
                 raise AuthError(
                     f"remote_agent '{passport.name}' re-attaches only on a connection holding its owner"
