@@ -6,6 +6,8 @@
 - ``ag2net/client``, ``ag2net/transport`` (the WebSocket link among them) and ``ag2net/protocol`` import
   nothing from ``ag2net/hub`` or ``ag2net/server``; ``ag2net/protocol`` imports neither client nor transport.
 - ``ag2net/debug`` (the debugger's library) sits above ``ag2net/hub``: nothing below it imports it.
+- No module of ``ag2net/`` imports ``tui`` or ``textual``: the library never imports the workbench (``ag2net
+  tui`` mounts ``tui.cli`` by name, see ``tests/test_import_seams.py``).
 - ``import ag2net.client`` in a fresh interpreter loads neither the hub, aiosqlite nor the WebSocket server.
 """
 
@@ -159,6 +161,19 @@ def test_the_lower_layers_import_nothing_from_the_layers_above(
     edges = import_graph().get(layer, {})
     wrong = {dest: where for dest, where in edges.items() if dest in forbidden}
     assert not wrong, f"{layer} imports {sorted(wrong)}: {wrong}"
+
+
+def test_no_module_of_the_library_imports_the_workbench() -> None:
+    wrong = []
+    for path in sorted((ROOT / "ag2net").rglob("*.py")):
+        module, is_package = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        wrong += [
+            f"{module}:{line} -> {target}"
+            for line, target in _imported(tree, module, is_package)
+            if target.split(".")[0] in ("tui", "textual")
+        ]
+    assert wrong == [], "the library imports the workbench: " + "; ".join(wrong)
 
 
 def test_the_websocket_link_imports_nothing_of_the_hub() -> None:

@@ -12,6 +12,7 @@ from textual.widgets import Input
 
 from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError
+from ag2net.filtering import FilterError
 from ag2net.naming import channel_labels
 from tui.app_panes import PaneLayout
 from tui.feed import (
@@ -29,7 +30,6 @@ from tui.feed import (
     Ready,
     TurnRecorded,
 )
-from tui.filtering import FilterError
 from tui.formatting import preview
 from tui.widgets.channel_list import ChannelList
 from tui.widgets.chat_input import ChatInput

@@ -9,28 +9,10 @@ from typing import Any
 
 from ag2net import naming
 from ag2net.envelope import EV_PACKET, EV_TEXT, Envelope
+from ag2net.filtering import FAMILIES, event_family
 from ag2net.naming import channel_labels
 
 NameFor = Callable[[str], str]
-
-FAMILIES: tuple[str, ...] = ("text", "packet", "channel", "task", "expectation", "context", "custom")
-
-
-def event_family(event_type: str) -> str:
-    """The colour family of an event type: text, packet, channel, task, expectation, context or custom."""
-    if event_type.startswith("ag2.msg."):
-        return "text"
-    if event_type == EV_PACKET:
-        return "packet"
-    if event_type.startswith("ag2.channel."):
-        return "channel"
-    if event_type.startswith("ag2.task."):
-        return "task"
-    if event_type.startswith("ag2.expectation."):
-        return "expectation"
-    if event_type.startswith("ag2.context."):
-        return "context"
-    return "custom"
 
 
 def short_type(event_type: str) -> str:

@@ -26,8 +26,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from ag2net.envelope import Envelope
+from ag2net.filtering import FilterSpec
 from ag2net.naming import SEPARATOR, channel_labels
-from tui.filtering import FilterSpec
 from tui.models import TailRow
 
 DEFAULT_LIMIT = 100_000

@@ -10,6 +10,7 @@ import difflib
 import json
 from typing import Any
 
+from ag2net.filtering import FilterError, FilterSpec, words_match
 from ag2net.mcp.network import Network, Refusal, clip, clipped, envelope_row
 from ag2net.mcp.tools import make_cursor, page, read_cursor
 
@@ -18,13 +19,14 @@ SCAN = 5000
 
 
 def _listed(net: Network, md: Any, query: str) -> bool:
-    """Whether the workbench's channel list shows ``md`` under the filter ``query`` (``ChannelRow.matches``,
-    or one word inside its label)."""
-    from tui.source import channel_row
-
+    """Whether the workbench's channel list shows ``md`` under the filter ``query``: every word in the
+    channel's type, state, id, participants' names or close reason, or one word inside its label."""
+    state = md.state.value if hasattr(md.state, "value") else str(md.state)
+    names = [net.name_for(p) for p in md.participant_ids()]
     words = query.lower().split()
     label = net.label_for(md.channel_id).lower()
-    return channel_row(md, net.name_for).matches(query) or (len(words) == 1 and words[0] in label)
+    fields = [md.manifest.type, state, md.channel_id, *names, md.close_reason]
+    return words_match(query, fields) or (len(words) == 1 and words[0] in label)
 
 
 async def list_channels(net: Network, args: dict[str, Any]) -> dict[str, Any]:
@@ -59,9 +61,7 @@ async def list_channels(net: Network, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _filter(net: Network, text: str, channels: list[Any]) -> Any:
-    """The tail's filter (``tui.filtering``, the workbench's own parser) for ``text``."""
-    from tui.filtering import FilterError, FilterSpec
-
+    """The filter language (``ag2net.filtering``, the one the workbench's tail uses) for ``text``."""
     try:
         return FilterSpec.parse(text, ((md.manifest.type, md.channel_id) for md in channels))
     except FilterError as exc:

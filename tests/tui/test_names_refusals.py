@@ -14,9 +14,9 @@ from textual.widgets import DataTable, Input
 from tui_network import close, small_network, until
 
 from ag2net.envelope import EV_TEXT, Envelope
+from ag2net.filtering import FilterError, FilterSpec
 from ag2net.naming import channel_labels
 from tui.app import build_app
-from tui.filtering import FilterError, FilterSpec
 from tui.settings import Settings
 from tui.widgets.envelope_tail import EnvelopeTail, _fit_label
 from tui.wording import Namer, humanize

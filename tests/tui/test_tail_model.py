@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ag2net.envelope import Envelope
-from tui.filtering import FilterError
+from ag2net.filtering import FilterError
 from tui.tail_model import TailModel
 
 NAMES = {"a" * 32: "planner", "b" * 32: "critic", "c" * 32: "ana"}

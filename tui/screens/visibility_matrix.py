@@ -26,9 +26,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from ag2net.envelope import Envelope
+from ag2net.filtering import FilterError, FilterSpec
 from ag2net.views import registered_views
 from ag2net.views.wal import WalLog
-from tui.filtering import FilterError, FilterSpec
 from tui.formatting import event_family, preview, short_type
 from tui.wording import plural
 

@@ -23,7 +23,7 @@ from textual.reactive import reactive, var
 from textual.strip import Strip
 
 from ag2net.envelope import Envelope
-from tui.filtering import FilterSpec
+from ag2net.filtering import FilterSpec
 from tui.formatting import FAMILIES
 from tui.models import TailRow
 from tui.tail_model import DEFAULT_LIMIT, TailModel

@@ -1,4 +1,7 @@
-"""The tail's filter and search language: parse a query string into a ``FilterSpec`` that matches envelopes.
+"""The filter language over envelopes: parse a query string into a ``FilterSpec`` that matches envelopes.
+
+One language wherever a person or an agent picks envelopes: the workbench's tail (filter and search), the
+MCP server's ``read_wal``, and the event-type families (``FAMILIES``, ``event_family``) the workbench colours by.
 
 Query syntax (terms are ANDed; a leading ``-`` negates a term; commas inside one value mean OR)::
 
@@ -21,11 +24,31 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ag2net.envelope import Envelope
+from ag2net.envelope import EV_PACKET, Envelope
 from ag2net.naming import ChannelRefError, resolve_channel_ref
-from tui.formatting import FAMILIES, event_family
 
 NameFor = Callable[[str], str]
+
+FAMILIES: tuple[str, ...] = ("text", "packet", "channel", "task", "expectation", "context", "custom")
+"""The families of event types, in the order the workbench lists (and colours) them."""
+
+
+def event_family(event_type: str) -> str:
+    """The family of an event type: text, packet, channel, task, expectation, context or custom."""
+    if event_type.startswith("ag2.msg."):
+        return "text"
+    if event_type == EV_PACKET:
+        return "packet"
+    if event_type.startswith("ag2.channel."):
+        return "channel"
+    if event_type.startswith("ag2.task."):
+        return "task"
+    if event_type.startswith("ag2.expectation."):
+        return "expectation"
+    if event_type.startswith("ag2.context."):
+        return "context"
+    return "custom"
+
 
 KEYS: tuple[str, ...] = (
     "type",
@@ -46,7 +69,7 @@ Channels = Iterable[tuple[str, str]]
 
 
 class FilterError(ValueError):
-    """A query the tail cannot use; the message is one sentence naming the term and the fix."""
+    """A query that cannot be used; the message is one sentence naming the term and the fix."""
 
 
 @dataclass(slots=True)
@@ -247,6 +270,13 @@ def _term_matches(term: _Term, s: _Subject) -> bool:
     return False  # pragma: no cover - parse refuses other keys
 
 
+def words_match(query: str, texts: Iterable[str]) -> bool:
+    """Whether every word of ``query`` occurs in one of ``texts``, ignoring case (the channel list's filter
+    over a channel's type, state, id, participants' names and close reason; an empty query matches)."""
+    hay = " ".join(texts).lower()
+    return all(word in hay for word in query.lower().split())
+
+
 def matcher(spec: FilterSpec, name_for: NameFor) -> Callable[[Envelope, int | None], bool]:
     """A two-argument predicate for ``spec`` (always true when the spec is empty)."""
     if spec.empty:
@@ -254,4 +284,4 @@ def matcher(spec: FilterSpec, name_for: NameFor) -> Callable[[Envelope, int | No
     return lambda env, seq: spec.matches(env, name_for, seq)
 
 
-__all__ = ["KEYS", "FilterError", "FilterSpec", "matcher"]
+__all__ = ["FAMILIES", "KEYS", "FilterError", "FilterSpec", "event_family", "matcher", "words_match"]

@@ -1,11 +1,11 @@
-"""The tail's query language: parsing, matching and the one-sentence errors."""
+"""The filter language (``ag2net.filtering``): parsing, matching and the one-sentence errors."""
 
 from __future__ import annotations
 
 import pytest
 
 from ag2net.envelope import Envelope
-from tui.filtering import FilterError, FilterSpec
+from ag2net.filtering import FilterError, FilterSpec
 
 NAMES = {"p" * 32: "planner", "c" * 32: "critic"}
 
