@@ -233,3 +233,13 @@ async def test_replay_reads_a_postgres_database_by_url_and_from_the_environment(
     by_env = run_cli("conversation", "--at", "10", "--json", env={"AG2NET_DATABASE_URL": url})
     assert by_env.returncode == 0, by_env.stderr
     assert json.loads(by_env.stdout)["at_seq"] == 10
+
+
+def test_the_snapshot_answers_typed_requests_with_methods_named_like_the_ops() -> None:
+    from ag2net.cli.replay import ANSWERS, SnapshotSource
+    from ag2net.protocol import ops
+
+    assert all(getattr(SnapshotSource, cls.spec.name) is answer for cls, answer in ANSWERS.items())
+    source = SnapshotSource(metadata=None, envelopes=[], agents={})
+    with pytest.raises(NotImplementedError, match="get_task"):
+        asyncio.run(source.request(ops.GetTask(task_id="t")))

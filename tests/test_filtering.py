@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ag2net.envelope import Envelope
-from ag2net.filtering import FilterError, FilterSpec
+from ag2net.filtering import FAMILIES, FilterError, FilterSpec, event_family, words_match
 
 NAMES = {"p" * 32: "planner", "c" * 32: "critic"}
 
@@ -74,3 +74,16 @@ def test_errors_are_one_sentence(query: str, fragment: str) -> None:
         FilterSpec.parse(query)
     assert fragment in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_event_families_and_the_channel_list_words() -> None:
+    assert [event_family(t) for t in ("ag2.msg.text", "ag2.packet", "ag2.channel.opened", "x.y")] == [
+        "text",
+        "packet",
+        "channel",
+        "custom",
+    ]
+    assert set(FAMILIES) >= {"task", "expectation", "context"}
+    assert words_match("Critic conv", ["conversation", "active", "planner", "critic"])
+    assert words_match("", [])
+    assert not words_match("critic closed", ["conversation", "active", "critic"])

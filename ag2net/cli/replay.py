@@ -16,13 +16,17 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
+from ag2net.protocol import ops
+
+T = TypeVar("T")
 
 SCRIPTED_REPLY = "(scripted reply)"
 """What ``--model AGENT=scripted`` answers on every turn (``scripted:TEXT`` answers TEXT)."""
@@ -120,7 +124,9 @@ def _split_assignment(option: str, text: str, example: str) -> tuple[str, str]:
 class SnapshotSource:
     """What the fork and the replay read of one channel, taken from a database and held in memory.
 
-    ``call(op, **params)`` answers the ops ``ag2net.debug`` uses, as a ``HubClient`` would."""
+    It answers the ops ``ag2net.debug`` uses as a ``HubClient`` would: ``request(req)`` takes the op's typed
+    request (``ag2net.protocol.ops``), ``call(op, **params)`` makes one from the op's name and params. Each
+    op it answers is one method below, keyed by its request class in ``ANSWERS``."""
 
     metadata: Any
     envelopes: list[Any]
@@ -136,36 +142,79 @@ class SnapshotSource:
         return str((self.agents.get(agent_id) or {}).get("name") or agent_id)
 
     async def call(self, op: str, **params: Any) -> Any:
+        """Answer op ``op`` by name (``HubClient.call``): ``params`` make its typed request."""
+        return await self.request(ops.request_of(op, params))
+
+    async def request(self, request: ops.Request[T]) -> T:
+        """Answer one typed request, as ``HubClient.request`` would; ``NotImplementedError`` for an op the
+        snapshot does not hold."""
+        answer = ANSWERS.get(type(request))
+        if answer is None:
+            raise NotImplementedError(f"SnapshotSource does not answer {request.spec.name!r}")
+        return answer(self, request)
+
+    def _record(self, request: ops.Request[Any], name_or_id: str) -> dict[str, Any]:
+        """The agent's stored record; ``NotFoundError`` (naming the request's params) when it is not here."""
         from ag2net.errors import NotFoundError
-        from ag2net.identity import Passport, Resume, Rule
+
+        agent_id = self.agent_id(name_or_id)
+        if agent_id is None:
+            raise NotFoundError(f"agent not found: {request.to_params()}")
+        return self.agents[agent_id]
+
+    def get_channel(self, request: ops.GetChannel) -> Any:
+        return self.metadata.copy()
+
+    def wal_count(self, request: ops.WalCount) -> int:
+        return len(self.envelopes) if request.channel_id == self.metadata.channel_id else 0
+
+    def read_wal(self, request: ops.ReadWal) -> list[Any]:
+        if request.channel_id != self.metadata.channel_id:
+            return []
+        return [e.copy() for e in self.envelopes[request.since : request.until]]
+
+    def list_turns(self, request: ops.ListTurns) -> list[dict[str, Any]]:
+        return [t for t in self.turns if t.get("channel_id") == request.channel_id]
+
+    def get_agent(self, request: ops.GetAgent) -> Any:
+        from ag2net.identity import Passport
+
+        return Passport.from_dict(self._record(request, request.name_or_id)["passport"])
+
+    def get_resume(self, request: ops.GetResume) -> Any:
+        from ag2net.identity import Resume
+
+        return Resume.from_dict(self._record(request, request.agent_id).get("resume") or {})
+
+    def get_rule(self, request: ops.GetRule) -> Any:
+        from ag2net.identity import Rule
+
+        rec = self._record(request, request.agent_id)
+        return Rule.from_dict(rec["rule"]) if rec.get("rule") else Rule()
+
+    def get_skill(self, request: ops.GetSkill) -> str | None:
+        from ag2net.identity import Passport, Resume
         from ag2net.skills import render_fallback_skill
 
-        cid = self.metadata.channel_id
-        if op == "get_channel":
-            return self.metadata.copy()
-        if op == "wal_count":
-            return len(self.envelopes) if params.get("channel_id") == cid else 0
-        if op == "read_wal":
-            if params.get("channel_id") != cid:
-                return []
-            return [e.copy() for e in self.envelopes[params.get("since", 0) : params.get("until")]]
-        if op == "list_turns":
-            return [t for t in self.turns if t.get("channel_id") == params.get("channel_id")]
-        agent_id = self.agent_id(str(params.get("name_or_id") or params.get("agent_id") or ""))
-        if agent_id is None:
-            raise NotFoundError(f"agent not found: {params}")
-        rec = self.agents[agent_id]
-        passport = Passport.from_dict(rec["passport"])
-        resume = Resume.from_dict(rec.get("resume") or {})
-        if op == "get_agent":
-            return passport
-        if op == "get_resume":
-            return resume
-        if op == "get_rule":
-            return Rule.from_dict(rec["rule"]) if rec.get("rule") else Rule()
-        if op == "get_skill":
-            return rec.get("skill_md") or render_fallback_skill(passport, resume)
-        raise NotImplementedError(f"SnapshotSource does not answer {op!r}")
+        rec = self._record(request, request.agent_id)
+        if rec.get("skill_md"):
+            return rec["skill_md"]
+        return render_fallback_skill(
+            Passport.from_dict(rec["passport"]), Resume.from_dict(rec.get("resume") or {})
+        )
+
+
+ANSWERS: dict[type[ops.Request[Any]], Callable[[SnapshotSource, Any], Any]] = {
+    ops.GetChannel: SnapshotSource.get_channel,
+    ops.WalCount: SnapshotSource.wal_count,
+    ops.ReadWal: SnapshotSource.read_wal,
+    ops.ListTurns: SnapshotSource.list_turns,
+    ops.GetAgent: SnapshotSource.get_agent,
+    ops.GetResume: SnapshotSource.get_resume,
+    ops.GetRule: SnapshotSource.get_rule,
+    ops.GetSkill: SnapshotSource.get_skill,
+}
+"""The ops a snapshot answers, by request class: what ``ag2net.debug``'s fork and replay read."""
 
 
 def read_snapshot(db: str, channel: str) -> tuple[SnapshotSource, str]:
