@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from ag2net.client.turns import TurnPreview, TurnRecord
 from ag2net.envelope import Envelope
 from ag2net.events import BaseEvent
+from ag2net.filtering import words_match
 from ag2net.identity import Passport, Resume
 from tui.formatting import channel_label, channel_labels
 
@@ -45,10 +46,9 @@ class ChannelRow:
         return channel_label(self.type, self.channel_id)
 
     def matches(self, query: str) -> bool:
-        hay = " ".join(
-            [self.type, self.state, self.channel_id, *self.participants, self.close_reason]
-        ).lower()
-        return all(word in hay for word in query.lower().split())
+        return words_match(
+            query, [self.type, self.state, self.channel_id, *self.participants, self.close_reason]
+        )
 
 
 def channel_labels_for(rows: Iterable[ChannelRow]) -> dict[str, str]:
