@@ -2,7 +2,8 @@
 
 - The hub's handlers and the catalogue name the same ops; a handler for an undeclared op is refused.
 - Every op has an access rule the server understands; an ``agent`` rule names one of the op's params;
-  every ``policy`` rule has its method on the server's ``WirePolicy``.
+  every ``policy`` rule has its method on the server's ``WirePolicy``; each op's access is decided in the
+  one home its tag names (``WirePolicy`` for ``policy``, the hub's ``CALLER_RULES`` for ``caller``).
 - Every op's params and result go through the JSON codec and back unchanged (representative values).
 - The same op returns the same typed result over the in-process link and over a real WebSocket.
 """
@@ -240,9 +241,13 @@ def test_a_forwarded_op_calls_the_hub_method_of_its_name_with_the_request_fields
 
 async def test_the_hub_has_what_the_op_handlers_use(hub: Any) -> None:
     """``HubOps`` (what ``ag2net/hub/ops.py`` needs of a hub) is met by the real hub."""
-    members = [n for n in vars(hub_ops.HubOps) if not n.startswith("_")] + list(
-        hub_ops.HubOps.__annotations__
-    )
+    from ag2net.hub.access import CallerHub
+
+    members = [
+        n
+        for shape in (hub_ops.HubOps, CallerHub)
+        for n in [*(n for n in vars(shape) if not n.startswith("_")), *shape.__annotations__]
+    ]
     assert [n for n in members if not hasattr(hub, n)] == []
 
 
@@ -293,3 +298,39 @@ def test_every_per_op_table_outside_the_catalogue_names_declared_ops() -> None:
         "link _LEARN": ws_identities._LEARN,
     }
     assert {name: sorted(set(table) - set(OPS)) for name, table in tables.items()} == {n: [] for n in tables}
+
+
+# ------------------------------------------------------------------ each access rule has one home
+
+
+def _policy_rules() -> set[str]:
+    """The ops ``WirePolicy`` has a rule of its own for (a method named like an op of the catalogue)."""
+    return {name for name in OPS if callable(getattr(WirePolicy, name, None))}
+
+
+def test_each_op_access_is_decided_in_the_one_home_its_tag_names() -> None:
+    """The tag says which kind of rule an op has; the rule's body lives once. A ``policy`` op has exactly
+    one rule on ``WirePolicy`` and no other op has one there; an op tagged ``caller`` has exactly one rule
+    in the hub's ``CALLER_RULES`` and no other op has one there; the hub's rules are checked once, by
+    ``run_op``, and no other module of the hub refuses access to an op."""
+    from ag2net.hub import access
+
+    policy_tagged = {name for name, spec in OPS.items() if spec.access.rule == "policy"}
+    caller_tagged = {name for name, spec in OPS.items() if spec.access.caller}
+    assert _policy_rules() == policy_tagged
+    assert set(access.CALLER_RULES) == caller_tagged
+    assert caller_tagged <= set(declared_hub_ops())  # a connection op never reaches run_op
+    # the hub's rules are its own, not restated by the ops module or the checkpoints
+    assert not hasattr(hub_ops, "caller_is_operator") and not hasattr(hub_ops, "check_poster")
+    from ag2net.hub import checkpoints
+
+    assert not hasattr(checkpoints, "authorize_checkpoint")
+
+
+def test_a_caller_rule_for_an_op_not_tagged_caller_is_refused() -> None:
+    from ag2net.hub import access
+
+    with pytest.raises(ValueError, match=r"caller=True"):
+        access.caller_rule("get_agent")
+    with pytest.raises(ValueError, match=r"caller=True"):
+        access.caller_rule("teleport")

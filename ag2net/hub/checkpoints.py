@@ -4,24 +4,17 @@ A checkpoint is an owner's opaque resume snapshot (``HubBackedCheckpointStore`` 
 The hub keeps only the latest one per task, no history, so it lives in the store's ``meta`` table under
 ``task_checkpoint/<task_id>``: durable in SQLite, with no schema step.
 
-Who may touch a checkpoint over the wire (``authorize_checkpoint``, called by the WebSocket server):
-* a task the hub observes: its owner must be bound to the connection (operators may also read); when the
-  checkpoint was written before the task was observed, the caller must also hold one of its writers;
-* a task the hub does not observe: the first ``checkpoint_task`` records the agents bound to the writing
-  connection as its writers (``task_checkpoint_writers/<task_id>``); later reads and writes need one of
-  them bound (operators may also read). An id nobody wrote reads as open: there is nothing to protect.
-In-process callers (the hub's own process) are not checked, as for every other op.
+The writers of a checkpoint (``task_checkpoint_writers/<task_id>``) are kept here too; who may touch a
+checkpoint over the wire is the server's rule (``ag2net.server.policy.authorize_checkpoint``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import weakref
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ag2net.errors import AccessDeniedError, ProtocolError
+from ag2net.errors import ProtocolError
 from ag2net.tasks import check_task_id
 
 if TYPE_CHECKING:
@@ -30,8 +23,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT_META_PREFIX = "task_checkpoint/"
 WRITERS_META_PREFIX = "task_checkpoint_writers/"
-
-_CLAIM_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 class CheckpointHost(Protocol):
@@ -80,52 +71,18 @@ async def checkpoint_writers(hub: CheckpointHost, task_id: str) -> list[str] | N
     return None if raw is None else list(json.loads(raw))
 
 
-async def authorize_checkpoint(
-    hub: CheckpointHost, task_id: Any, *, bound: Collection[str], operator: bool, write: bool
-) -> None:
-    """Refuse a wire ``checkpoint_task`` (``write``) or ``read_task_checkpoint`` the rules above forbid.
-
-    A first write of an unobserved task's checkpoint records ``bound`` as its writers.
-    """
-    check_task_id(task_id)
-    bound = set(bound)
-    reader_ok = operator and not write
-    if not bound and not reader_ok:
-        raise AccessDeniedError(
-            "task checkpoints are read and written by a bound agent; register or attach an agent on this "
-            "connection first"
-        )
-    task = hub.tasks.get(task_id)
-    lock = _CLAIM_LOCKS.get(hub)
-    if lock is None:
-        lock = _CLAIM_LOCKS[hub] = asyncio.Lock()
-    async with lock:
-        writers = await checkpoint_writers(hub, task_id)
-        if reader_ok:
-            return
-        if task is not None and task.owner_id not in bound:
-            raise AccessDeniedError(
-                f"the checkpoint of task '{task_id}' belongs to its owner; connect as the task's owner "
-                "to read or write it"
-            )
-        if writers is None:
-            if write and task is None:
-                await hub.store.set_meta(WRITERS_META_PREFIX + task_id, json.dumps(sorted(bound)))
-            return
-    if not bound & set(writers):
-        raise AccessDeniedError(
-            f"connection holds no writer of task '{task_id}''s checkpoint; "
-            "connect as one of the agents that first wrote it"
-        )
+async def record_checkpoint_writers(hub: CheckpointHost, task_id: str, writers: Collection[str]) -> None:
+    """Record ``writers`` as the agents that first wrote ``task_id``'s checkpoint (``checkpoint_writers``)."""
+    await hub.store.set_meta(WRITERS_META_PREFIX + task_id, json.dumps(sorted(writers)))
 
 
 __all__ = [
     "CHECKPOINT_META_PREFIX",
     "WRITERS_META_PREFIX",
     "CheckpointHost",
-    "authorize_checkpoint",
     "checkpoint_writers",
     "encode_checkpoint",
     "read_checkpoint",
+    "record_checkpoint_writers",
     "write_checkpoint",
 ]

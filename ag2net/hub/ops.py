@@ -3,7 +3,8 @@ every client (local or remote) reaches the hub.
 
 ``run_op`` looks the op up in the catalogue, checks the caller's access (the endpoint's ``authorize``:
 a socket's ``WirePolicy``), parses the params into the op's typed request (an in-process caller may pass
-the request itself), checks the hub's own rule for every caller (``CALLER_RULES``) and runs the op. Most ops are the hub's method of the same name, called with the request's fields as
+the request itself), checks the hub's own rule for every caller (``ag2net.hub.access.CALLER_RULES``, for the
+ops whose tag says ``caller``) and runs the op. Most ops are the hub's method of the same name, called with the request's fields as
 keywords (``FORWARDED``); the few that need the calling connection have a handler here (``@handler``).
 Results are Python values; the WebSocket server encodes them with the op's codec at its edge.
 
@@ -13,13 +14,13 @@ The hub is reached only through ``HubOps``, the narrow protocol of what this mod
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope, check_text_tree
-from ag2net.errors import AccessDeniedError, ProtocolError
+from ag2net.errors import ProtocolError
+from ag2net.hub.access import CALLER_RULES, CallerHub, hub_log, turn_readers
 from ag2net.hub.probe import dry_run as probe_dry_run
 from ag2net.identity import Passport, Resume
 from ag2net.protocol import ops as req
@@ -28,28 +29,15 @@ from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import Request
 from ag2net.tasks import TaskState
 
-#: The hub's own log of registrations and refused posts (``ag2net.hub``, as ag2's hub logs them).
-hub_log = logging.getLogger("ag2net.hub")
-
-
-class _Bindings(Protocol):
-    bindings: Mapping[str, Any]
-
-
-class _Agents(Protocol):
-    agents: Mapping[str, Any]
-
 
 class _AuditStore(Protocol):
     async def read_audit(self, *, since: int = 0, limit: int | None = None) -> list[Any]: ...
 
 
-class HubOps(Protocol):
+class HubOps(CallerHub, Protocol):
     """What the op handlers need of a hub (``ag2net.hub.Hub`` is one; keyword options are the hub
-    method's own); the forwarded ops (``FORWARDED``) call its methods of the ops' names besides."""
+    method's own, and ``CallerHub``'s members, what the caller rules read); the forwarded ops (``FORWARDED``) call its methods of the ops' names besides."""
 
-    identities: _Agents
-    delivery: _Bindings
     store: _AuditStore
 
     @property
@@ -64,10 +52,6 @@ class HubOps(Protocol):
     def unbind_endpoint(self, endpoint: Any, agent_id: str) -> None: ...
 
     def lookup_agent(self, name_or_id: str) -> Passport: ...
-
-    def lookup_channel(self, channel_id: str) -> ChannelMetadata: ...
-
-    def name_for(self, agent_id: str, *, default: str | None = None) -> str: ...
 
     async def post_envelope(self, envelope: Envelope) -> str: ...
 
@@ -106,44 +90,6 @@ def handler(name: str) -> Callable[[Handler], Handler]:
 
 
 op = handler  # the name tests and readers knew
-
-CallerRule = Callable[[Any, Any, Any], None]
-#: The hub's own access rules, one per op that has one, for every caller: in-process connections as
-#: well as sockets (which pass the server's ``WirePolicy`` first). The hub itself (no endpoint) and
-#: operators pass; the rest is refused with ``AccessDeniedError``.
-CALLER_RULES: dict[str, CallerRule] = {}
-
-
-def caller_rule(name: str) -> Callable[[CallerRule], CallerRule]:
-    """Register the hub's access rule of the catalogue's op ``name`` (checked before its behaviour)."""
-    if name not in CATALOGUE or CATALOGUE[name].connection:
-        raise ValueError(f"op {name!r} is not a hub op of the catalogue")
-
-    def register(fn: CallerRule) -> CallerRule:
-        CALLER_RULES[name] = fn
-        return fn
-
-    return register
-
-
-def caller_is_operator(endpoint: Any) -> bool:
-    """Whether the caller holds the operator role.
-
-    The hub's own process is the operator of its hub: no endpoint (the hub calling itself) and an
-    in-process link (the embedded workbench, demos, tests), unless that endpoint sets ``operator``
-    to False. A remote connection is one only when its transport granted the role (``operator=True``).
-    """
-    if endpoint is None:
-        return True
-    if getattr(endpoint, "in_process", False):
-        return getattr(endpoint, "operator", True) is not False
-    return getattr(endpoint, "operator", False) is True
-
-
-def caller_agents(hub: HubOps, endpoint: Any) -> set[str]:
-    """The agents bound to ``endpoint`` now (the hub's binding table is the authority)."""
-    return {agent_id for agent_id, bound in hub.delivery.bindings.items() if bound is endpoint}
-
 
 #: The params of each op left to admission's own text checks (``check_shape``, ``encode_envelope``):
 #: its envelopes.
@@ -251,34 +197,6 @@ async def _unbind(hub: HubOps, endpoint: Any, r: req.Unbind) -> None:
 # ---------------------------------------------------------------------------------------------- channels
 
 
-def check_poster(hub: HubOps, endpoint: Any, env: Envelope) -> None:
-    """A post carries only an identity its own connection holds (SPEC decision 26), in-process as over the
-    wire, operators and the embedded workbench included; the hub's binding table is the authority. The hub
-    posting itself (no endpoint: invites, lifecycle envelopes, a sandbox replay) is not a connection. An
-    unregistered sender is left to admission (``sender not registered``, as in ag2)."""
-    if endpoint is None or env.sender_id not in hub.identities.agents:
-        return
-    if hub.delivery.bindings.get(env.sender_id) is endpoint:
-        return
-    name = hub.name_for(env.sender_id)
-    hub_log.warning(
-        "refused %s on channel %s: the posting connection does not hold %r (%s)",
-        env.event_type,
-        env.channel_id,
-        name,
-        env.sender_id,
-    )
-    raise AccessDeniedError(
-        f"this connection does not hold '{name}' ({env.sender_id}): a post may carry only an identity its own "
-        f"connection holds; post through the client that registered or attached '{name}'"
-    )
-
-
-@caller_rule("post_envelope")
-def _poster_holds_the_sender(hub: HubOps, endpoint: Any, r: req.PostEnvelope) -> None:
-    check_poster(hub, endpoint, r.envelope)
-
-
 @handler("post_envelope")
 async def _post_envelope(hub: HubOps, endpoint: Any, r: req.PostEnvelope) -> str:
     return await hub.post_envelope(r.envelope)  # the hot path: no forwarding step
@@ -311,44 +229,10 @@ async def _report_turn_failure(hub: HubOps, endpoint: Any, r: req.ReportTurnFail
     )
 
 
-@caller_rule("record_turn")
-def _own_turn_record(hub: HubOps, endpoint: Any, r: req.RecordTurn) -> None:
-    """A turn record is written by its own agent's connection, of a channel that agent is in."""
-    if caller_is_operator(endpoint):
-        return
-    record = r.record
-    agent_id = record.get("agent_id")
-    if agent_id not in caller_agents(hub, endpoint):
-        raise AccessDeniedError(
-            f"a turn record may be written only by its own agent's connection; "
-            f"this connection is not bound to agent '{agent_id}'"
-        )
-    channel_id = record.get("channel_id")
-    if not isinstance(channel_id, str):
-        raise ProtocolError("params.record.channel_id must be a string: the channel of the turn")
-    md = hub.lookup_channel(channel_id)
-    if agent_id not in md.participant_ids():
-        raise AccessDeniedError(f"agent '{agent_id}' does not participate in channel '{md.channel_id}'")
-
-
-@caller_rule("list_turns")
-def _own_turn_listing(hub: HubOps, endpoint: Any, r: req.ListTurns) -> None:
-    """Another agent's turn records are read by operators only."""
-    if (
-        r.agent_id is not None
-        and not caller_is_operator(endpoint)
-        and r.agent_id not in caller_agents(hub, endpoint)
-    ):
-        raise AccessDeniedError(
-            f"turn records of agent '{r.agent_id}' are private to its own connection and operators; "
-            "attach with the operator token to read them"
-        )
-
-
 @handler("list_turns")
 async def _list_turns(hub: HubOps, endpoint: Any, r: req.ListTurns) -> list[dict[str, Any]]:
     """Turn records, newest first: every agent's for operators, the caller's own agents' otherwise."""
-    mine = None if caller_is_operator(endpoint) else caller_agents(hub, endpoint)
+    mine = turn_readers(hub, endpoint)  # the turn-record privacy rule (ag2net.hub.access)
     return await hub.list_turns(
         channel_id=r.channel_id,
         agent_id=r.agent_id,
@@ -401,15 +285,10 @@ OPS: dict[str, Handler | None] = {name: HANDLERS.get(name) for name in (*HANDLER
 
 
 __all__ = [
-    "CALLER_RULES",
     "FORWARDED",
     "HANDLERS",
     "OPS",
     "HubOps",
-    "caller_agents",
-    "caller_is_operator",
-    "caller_rule",
-    "check_poster",
     "handler",
     "run_op",
     "to_wire",

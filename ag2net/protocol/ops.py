@@ -40,11 +40,18 @@ class Access:
     authenticated connection unless the operator opened it), ``agent`` (the connection holds the agent
     named by ``param``; with ``operators_too`` an operator may act for anyone), ``channel`` (the connection
     holds a participant of ``params.channel_id``, or is an operator), ``operator`` (the operator role),
-    ``policy`` (a rule of its own on the server's policy object, named like the op)."""
+    ``policy`` (a rule of its own on the server's policy object, ``WirePolicy``, named like the op).
+
+    ``caller``: the hub checks a rule of its own for this op before its behaviour, for every caller,
+    in-process ones included (``ag2net.hub.access.CALLER_RULES``). Each rule has exactly one home: the
+    kinds above are read from this tag by the server; a ``policy`` rule's body is its ``WirePolicy``
+    method; a ``caller`` rule's body is its entry in ``CALLER_RULES`` (a test checks the tags and the
+    homes agree both ways)."""
 
     rule: str
     param: str | None = None
     operators_too: bool = False
+    caller: bool = False
 
 
 OPEN = Access("open")
@@ -52,6 +59,8 @@ DIRECTORY = Access("directory")
 CHANNEL = Access("channel")
 OPERATOR = Access("operator")
 POLICY = Access("policy")
+#: A socket's own rule on ``WirePolicy`` plus the hub's rule for every caller (``CALLER_RULES``).
+POLICY_AND_CALLER = Access("policy", caller=True)
 ACCESS_RULES = frozenset({"open", "directory", "agent", "channel", "operator", "policy"})
 
 
@@ -493,7 +502,7 @@ class CloseChannel(Request[ChannelMetadata]):
     reason: str = param(default="", check="or_empty", kw_only=True)
 
 
-@op("post_envelope", STR, POLICY, "admit an envelope: durable when this returns its id")
+@op("post_envelope", STR, POLICY_AND_CALLER, "admit an envelope: durable when this returns its id")
 class PostEnvelope(Request[str]):
     envelope: Envelope = param(codec=ENVELOPE)
 
@@ -596,7 +605,7 @@ class ReportTurnFailure(Request[None]):
     error: Any = param(default="")
 
 
-@op("record_turn", STR, POLICY, "store a turn record; returns the hub-assigned turn_id")
+@op("record_turn", STR, POLICY_AND_CALLER, "store a turn record; returns the hub-assigned turn_id")
 class RecordTurn(Request[str]):
     record: dict[str, Any] = param()
 
@@ -605,7 +614,7 @@ class RecordTurn(Request[str]):
             raise ProtocolError("params.record must be a turn record object")
 
 
-@op("list_turns", JSON, POLICY, "turn records (dicts), newest first")
+@op("list_turns", JSON, POLICY_AND_CALLER, "turn records (dicts), newest first")
 class ListTurns(Request[list[dict[str, Any]]]):
     _: KW_ONLY
     channel_id: str | None = param(default=None, check="opt_str")
@@ -778,6 +787,7 @@ __all__ = [
     "OPERATOR",
     "OPS",
     "POLICY",
+    "POLICY_AND_CALLER",
     "Access",
     "OpSpec",
     "Param",

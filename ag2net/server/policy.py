@@ -8,16 +8,23 @@ has). ``narrow`` cuts a listing down to what a non-operator connection may see, 
 (``ENVELOPE_READS``) down to the envelopes one of its identities could see (``visible_to``: SPEC decision 25;
 ag2 1.2.1 gives co-participants everything). Subclass it to tighten or loosen a rule; in-process callers never
 pass through it.
+
+This module is the one home of the socket-only rules (the checkpoint rule, ``authorize_checkpoint``,
+included); the rules every caller meets, in-process ones too, are the hub's (``ag2net.hub.access``, for the
+ops tagged ``caller``), checked after this policy. A test checks that the tags and both homes agree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import weakref
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
+from ag2net import tasks
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope, visible_to
 from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
-from ag2net.hub.checkpoints import authorize_checkpoint
+from ag2net.hub.checkpoints import CheckpointHost, checkpoint_writers, record_checkpoint_writers
 from ag2net.identity import Passport, check_resume_size, check_skill_size
 from ag2net.protocol.ops import DEFAULT_LIMIT
 from ag2net.protocol.ops import OPS as CATALOGUE
@@ -72,6 +79,56 @@ def check_sizes(op: str, params: dict[str, Any]) -> None:
     """Skill markdown and resumes that would be kept (and served to every reader) are capped."""
     for name, check in SIZED.get(op, ()):
         check(params.get(name), f"params.{name}")
+
+
+#: One lock per hub around a checkpoint's first-writer claim (``authorize_checkpoint``).
+_CLAIM_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+async def authorize_checkpoint(
+    hub: CheckpointHost, task_id: Any, *, bound: Collection[str], operator: bool, write: bool
+) -> None:
+    """Refuse a wire ``checkpoint_task`` (``write``) or ``read_task_checkpoint`` that these rules forbid:
+
+    * a task the hub observes: its owner must be bound to the connection (operators may also read); when
+      the checkpoint was written before the task was observed, the caller must also hold one of its writers;
+    * a task the hub does not observe: the first ``checkpoint_task`` records the agents bound to the writing
+      connection as its writers (``ag2net.hub.checkpoints.record_checkpoint_writers``); later reads and
+      writes need one of them bound (operators may also read). An id nobody wrote reads as open: there is
+      nothing to protect.
+
+    In-process callers (the hub's own process) are not checked, as for every other ``policy`` rule.
+    """
+    tasks.check_task_id(task_id)  # the store's own words for a malformed id
+    bound = set(bound)
+    reader_ok = operator and not write
+    if not bound and not reader_ok:
+        raise AccessDeniedError(
+            "task checkpoints are read and written by a bound agent; register or attach an agent on this "
+            "connection first"
+        )
+    task = hub.tasks.get(task_id)
+    lock = _CLAIM_LOCKS.get(hub)
+    if lock is None:
+        lock = _CLAIM_LOCKS[hub] = asyncio.Lock()
+    async with lock:
+        writers = await checkpoint_writers(hub, task_id)
+        if reader_ok:
+            return
+        if task is not None and task.owner_id not in bound:
+            raise AccessDeniedError(
+                f"the checkpoint of task '{task_id}' belongs to its owner; connect as the task's owner "
+                "to read or write it"
+            )
+        if writers is None:
+            if write and task is None:
+                await record_checkpoint_writers(hub, task_id, bound)
+            return
+    if not bound & set(writers):
+        raise AccessDeniedError(
+            f"connection holds no writer of task '{task_id}''s checkpoint; "
+            "connect as one of the agents that first wrote it"
+        )
 
 
 class WirePolicy:
@@ -433,6 +490,7 @@ __all__ = [
     "SIZED",
     "Connection",
     "WirePolicy",
+    "authorize_checkpoint",
     "check_sizes",
     "check_task_id",
 ]
