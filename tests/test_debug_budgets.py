@@ -13,7 +13,7 @@ from support import CountingCold, humans, quiet, run_demo, text
 from ag2net import EV_TEXT, Envelope, Hub, HubClient
 from ag2net.debug import states_at, visibility
 from ag2net.debug.scrubber import Scrubber
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 
 visibility_module = importlib.import_module("ag2net.debug.visibility")
 

@@ -11,7 +11,7 @@ from support import Ticker
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import causation_tree
 from ag2net.debug.causation import _INDEXES
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 from ag2net.store import SqliteStore
 
 N = 4_000

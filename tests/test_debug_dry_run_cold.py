@@ -16,10 +16,10 @@ from support import CountingCold, Ticker, text
 from ag2net import Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
-from ag2net.hub.probe import channel_log, projection_delta
+from ag2net.hub.dry_run import channel_log, projection_delta
 from ag2net.store import SqliteStore
 from ag2net.views.registry import resolve_view, view_spec
-from ag2net.views.warm import SLICE, index_summaries, restore_indexes
+from ag2net.views.visibility_indexes import SLICE, index_summaries, restore_indexes
 
 N_LATE = 6000  # > 8 cold blocks of 512 (what a log keeps): one participant's scan evicts what another read
 

@@ -15,7 +15,7 @@ from support import CountingCold, Ticker, humans, text
 from ag2net import Envelope, Hub, HubClient
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import visibility
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 from ag2net.store import SqliteStore
 from ag2net.views.wal import WalLog
 

@@ -20,7 +20,7 @@ from support import CountingCold, text
 from ag2net import Envelope, Hub, HubClient, Passport
 from ag2net.channel import Participant, ParticipantRole
 from ag2net.debug import dry_run
-from ag2net.hub.probe import channel_log, projection_delta
+from ag2net.hub.dry_run import channel_log, projection_delta
 from ag2net.hub.records import SNAPSHOT_KEY
 from ag2net.store import open_store
 from ag2net.views.registry import resolve_view, view_spec
@@ -253,7 +253,7 @@ async def test_an_entry_that_does_not_fit_is_ignored(tmp_path, how):
 REOPEN = """
 import asyncio, json, sys
 from ag2net import Hub
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 from ag2net.store import SqliteStore
 
 async def main():
@@ -269,7 +269,7 @@ asyncio.run(main())
 """
 
 FINGERPRINT = """
-from ag2net.views.warm import renderer_fingerprint
+from ag2net.views.visibility_indexes import renderer_fingerprint
 
 def render(env):
     return "x" if env.event_type in {"a", "b", "c", "d", "e", "f", "g", "h"} else None

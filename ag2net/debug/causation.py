@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ag2net.envelope import EV_TEXT, Envelope, visible_to
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 
 if TYPE_CHECKING:
     from ag2net.hub.hub import Hub

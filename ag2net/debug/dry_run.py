@@ -1,6 +1,6 @@
 """Composer dry-run: what posting an envelope would do now, without posting it.
 
-``await dry_run(hub_or_client, envelope)`` runs the hub's ``dry_run`` op (``ag2net.hub.probe.dry_run``):
+``await dry_run(hub_or_client, envelope)`` runs the hub's ``dry_run`` op (``ag2net.hub.dry_run.dry_run``):
 the admission a real post runs (``ag2net.hub.core.admit``, then the encoding check before the append), so a
 refusal is the very message the post would raise; the recipients the hub's dispatch would queue it for
 (``ag2net.hub.delivery.addressees``, the function the dispatch itself asks: none for an invite's ack or

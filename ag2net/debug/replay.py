@@ -70,8 +70,8 @@ from ag2net.envelope import (
 )
 from ag2net.errors import ProtocolError
 from ag2net.events import ToolCallEvent, ToolResultEvent, event_from_dict
+from ag2net.hub.dry_run import projection_delta
 from ag2net.hub.hub import Hub
-from ag2net.hub.probe import projection_delta
 from ag2net.views.registry import (
     VIEW_POLICIES_KNOB,
     registered_views,

@@ -41,8 +41,8 @@ from ag2net.envelope import (
     EV_TEXT,
     Envelope,
 )
+from ag2net.hub.dry_run import channel_log, expected_of
 from ag2net.hub.expectations import ExpectationContext, threshold_seconds
-from ag2net.hub.probe import channel_log, expected_of
 from ag2net.ids import add_seconds
 from ag2net.views.wal import Prefix
 

@@ -5,7 +5,7 @@ participant's model get of it.
 
 - ``delivered``: whether the hub's dispatch addressed the envelope to the participant. The function the
   hub's ``Delivery.dispatch`` asks decides (``ag2net.hub.core.recipients``, through
-  ``ag2net.hub.probe.addressed``), run against the channel's participants as they were when the envelope
+  ``ag2net.hub.dry_run.addressed``), run against the channel's participants as they were when the envelope
   was created (``joined_at``), as if everyone were connected; a registered arbiter is asked as a post asks
   it. ``reason`` says why not: ``handshake`` (an invite's ack or reject: the hub consumes it, nobody receives
   it), ``sender`` (its own envelope, not listed in the audience), ``audience`` (not listed),
@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
 from ag2net.hub.core import HANDSHAKE_ANSWERS
-from ag2net.hub.probe import addressed, arbiter_denials, channel_log
+from ag2net.hub.dry_run import addressed, arbiter_denials, channel_log
 from ag2net.views.registry import resolve_view, view_from_spec, view_spec
+from ag2net.views.visibility_indexes import PER_ENVELOPE, SLICE, WINDOWED, build_indexes
 from ag2net.views.wal import WalLog
-from ag2net.views.warm import PER_ENVELOPE, SLICE, WINDOWED, warm_indexes
 
 if TYPE_CHECKING:
     from ag2net.channel import ChannelMetadata
@@ -278,7 +278,7 @@ async def _shown(
             shown = await _shown_from_suffix(policy, log, n, kwargs)
             if shown is not None:
                 return shown
-        await warm_indexes(log, [(pid, render, policy.recent_n)], n, step=_SLICE)
+        await build_indexes(log, [(pid, render, policy.recent_n)], n, step=_SLICE)
     return shown_in(await policy.project(log.prefix(n), **kwargs))
 
 

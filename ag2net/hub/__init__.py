@@ -6,7 +6,7 @@
   reached by name from ``Hub`` (``hub.py``): ``identities``, ``channels``, ``admission``, ``delivery``,
   ``tasks``, ``expectations``/``sweepers``, ``logs``, ``audit``, ``listeners``, ``arbitration``,
   ``turns``, ``hydration``;
-* edges — what other packages call, typed against narrow protocols: ``probe``, ``checkpoints``, ``ops``,
+* edges — what other packages call, typed against narrow protocols: ``dry_run``, ``checkpoints``, ``access``, ``ops``,
   ``local``.
 """
 

@@ -111,15 +111,15 @@ class Admission:
 
     # ------------------------------------------------------------ group admission
 
-    async def _admit_queued(self, gate: ChannelLock, env: Envelope) -> str:
+    async def _admit_queued(self, lock: ChannelLock, env: Envelope) -> str:
         """Wait for the lock as a post; whoever holds it when this post is next in line may admit it
         together with its own (``_admit_group``), else this post admits itself and the posts queued
         right behind it."""
-        post = _Post(env, gate.arrivals + 1, asyncio.get_running_loop().create_future())
-        waiting = gate.waiting
-        waiting[post.ticket] = post  # entering the gate (below) numbers this entry post.ticket
+        post = _Post(env, lock.arrivals + 1, asyncio.get_running_loop().create_future())
+        waiting = lock.waiting
+        waiting[post.ticket] = post  # entering the lock (below) numbers this entry post.ticket
         try:
-            async with gate:
+            async with lock:
                 waiting.pop(post.ticket, None)
                 if post.done.done():  # admitted (or refused) by the holder before us
                     return post.done.result()
@@ -130,7 +130,7 @@ class Admission:
                     ticket += 1
                 if len(group) == 1 or not self._groups_allowed():
                     return await self._admit_locked(env)
-                await self._admit_group(gate, group)
+                await self._admit_group(lock, group)
                 return post.done.result()
         finally:
             waiting.pop(post.ticket, None)
@@ -146,7 +146,7 @@ class Admission:
             and self.append_group is not None
         )
 
-    async def _admit_group(self, gate: ChannelLock, group: list[_Post]) -> None:
+    async def _admit_group(self, lock: ChannelLock, group: list[_Post]) -> None:
         """Admit queued posts of one channel together: each is admitted against the state the ones before
         it leave (the same ``admit``), all are appended in one all-or-nothing store group, then applied
         and dispatched in order. A post whose admission could depend on the deliveries of the ones
@@ -181,11 +181,11 @@ class Admission:
             if result is not None and result.next_state is not None:
                 break
         for post in settled:
-            gate.waiting.pop(post.ticket, None)
+            lock.waiting.pop(post.ticket, None)
         if not taken:
             return
         for post, _, _ in taken:
-            gate.waiting.pop(post.ticket, None)
+            lock.waiting.pop(post.ticket, None)
         append_group = self.append_group
         assert append_group is not None
         try:
@@ -223,7 +223,7 @@ class Admission:
         return False
 
     async def _commit(self, admitted: Admitted) -> str:
-        """Stamp, fold, append durably, apply, dispatch and observe one admitted envelope (in its gate)."""
+        """Stamp, fold, append durably, apply, dispatch and observe one admitted envelope (in its lock)."""
         env = admitted.envelope
         md = admitted.metadata
         cid = md.channel_id

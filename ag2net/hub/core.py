@@ -8,8 +8,8 @@
   post raises) and changing nothing; ``apply(core, admitted)`` records it once the store has it. A
   registered arbiter is asked before (``ag2net.hub.arbiter.Arbitration.consult``), never in between;
 * routing: ``candidates(md, env)`` (audience, else every participant but the sender) and
-  ``recipients(...)``, the one answer to "who receives this envelope" (dispatch, replay, dry run,
-  visibility and the probe ask it).
+  ``recipients(...)``, the one answer to "who receives this envelope" (dispatch, replay,
+  visibility and the dry run ask it).
 """
 
 from __future__ import annotations

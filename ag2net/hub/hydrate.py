@@ -18,7 +18,7 @@ from ag2net.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_TASK_CANCE
 from ag2net.hub.records import SNAPSHOT_KEY, AgentRecord
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.tasks import TaskMetadata
-from ag2net.views.warm import channel_indexes
+from ag2net.views.visibility_indexes import channel_indexes
 
 if TYPE_CHECKING:
     from ag2net.hub.core import HubCore
@@ -214,7 +214,7 @@ class Hydration:
 
     def _index_snapshot(self, entries: dict[str, Any]) -> None:
         """Add to the snapshot's channel entries the summaries of their logs' visibility indexes under the
-        channel's renderer (``ag2net.views.warm.channel_indexes``; a channel whose log is not loaded keeps
+        channel's renderer (``ag2net.views.visibility_indexes.channel_indexes``; a channel whose log is not loaded keeps
         what the last hub left), longest channels first while they fit in ``INDEX_SNAPSHOT_BYTES``: a
         reopened hub installs them when it loads the log, and its first windowed projection (a dry run's)
         reads the window instead of every stored envelope."""

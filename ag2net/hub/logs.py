@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.ids import is_id
+from ag2net.views.visibility_indexes import restore_channel_indexes
 from ag2net.views.wal import ENVELOPE_OVERHEAD, WalLog, WalSlice
-from ag2net.views.warm import restore_channel_indexes
 
 if TYPE_CHECKING:
     from ag2net.hub.core import ChannelTable

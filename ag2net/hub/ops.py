@@ -21,7 +21,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope, check_text_tree
 from ag2net.errors import ProtocolError
 from ag2net.hub.access import CALLER_RULES, CallerHub, hub_log, turn_readers
-from ag2net.hub.probe import dry_run as probe_dry_run
+from ag2net.hub.dry_run import dry_run as hub_dry_run
 from ag2net.identity import Passport, Resume
 from ag2net.protocol import ops as req
 from ag2net.protocol.codec import Record, to_wire
@@ -211,8 +211,8 @@ async def _list_channels(hub: HubOps, endpoint: Any, r: req.ListChannels) -> lis
 
 @handler("dry_run")
 async def _dry_run(hub: HubOps, endpoint: Any, r: req.DryRun) -> dict[str, Any]:
-    """What posting ``params.envelope`` would do now (``ag2net.hub.probe.dry_run``); nothing is written."""
-    return await probe_dry_run(hub, r.envelope)  # type: ignore[arg-type]  # probe's hub shape
+    """What posting ``params.envelope`` would do now (``ag2net.hub.dry_run.dry_run``); nothing is written."""
+    return await hub_dry_run(hub, r.envelope)  # type: ignore[arg-type]  # DryRunHost
 
 
 # ---------------------------------------------------------------------------------------------- turns

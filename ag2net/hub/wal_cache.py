@@ -8,7 +8,7 @@ so agents' views, replay and seq reads of recent envelopes cost no store read. A
 estimated size of every log together passes the budget, the least recently used channels are dropped
 whole; terminal channels are never cached (their reads go to the store).
 
-Loading a channel's log is the caller's to serialise (the hub holds the channel's gate), so one load
+Loading a channel's log is the caller's to serialise (the hub holds the channel's lock), so one load
 installs one log and every append after it lands in that log.
 """
 

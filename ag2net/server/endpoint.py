@@ -129,7 +129,7 @@ class WsEndpoint(WsLinkEndpoint):
         self._refused = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._observers: dict[str, asyncio.Task[None]] = {}
-        self._gates: dict[str, asyncio.Event] = {}
+        self._answered: dict[str, asyncio.Event] = {}  # request id -> set once its answer is written
         self._held: dict[str, list[Envelope]] = {}
         self._replaying: dict[str, int] = {}
         self._inflight = asyncio.Semaphore(MAX_INFLIGHT_REQUESTS)
@@ -485,9 +485,9 @@ class WsEndpoint(WsLinkEndpoint):
             # The slot is held until the answer is written: answers a peer does not read count against
             # its in-flight limit, so its reader stops and its requests wait in its own socket.
             self._inflight.release()
-            gate = self._gates.pop(frame.request_id, None)
-            if gate is not None:
-                gate.set()
+            answered = self._answered.pop(frame.request_id, None)
+            if answered is not None:
+                answered.set()
 
     async def _respond(self, frame: fr.RequestFrame, result: Any, secret: str | None) -> None:
         async with self._output:
@@ -555,8 +555,8 @@ class WsEndpoint(WsLinkEndpoint):
             since = 0  # the client followed an earlier hub process: this one's stream starts over
         stream = self.hub.observe(position if since is None else since)
         # The first event goes out only after the response, so the client knows the incarnation first.
-        gate = self._gates[request_id] = asyncio.Event()
-        self._observers[sub] = self._spawn(self._stream(sub, stream, gate))
+        answered = self._answered[request_id] = asyncio.Event()
+        self._observers[sub] = self._spawn(self._stream(sub, stream, answered))
         return {"subscription": sub, "position": position, "incarnation": self.server.incarnation}
 
     def _unobserve(self, params: dict[str, Any]) -> None:
@@ -593,9 +593,9 @@ class WsEndpoint(WsLinkEndpoint):
         self.server.claimed(self, agent_id, rotated=True)
         return {"agent_id": agent_id, "name": passport.name, "identity_secret": secret}
 
-    async def _stream(self, sub: str, stream: Any, gate: asyncio.Event) -> None:
+    async def _stream(self, sub: str, stream: Any, answered: asyncio.Event) -> None:
         try:
-            await gate.wait()
+            await answered.wait()
             async for event in stream:
                 await self._send({"kind": OBSERVED_KIND, "subscription": sub, "event": event.to_dict()})
         except (ConnectionClosed, asyncio.CancelledError):

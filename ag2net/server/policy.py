@@ -21,7 +21,6 @@ import weakref
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from ag2net import tasks
 from ag2net.envelope import EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT, Envelope, visible_to
 from ag2net.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
 from ag2net.hub.checkpoints import CheckpointHost, checkpoint_writers, record_checkpoint_writers
@@ -29,6 +28,7 @@ from ag2net.identity import Passport, check_resume_size, check_skill_size
 from ag2net.protocol.ops import DEFAULT_LIMIT
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.tasks import TASK_ID_RE
+from ag2net.tasks import check_task_id as require_task_id  # the store's own words for a bad id
 
 #: The payload keys a remote ``fire_task_event`` (kind ``mirror_failed``) may carry.
 MIRROR_FAILED_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})
@@ -99,7 +99,7 @@ async def authorize_checkpoint(
 
     In-process callers (the hub's own process) are not checked, as for every other ``policy`` rule.
     """
-    tasks.check_task_id(task_id)  # the store's own words for a malformed id
+    require_task_id(task_id)
     bound = set(bound)
     reader_ok = operator and not write
     if not bound and not reader_ok:

@@ -3,11 +3,11 @@
 A windowed view over a ``WalLog`` costs O(window) once the log keeps the (participant, renderer) index, but
 the first index of a pair is a scan of every envelope: on a channel whose old envelopes live in the store
 only (a hub just opened on it), reading 100,000 of them back, decoding and rendering each, takes seconds.
-``warm_indexes`` does that scan ``SLICE`` envelopes at a time with a yield to the event loop before each
+``build_indexes`` does that scan ``SLICE`` envelopes at a time with a yield to the event loop before each
 slice, so a workbench (or another coroutine of the hub) keeps running meanwhile; all the pairs asked for
 advance together slice by slice, so each block of old envelopes is read back from the store once for all
 of them (the log keeps its last few cold blocks), not once per participant. The indexes stay in the log
-(the next projections, the agents' turns included, reuse them). It scans nothing when they are warm.
+(the next projections, the agents' turns included, reuse them). It scans nothing when they are built already.
 
 Across a restart. ``index_summaries(log, render)`` gives what an index must know for the next projections
 (how far it scanned, how many it counts, each sender's first ordinal, the newest ``KEPT`` positions) as
@@ -22,7 +22,7 @@ before that length are re-rendered as a spot check. A reopened hub's first dry r
 window only instead of every stored envelope.
 
 ``windowed(policy)`` and ``per_envelope(policy)`` name the built-in views whose cost the callers (the
-debugger's visibility matrix, the hub's dry-run probe) can bound with an index: exactly those classes,
+debugger's visibility matrix, the hub's dry run) can bound with an index: exactly those classes,
 since a subclass may project differently.
 """
 
@@ -75,7 +75,7 @@ def _retained(log: WalLog, pid: str, render: Render, n: int, recent_n: int) -> b
     return idx.positions_between(max(0, hi - recent_n), hi) is not None
 
 
-async def warm_indexes(
+async def build_indexes(
     log: WalLog, pairs: Sequence[tuple[str, Render, int]], n: int, *, step: int = SLICE
 ) -> None:
     """Bring the log's index of each ``(participant, renderer, recent_n)`` up to position ``n``, ``step``
@@ -110,7 +110,7 @@ def index_summaries(log: WalLog, render: Render) -> dict[str, dict[str, Any]]:
     """The log's indexes for ``render`` that cover the whole log, as JSON-ready summaries by participant:
     how far scanned, how many visible rendered envelopes, each sender's first ordinal and the newest
     ``KEPT`` positions. What a hub could keep beside its adapter states at a clean shutdown, so that the
-    next one starts with warm counts instead of a scan of every stored envelope (``restore_indexes``)."""
+    next one starts with built counts instead of a scan of every stored envelope (``restore_indexes``)."""
     out: dict[str, dict[str, Any]] = {}
     n = len(log)
     for pid, idx_render in list(log._indexes):
@@ -324,12 +324,12 @@ __all__ = [
     "PER_ENVELOPE",
     "SLICE",
     "WINDOWED",
+    "build_indexes",
     "channel_indexes",
     "index_summaries",
     "per_envelope",
     "renderer_fingerprint",
     "restore_channel_indexes",
     "restore_indexes",
-    "warm_indexes",
     "windowed",
 ]
