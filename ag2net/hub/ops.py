@@ -3,9 +3,9 @@ every client (local or remote) reaches the hub.
 
 ``run_op`` looks the op up in the catalogue, checks the caller's access (the endpoint's ``authorize``:
 a socket's ``WirePolicy``), parses the params into the op's typed request (an in-process caller may pass
-the request itself), checks the hub's own rule for every caller (``ag2net.hub.access.CALLER_RULES``, for the
-ops whose tag says ``caller``) and runs the op. Most ops are the hub's method of the same name, called with the request's fields as
-keywords (``FORWARDED``); the few that need the calling connection have a handler here (``@handler``).
+the request itself), checks the hub's own rule for every caller (``ag2net.hub.access.CALLER_RULES``, for
+the ops whose tag says ``caller``) and runs the op. Most ops are the hub's method of the same name, called
+with the request's fields as keywords (``FORWARDED``); the few that need the calling connection have a handler here (``@handler``).
 Results are Python values; the WebSocket server encodes them with the op's codec at its edge.
 
 The hub is reached only through ``HubOps``, the narrow protocol of what this module calls.
@@ -36,7 +36,8 @@ class _AuditStore(Protocol):
 
 class HubOps(CallerHub, Protocol):
     """What the op handlers need of a hub (``ag2net.hub.Hub`` is one; keyword options are the hub
-    method's own, and ``CallerHub``'s members, what the caller rules read); the forwarded ops (``FORWARDED``) call its methods of the ops' names besides."""
+    method's own), besides what the caller rules read (``CallerHub``); the forwarded ops (``FORWARDED``)
+    call its methods of the ops' names besides."""
 
     store: _AuditStore
 
