@@ -46,7 +46,7 @@ from typing import Any
 
 from ag2net import EV_TEXT, Envelope, Hub, HubClient, Passport
 from ag2net.debug import causation_tree, dry_run, states_at, visibility
-from ag2net.hub.probe import channel_log
+from ag2net.hub.dry_run import channel_log
 from ag2net.hub.records import SNAPSHOT_KEY
 from ag2net.store import MemoryStore, SqliteStore
 

@@ -114,7 +114,7 @@ class CausationTreeScreen(ModalScreen[Jump | None]):
     @work(exclusive=True, group="causation")
     async def _load(self) -> None:
         from ag2net.debug import causation_tree
-        from ag2net.hub.probe import channel_log
+        from ag2net.hub.dry_run import channel_log
 
         try:
             result = await causation_tree(self.hub, self.envelope_id, channel_id=self.channel_id)

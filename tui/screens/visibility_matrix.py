@@ -194,7 +194,7 @@ class VisibilityMatrixScreen(ModalScreen[None]):
     @work(exclusive=True, group="matrix")
     async def _load(self, seq: int | None = None, *, keep: Coordinate | None = None) -> None:
         from ag2net.debug import visibility
-        from ag2net.hub.probe import channel_log
+        from ag2net.hub.dry_run import channel_log
 
         log = await channel_log(self.hub, self.channel_id)
         self.envelopes = log
