@@ -546,7 +546,7 @@ async def test_meta_holds_settings_and_secrets_stored_apart_by_older_versions(st
     # Identity secrets now live in the agent record; a database written before kept them in meta, and
     # those are still honoured (read back from the store) until the identity is unregistered.
     await store.set_meta(SECRET_META_PREFIX + "agent-1", secret_digest("s3cret"))
-    hub = SimpleNamespace(agents={}, store=store)
+    hub = SimpleNamespace(identities=SimpleNamespace(agents={}), store=store)
     assert await IdentitySecrets(hub).matches("agent-1", "s3cret")
     assert not await IdentitySecrets(hub).matches("agent-1", "s3cretx")
     assert not await IdentitySecrets(hub).matches("agent-1", "\ud800")  # a lone surrogate is no secret
