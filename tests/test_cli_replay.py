@@ -17,6 +17,7 @@ import pytest
 from support import quiet, run_demo
 
 from ag2net import Hub, HubClient
+from ag2net.errors import ProtocolError
 from ag2net.store import SqliteStore, open_store
 
 
@@ -241,5 +242,5 @@ def test_the_snapshot_answers_typed_requests_with_methods_named_like_the_ops() -
 
     assert all(getattr(SnapshotSource, cls.spec.name) is answer for cls, answer in ANSWERS.items())
     source = SnapshotSource(metadata=None, envelopes=[], agents={})
-    with pytest.raises(NotImplementedError, match="get_task"):
+    with pytest.raises(ProtocolError, match="not 'get_task'"):
         asyncio.run(source.request(ops.GetTask(task_id="t")))

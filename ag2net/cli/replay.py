@@ -146,11 +146,16 @@ class SnapshotSource:
         return await self.request(ops.request_of(op, params))
 
     async def request(self, request: ops.Request[T]) -> T:
-        """Answer one typed request, as ``HubClient.request`` would; ``NotImplementedError`` for an op the
-        snapshot does not hold."""
+        """Answer one typed request, as ``HubClient.request`` would; ``ProtocolError`` for an op whose answer
+        the snapshot does not hold (a replay reads only the ops in ``ANSWERS``)."""
         answer = ANSWERS.get(type(request))
         if answer is None:
-            raise NotImplementedError(f"SnapshotSource does not answer {request.spec.name!r}")
+            from ag2net.errors import ProtocolError
+
+            held = ", ".join(sorted(cls.spec.name for cls in ANSWERS))
+            raise ProtocolError(
+                f"a replay's snapshot of the database answers {held}, not {request.spec.name!r}"
+            )
         return answer(self, request)
 
     def _record(self, request: ops.Request[Any], name_or_id: str) -> dict[str, Any]:
