@@ -742,6 +742,20 @@ class HubClient:
     health = _op_method(ops.Health)
     adapter_types = _op_method(ops.AdapterTypes)
 
+    # stepping in (ag2net.breakpoints): operators set breakpoints and answer what waits; an agent's
+    # runtime asks before a paused turn's model call and before a tool that needs approval
+    break_on = _op_method(ops.BreakOn)
+    list_breakpoints = _op_method(ops.ListBreakpoints)
+    set_breakpoint = _op_method(ops.SetBreakpoint)
+    remove_breakpoint = _op_method(ops.RemoveBreakpoint)
+    step_mode = _op_method(ops.StepMode)
+    pause_expectations = _op_method(ops.PauseExpectations)
+    list_waiting = _op_method(ops.ListWaiting)
+    answer_waiting = _op_method(ops.AnswerWaiting)
+    turn_gate = _op_method(ops.TurnGate)
+    pause_turn = _op_method(ops.PauseTurn)
+    request_approval = _op_method(ops.RequestApproval)
+
     # ------------------------------------------------------------------ observe
 
     observe_position = _op_method(ops.ObservePosition)

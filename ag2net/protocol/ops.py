@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
+from ag2net.breakpoints import ACTIONS, BREAK_ON, Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope
 from ag2net.errors import ProtocolError
@@ -743,6 +744,124 @@ class ObservePosition(Request[int]):
 @op("adapter_types", ListOf(STR), OPEN, "the channel types the hub can open")
 class AdapterTypes(Request[list[str]]):
     pass
+
+
+# ---------------------------------------------------------------------------------------------- stepping in
+# Breakpoints, step mode, paused turns and approvals (``ag2net.breakpoints``; the rules: docs/breakpoints.md).
+# ``by`` on an operator's answer is who answered: the WebSocket server sets it from the connection (the
+# name of the identity it holds, else "operator"); an in-process caller names itself.
+
+BREAKPOINT = Record(Breakpoint)
+WAITING = Record(WaitingItem)
+DECISION = Record(Decision)
+
+
+@op("break_on", BREAKPOINT, OPERATOR, "set a breakpoint: hold matching posts, or pause matching turns")
+class BreakOn(Request[Breakpoint]):
+    #: The breakpoint's spec (``spec`` on the wire; ``Request.spec`` is the op's own).
+    query: str = param(check="str", key="spec")
+    _: KW_ONLY
+    on: str = param(default="envelope", check="str")
+    enabled: bool = param(default=True, check="bool")
+    by: str = param(default="", check="or_empty", omit=True)
+
+    def check(self) -> None:
+        if self.on not in BREAK_ON:
+            raise ProtocolError(f"params.on must be one of {', '.join(BREAK_ON)}, not {self.on!r}")
+
+
+@op("list_breakpoints", ListOf(BREAKPOINT), OPERATOR, "the breakpoints, oldest first")
+class ListBreakpoints(Request[list[Breakpoint]]):
+    pass
+
+
+@op("set_breakpoint", BREAKPOINT, OPERATOR, "enable or disable a breakpoint")
+class SetBreakpoint(Request[Breakpoint]):
+    breakpoint_id: str = param(check="str")
+    enabled: bool = param(check="bool")
+
+
+@op("remove_breakpoint", JSON, OPERATOR, "remove a breakpoint")
+class RemoveBreakpoint(Request[None]):
+    breakpoint_id: str = param(check="str")
+
+
+@op(
+    "step_mode",
+    JSON,
+    OPERATOR,
+    "hold every substantive post of a channel (or, with no channel, of the network) until released",
+)
+class StepMode(Request[dict[str, Any]]):
+    channel_id: str | None = param(default=None, check="opt_str")
+    on: bool = param(default=True, check="bool")
+
+
+@op("pause_expectations", JSON, OPERATOR, "pause (or resume) a channel's expectation clock")
+class PauseExpectations(Request[dict[str, Any]]):
+    channel_id: str = param(check="str")
+    paused: bool = param(default=True, check="bool")
+
+
+@op("list_waiting", ListOf(WAITING), OPERATOR, "what waits on a person: held posts, paused turns, approvals")
+class ListWaiting(Request[list[WaitingItem]]):
+    _: KW_ONLY
+    channel_id: str | None = param(default=None, check="opt_str")
+
+
+@op("answer_waiting", WAITING, OPERATOR, "answer one waiting item (exactly once)")
+class AnswerWaiting(Request[WaitingItem]):
+    item_id: str = param(check="str")
+    action: str = param(check="str")
+    _: KW_ONLY
+    reason: str = param(default="", check="or_empty", omit=True)
+    envelope: Envelope | None = param(default=None, codec=OPTIONAL_ENVELOPE, omit=True)
+    audience: list[str] | None = param(default=None, omit=True)
+    messages: list[dict[str, Any]] | None = param(default=None, omit=True)
+    system_prompt: str | None = param(default=None, check="opt_str", omit=True)
+    text: str | None = param(default=None, check="opt_str", omit=True)
+    arguments: dict[str, Any] | None = param(default=None, omit=True)
+    by: str = param(default="", check="or_empty", omit=True)
+
+    def check(self) -> None:
+        if not any(self.action in actions for actions in ACTIONS.values()):
+            known = sorted({a for actions in ACTIONS.values() for a in actions})
+            raise ProtocolError(f"params.action must be one of {', '.join(known)}, not {self.action!r}")
+
+
+@op("turn_gate", BOOL, agent(), "whether a turn breakpoint pauses this agent's turn in this channel now")
+class TurnGate(Request[bool]):
+    agent_id: str = param(check="str")
+    channel_id: str = param(check="str")
+    trigger_envelope_id: str = param(default="", check="or_empty", omit=True)
+
+
+@op("pause_turn", DECISION, agent(), "wait, before the model call, for a person to decide this turn")
+class PauseTurn(Request[Decision]):
+    agent_id: str = param(check="str")
+    channel_id: str = param(check="str")
+    request: dict[str, Any] = param()
+    _: KW_ONLY
+    trigger_envelope_id: str = param(default="", check="or_empty", omit=True)
+
+    def check(self) -> None:
+        if not isinstance(self.request, dict):
+            raise ProtocolError("params.request must be the model request as an object")
+
+
+@op("request_approval", DECISION, agent(), "wait for a person to approve, deny or edit a tool call")
+class RequestApproval(Request[Decision]):
+    agent_id: str = param(check="str")
+    channel_id: str = param(check="or_empty")
+    tool: str = param(check="str")
+    arguments: dict[str, Any] = param()
+    _: KW_ONLY
+    reason: str = param(default="", check="or_empty", omit=True)
+    call_id: str = param(default="", check="or_empty", omit=True)
+
+    def check(self) -> None:
+        if not isinstance(self.arguments, dict):
+            raise ProtocolError("params.arguments must be the tool call's arguments as an object")
 
 
 # ---------------------------------------------------------------------------------------------- the connection's own
