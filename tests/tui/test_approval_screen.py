@@ -18,9 +18,12 @@ from textual.app import App
 from textual.geometry import Region
 from textual.widgets import Input, Static, TextArea
 from textual.widgets._footer import FooterKey
+from tui_network import close, small_network, until
 
 from ag2net.breakpoints import WaitingItem
+from tui.app import build_app
 from tui.screens.approval import ApprovalScreen, arguments_of, check_arguments
+from tui.settings import Settings
 from tui.widgets.fitted_footer import FittedFooter
 
 SIZE = (80, 24)
@@ -266,3 +269,30 @@ async def test_a_call_cancelled_while_open_takes_no_decision_here() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.results == [None]
+
+
+async def test_in_the_workbench_names_come_from_the_hub_and_its_keys_are_the_screens() -> None:
+    """Opened over the real workbench as the inbox opens it (no names given): the agent and the channel
+    are named from the hub, and the workbench's own keys (panes, chat, escape) do not take its keys."""
+    net = await small_network()
+    try:
+        app = await build_app(net.hc, net.human, Settings())
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready)
+            item = WaitingItem(
+                "item-9", "approval", net.discussion, net.critic.agent_id, "", approval_item().detail
+            )
+            results: list[Any] = []
+            app.push_screen(ApprovalScreen(item), results.append)
+            await until(lambda: isinstance(app.screen, ApprovalScreen))
+            screen = app.screen
+            assert isinstance(screen, ApprovalScreen)
+            await pilot.pause()
+            frame = screen.query_one("#approval-frame")
+            assert frame.border_title == "Approve delete_rows? · critic"
+            assert frame.border_subtitle == app.source.label_for(net.discussion)
+            await pilot.press("d", *"i2", "escape", "escape")  # typed into the reason, back, and closed
+            await pilot.pause()
+            assert results == [None]
+    finally:
+        await close(net)

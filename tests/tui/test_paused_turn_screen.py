@@ -19,10 +19,13 @@ from textual.app import App
 from textual.geometry import Region
 from textual.widgets import Static, TextArea
 from textual.widgets._footer import FooterKey
+from tui_network import close, small_network, until
 
 from ag2net.breakpoints import WaitingItem
 from ag2net.events import ModelMessage, ModelRequest, TextInput, ToolCallEvent, ToolResultEvent
+from tui.app import build_app
 from tui.screens.paused_turn import PausedTurnScreen, check_messages
+from tui.settings import Settings
 from tui.widgets.fitted_footer import FittedFooter
 
 SIZE = (80, 24)
@@ -389,3 +392,33 @@ async def test_a_turn_answered_elsewhere_takes_no_decision_here() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.results == [None]
+
+
+async def test_in_the_workbench_names_come_from_the_hub_and_its_keys_are_the_screens() -> None:
+    """Opened over the real workbench as the inbox opens it (no names given): the agent and the channel
+    are named from the hub, and the workbench's own keys (panes, compose, escape) do not take its keys."""
+    net = await small_network()
+    try:
+        app = await build_app(net.hc, net.human, Settings())
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready)
+            item = WaitingItem(
+                "item-9", "turn", net.discussion, net.critic.agent_id, "", paused_item().detail
+            )
+            results: list[Any] = []
+            app.push_screen(PausedTurnScreen(item), results.append)
+            await until(lambda: isinstance(app.screen, PausedTurnScreen))
+            screen = app.screen
+            assert isinstance(screen, PausedTurnScreen)
+            await pilot.pause()
+            frame = screen.query_one("#turn-frame")
+            assert frame.border_title == "⏸ Paused turn · critic"
+            assert frame.border_subtitle == app.source.label_for(net.discussion)
+            await pilot.press("a", *"i2", "escape", "e", "escape")  # typed, back, editor, back: no pane moved
+            await pilot.pause()
+            assert isinstance(app.screen, PausedTurnScreen) and results == []
+            await pilot.press("a", "ctrl+e", *"ok", "ctrl+s")  # ctrl+e: the end of the line, not compose
+            await pilot.pause()
+            assert results == [{"action": "answer", "text": "i2ok"}]
+    finally:
+        await close(net)
