@@ -217,7 +217,7 @@ model chose and the agent's reason (the model's text beside the call).
 
     def _body(self) -> RenderableType:
         """The call as the tool gets it, then the agent's reason."""
-        accent = f"bold {self._color('text-accent', 'magenta')} underline"
+        accent = f"bold {self._color('text-primary', 'blue')} underline"
         call = Text.assemble((self.tool, f"bold {self._color('text-warning', 'yellow')}"), "(…) with")
         arguments = JSONHighlighter()(
             Text(json.dumps(self.arguments, indent=2, sort_keys=True, ensure_ascii=False, default=str))

@@ -211,6 +211,13 @@ def budget_from(request: dict[str, Any], events: Sequence[BaseEvent]) -> TurnBud
 class RequestPainter(ProjectionPainter):
     """The request a paused turn would send, drawn like the agent view draws a projection."""
 
+    def role_style(self, role: str) -> str:
+        if role == "input":  # this turn's new input reaches the model as a user message
+            return super().role_style("user")
+        if role == "not an event":
+            return f"bold {self.color('text-error', 'red')}"
+        return super().role_style(role)
+
     def messages(self, system_prompt: str, messages: Sequence[Any]) -> RenderableType:
         """The system prompt and each message as the agent view shows one (an event that does not read
         as one is shown as its JSON, marked)."""
@@ -245,7 +252,7 @@ class RequestPainter(ProjectionPainter):
 
     def heading(self, title: str, note: str = "") -> Text:
         text = Text()
-        text.append(f"\n{title}", style=f"bold {self.color('text-accent', 'magenta')} underline")
+        text.append(f"\n{title}", style=f"bold {self.color('text-primary', 'blue')} underline")
         if note:
             text.append(f"  {note}", style="dim")
         return text
