@@ -53,24 +53,13 @@ TOOLS = [
     {
         "name": "read_page",
         "description": "Read one page of a result.",
+        "requires_approval": True,
         "parameters": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
     },
 ]
 SYSTEM = "You are critic. Point out the weakest step of the plan, in two sentences at most."
-BUDGET = {
-    "system": 21,
-    "history": 96,
-    "tools": 74,
-    "input": 12,
-    "total": 203,
-    "window": 128000,
-    "window_source": "known model gpt-4o-mini",
-    "model": "gpt-4o-mini",
-    "fraction": 203 / 128000,
-    "warning": False,
-    "method": "heuristic",
-    "exact": False,
-}
+BUDGET = {"system": 21, "history": 96, "tools": 74, "input": 12, "method": "heuristic", "max_tokens": 400}
+"""What the agent's handler sends (``ag2net.client.handler.turn_request``): the counts and the reply limit."""
 
 
 def paused_item(**request: Any) -> WaitingItem:
@@ -150,7 +139,9 @@ async def test_the_request_shows_prompt_messages_input_tools_and_budget() -> Non
         assert 'search_web({"query": "outline before prose"})' in text
         assert "your turn, critic" in text  # this turn's input
         assert "2 tools offered" in text and "read_page" in text and '"required"' in text
-        assert "203 / 128k tokens" in text  # the budget the agent sent, drawn as the agent view draws one
+        assert "203 / 128k tokens" in text  # the counts the agent sent, against gpt-4o-mini's window
+        assert "up to 400 tokens (the model's max_tokens)" in text
+        assert "need a person's approval before they run: read_page" in text
         head = str(screen.query_one("#turn-head", Static).render())
         assert "critic is about to call gpt-4o-mini: 5 messages, 2 tools offered" in head
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -34,7 +33,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import ContentSwitcher, Label, Static, TextArea
 
-from ag2net.agent.budget import PARTS, ContextWindow, TurnBudget, counter_for, model_name_of, turn_budget
+from ag2net.agent.budget import PARTS, ContextWindow, TurnBudget, context_window, model_name_of
 from ag2net.agent.tokens import default_counter
 from ag2net.breakpoints import WaitingItem
 from ag2net.events import BaseEvent, ModelRequest, event_from_dict, part_from_dict, part_text
@@ -175,37 +174,44 @@ def request_of(item: WaitingItem) -> dict[str, Any]:
     return request if isinstance(request, dict) else {}
 
 
-def budget_from(request: dict[str, Any], events: Sequence[BaseEvent]) -> TurnBudget | None:
-    """The request's ``token_budget`` (``TurnBudget.to_dict``'s shape) as a ``TurnBudget``; when it has
-    not that shape, an estimate of the request itself (None when even that cannot be made)."""
+def _window(model: str | None, given: dict[str, Any], agents: Sequence[str]) -> ContextWindow:
+    """The window the agent gave, else the one the workbench knows for its model or name."""
+    window = given.get("window")
+    if isinstance(window, int) and not isinstance(window, bool):
+        return ContextWindow(window, str(given.get("window_source") or "given by the agent"), model)
+    try:
+        return context_window(model_name_of(model), agents=agents)
+    except ValueError:  # a malformed AG2NET_CONTEXT_WINDOWS: the counts are shown anyway
+        return ContextWindow(None, "not configured", model)
+
+
+def budget_from(
+    request: dict[str, Any], events: Sequence[BaseEvent], agents: Sequence[str] = ()
+) -> TurnBudget | None:
+    """The request's ``token_budget`` (the counts per part: ``system``, ``history``, ``tools``, ``input``,
+    and ``method``) as a ``TurnBudget`` against the model's window (the one given, else the one known for
+    the model or for ``agents``' names); with no budget, an estimate of the request itself; None when the
+    budget has another shape (it is then shown as it is)."""
     given = request.get("token_budget")
     model = request.get("model") if isinstance(request.get("model"), str) else None
     if isinstance(given, dict) and all(isinstance(given.get(p), int) for p in PARTS):
-        window = given.get("window")
         return TurnBudget(
             **{p: int(given[p]) for p in PARTS},
-            window=ContextWindow(
-                window if isinstance(window, int) else None,
-                str(given.get("window_source") or "given by the agent"),
-                given.get("model") if isinstance(given.get("model"), str) else model,
-            ),
+            window=_window(model, given, agents),
             method=str(given.get("method") or "heuristic"),
         )
     if given not in (None, {}):
-        return None  # some other shape: shown as it is, not estimated over
-    parts = [part_from_dict(p) for p in request.get("inputs") or () if isinstance(p, dict)]
-
-    turn = SimpleNamespace(  # what turn_budget reads of a turn
-        system_prompt=str(request.get("system_prompt") or ""),
-        history=list(events),
-        tools=[t for t in request.get("tools") or () if isinstance(t, dict)],
-        inputs=parts,
-    )
-    try:
-        name = model_name_of(model)
-        return turn_budget(turn, model=name, counter=counter_for(name))
-    except Exception:  # an odd model name or AG2NET_CONTEXT_WINDOWS: the request is shown without it
         return None
+    counter = default_counter()  # counted here, at once: no tiktoken download on the screen's way up
+    inputs = [part_from_dict(p) for p in request.get("inputs") or () if isinstance(p, dict)]
+    return TurnBudget(
+        system=counter.count_system(str(request.get("system_prompt") or "")),
+        history=counter.count_events(events),
+        tools=counter.count_tools([t for t in request.get("tools") or () if isinstance(t, dict)]),
+        input=counter.count_events([ModelRequest(inputs)]) if inputs else 0,
+        window=_window(model, {}, agents),
+        method=counter.method,
+    )
 
 
 class RequestPainter(ProjectionPainter):
@@ -264,6 +270,9 @@ class RequestPainter(ProjectionPainter):
         if budget is not None:
             title = "token budget" if isinstance(given, dict) and given else "token budget (estimated here)"
             parts.append(BudgetBar(budget, self.budget_colors(), title=title))
+            limit = given.get("max_tokens") if isinstance(given, dict) else None
+            if isinstance(limit, int):
+                parts.append(Text(f"the reply may take up to {limit} tokens (the model's max_tokens)", "dim"))
         elif given not in (None, {}):
             parts.append(
                 Text(f"token budget: {json.dumps(given, default=str)}", style="dim", overflow="fold")
@@ -280,6 +289,9 @@ class RequestPainter(ProjectionPainter):
             parts.append(inputs)
         tools = [t for t in request.get("tools") or () if isinstance(t, dict)]
         parts.append(self.heading("Tools offered"))
+        gated = [str(t.get("name")) for t in tools if t.get("requires_approval")]
+        if gated:
+            parts.append(Text(f"need a person's approval before they run: {', '.join(gated)}", "dim italic"))
         parts.append(self.tools(tools))
         return Group(*parts)
 
@@ -451,7 +463,9 @@ the system prompt, the projected messages, this turn's input, the tools offered 
     def on_mount(self) -> None:
         painter = RequestPainter(self._color, self._names)
         events = [e for e in (_event_or_none(m) for m in self.messages) if e is not None]
-        body = painter.request(self.request, budget_from(self.request, events))
+        body = painter.request(
+            self.request, budget_from(self.request, events, [self.agent_name(), self.item.agent_id])
+        )
         self.query_one("#turn-request-body", Static).update(body)
         self.query_one(f"#{VIEW}").focus()
 
