@@ -288,7 +288,7 @@ class RequestPainter(ProjectionPainter):
             parts.append(self.heading("This turn's input"))
             parts.append(inputs)
         tools = [t for t in request.get("tools") or () if isinstance(t, dict)]
-        parts.append(self.heading("Tools offered"))
+        parts.append(self.heading("Tools"))
         gated = [str(t.get("name")) for t in tools if t.get("requires_approval")]
         if gated:
             parts.append(Text(f"need a person's approval before they run: {', '.join(gated)}", "dim italic"))
