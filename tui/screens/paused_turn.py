@@ -280,7 +280,9 @@ class RequestPainter(ProjectionPainter):
         messages = request.get("messages") or []
         messages = messages if isinstance(messages, list) else [messages]
         parts.append(
-            self.heading("System prompt and messages", f"{len(messages)} messages, as the model gets them")
+            self.heading(
+                "System prompt and messages", f"{plural(len(messages), 'message')}, as the model gets them"
+            )
         )
         parts.append(self.messages(str(request.get("system_prompt") or ""), messages))
         inputs = self.inputs(request.get("inputs") or [])
