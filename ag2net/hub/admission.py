@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import (
@@ -45,7 +45,7 @@ AppendGroup = Callable[[str, list[tuple[str, str]]], Awaitable[list[int]]]
 class Admission:
     """Admits envelopes: the one way into a channel's WAL (besides the lifecycle's own close)."""
 
-    __slots__ = ("append_group", "arbitration", "channels", "core", "delivery", "logs", "services")
+    __slots__ = ("append_group", "arbitration", "channels", "core", "delivery", "gate", "logs", "services")
 
     def __init__(
         self,
@@ -61,11 +61,23 @@ class Admission:
         self.channels, self.arbitration, self.delivery, self.logs = channels, arbitration, delivery, logs
         # group admission needs a store that appends several envelopes all or none
         self.append_group: AppendGroup | None = getattr(services.store, "append_group", None)
+        #: The breakpoints and their holding (``hub.stepping``), set by the hub.
+        self.gate: Gate | None = None
 
-    async def post(self, envelope: Envelope) -> str:
-        """Admit one envelope (SPEC §4 checks + reference §3.6 order); returns its ``envelope_id``."""
+    async def post(self, envelope: Envelope, *, bypass: bool = False) -> str:
+        """Admit one envelope (SPEC §4 checks + reference §3.6 order); returns its ``envelope_id``.
+
+        A post that matches an enabled breakpoint (or falls in step mode) and would be admitted is held
+        first, until an operator answers (``hub.stepping``); ``bypass`` (a release) skips that."""
         try:
+            gate = self.gate
+            if gate is not None and not bypass and gate.breakpoints.armed:
+                match = gate.breakpoints.match(envelope)
+                if match is not None:
+                    return await self._held(gate, envelope, match)
             return await self._admit(envelope)
+        except _Answered as answered:  # a held post's answer: the sender's error, reported once
+            raise answered.error from None
         except NetworkError as exc:
             name_refusal(self.core, exc)  # channels and participants by name, not by 32-hex id
             hub_log.info(
@@ -80,6 +92,15 @@ class Admission:
                 listeners.tracer.fail_envelope(envelope, exc)
             if listeners.active:
                 await listeners.fan_out("on_envelope_rejected", envelope, exc)
+            raise
+
+    async def _held(self, gate: Gate, env: Envelope, match: tuple[str, str]) -> str:
+        """Hold a matching post; what its answer raises (a drop, a refused release) was reported already."""
+        try:
+            return await gate.hold(env, *match)
+        except NetworkError as exc:
+            if getattr(exc, "held_answer", False):
+                raise _Answered(exc) from exc
             raise
 
     async def _admit(self, env: Envelope) -> str:
@@ -269,6 +290,22 @@ class Admission:
 
 
 MAX_GROUP = 256  # posts admitted together at most (one store group)
+
+
+class Gate(Protocol):
+    """What admission asks before a post: the breakpoints (``armed``, ``match``) and their holding."""
+
+    breakpoints: Any
+
+    async def hold(self, env: Envelope, reason: str, breakpoint_id: str) -> str: ...
+
+
+class _Answered(NetworkError):
+    """Carries a held post's answer (a drop, a refused release) past the refusal reporting."""
+
+    def __init__(self, error: NetworkError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(slots=True)

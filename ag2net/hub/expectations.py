@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any, Protocol, runtime_checkable
 
 from ag2net.envelope import EV_EXPECTATION_VIOLATED, EV_TEXT, Envelope, is_protocol_event
@@ -218,6 +219,121 @@ def default_evaluators() -> list[ExpectationEvaluator]:
     return [AcksWithinEvaluator(), ReplyWithinEvaluator(), MaxSilenceEvaluator()]
 
 
+# ---------------------------------------------------------------------------------------------- the paused clock
+
+
+class ExpectationClock:
+    """Per channel, the seconds its expectation clock was paused (``pause_expectations``): deadlines shift
+    by them, and while paused nothing fires."""
+
+    __slots__ = ("paused", "shift")
+
+    def __init__(self) -> None:
+        self.paused: dict[str, float] = {}  # channel id -> when (epoch seconds) its clock stopped
+        self.shift: dict[str, float] = {}  # channel id -> seconds paused before
+
+    def pause(self, channel_id: str, now_seconds: float, paused: bool) -> float:
+        """Pause (or resume) the channel's clock; returns the seconds its deadlines have shifted so far."""
+        if paused:
+            self.paused.setdefault(channel_id, now_seconds)
+        else:
+            since = self.paused.pop(channel_id, None)
+            if since is not None:
+                self.shift[channel_id] = self.shift.get(channel_id, 0.0) + max(0.0, now_seconds - since)
+        return self.shifted(channel_id, now_seconds)
+
+    def shifted(self, channel_id: str, now_seconds: float) -> float:
+        since = self.paused.get(channel_id)
+        extra = max(0.0, now_seconds - since) if since is not None else 0.0
+        return self.shift.get(channel_id, 0.0) + extra
+
+    def now(self, channel_id: str, now_seconds: float) -> float:
+        """The channel's clock: now, less the time it was paused."""
+        return now_seconds - self.shifted(channel_id, now_seconds)
+
+
+class _Paused:
+    """An evaluator seen through the channel's clock: nothing fires while paused; deadlines shift."""
+
+    __slots__ = ("clock", "inner", "name")
+
+    def __init__(self, inner: Any, clock: ExpectationClock) -> None:
+        self.inner, self.clock, self.name = inner, clock, inner.name
+
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
+        clock = self.clock
+        cid = getattr(context.metadata, "channel_id", "")
+        if cid in clock.paused:
+            return None
+        shift = clock.shift.get(cid)
+        if shift:
+            now = context.now_seconds - shift
+            context = ExpectationContext(context.metadata, context.state, context.wal, _iso(now), now)
+        return self.inner.evaluate(expectation, context)
+
+
+def _iso(seconds: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+class PausableEvaluators(dict[str, Any]):
+    """``hub.expectations.evaluators`` when channels' clocks can be paused: each evaluator, looked up,
+    reads the channel's clock (``ExpectationClock``)."""
+
+    def __init__(self, clock: ExpectationClock, evaluators: dict[str, Any] | None = None) -> None:
+        super().__init__(evaluators or {})
+        self.clock = clock
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        inner = super().get(name)
+        if inner is None:
+            return default
+        if not self.clock.paused and not self.clock.shift:
+            return inner
+        return _Paused(inner, self.clock)
+
+
+def deadlines(md: Any, wal: Sequence[Envelope], sender_id: str, now_seconds: float) -> list[dict[str, Any]]:
+    """The expectation deadlines a post by ``sender_id`` would meet now: ``reply_within`` (text
+    addressed to it, not answered yet) and ``max_silence`` (the channel's silence), each with its
+    ``due`` (epoch seconds on the channel's clock) and ``seconds_left``."""
+    out: list[dict[str, Any]] = []
+    for index, exp in enumerate(getattr(md.manifest, "expectations", None) or []):
+        name = _name(exp)
+        try:
+            if name == REPLY_WITHIN:
+                threshold = threshold_seconds(exp, ReplyWithinEvaluator.default_seconds)
+                since = _waiting_since(wal, sender_id)
+            elif name == MAX_SILENCE:
+                threshold = threshold_seconds(exp, MaxSilenceEvaluator.default_seconds)
+                since = next((e.created_at for e in reversed(wal) if _is_content(e)), md.created_at)
+            else:
+                continue
+            if not since:
+                continue
+            due = parse_time(since).timestamp() + threshold
+        except ValueError:
+            continue
+        out.append(
+            {"kind": name, "expectation": index, "due": due, "seconds_left": _round(due - now_seconds)}
+        )
+    return out
+
+
+def _waiting_since(wal: Sequence[Envelope], agent_id: str) -> str:
+    """When the oldest text addressed to ``agent_id`` it has not answered since was sent ("" if none)."""
+    for env in reversed(wal):
+        if env.event_type != EV_TEXT:
+            continue
+        if env.sender_id == agent_id:
+            return ""
+        if env.audience is None or agent_id in env.audience:
+            return env.created_at
+    return ""
+
+
 # The names these classes had before they took ag2's.
 AcksWithin = AcksWithinEvaluator
 ReplyWithin = ReplyWithinEvaluator
@@ -230,14 +346,17 @@ __all__ = [
     "REPLY_WITHIN",
     "AcksWithin",
     "AcksWithinEvaluator",
+    "ExpectationClock",
     "ExpectationContext",
     "ExpectationEvaluator",
     "MaxSilence",
     "MaxSilenceEvaluator",
+    "PausableEvaluators",
     "ReplyWithin",
     "ReplyWithinEvaluator",
     "Violation",
     "ViolationHandler",
+    "deadlines",
     "default_evaluators",
     "threshold_seconds",
 ]

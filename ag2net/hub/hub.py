@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ag2net.adapters import default_adapters
+from ag2net.breakpoints import APPROVAL, DEFAULT_MAX_HELD_PER_CHANNEL, Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError, NotFoundError
@@ -46,6 +47,7 @@ from ag2net.hub.services import Services
 from ag2net.hub.sweeps import Expectations, Sweepers
 from ag2net.hub.task_table import Tasks
 from ag2net.hub.turns import Turns
+from ag2net.hub.waiting import Stepping
 from ag2net.hub.wal_cache import DEFAULT_CACHE_MB, DEFAULT_WINDOW, WalCache
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import IdMint, IdSource, utc_now
@@ -79,6 +81,7 @@ class Hub(BaseHubListener):
         cache_mb: float = DEFAULT_CACHE_MB,
         wal_window: int = DEFAULT_WINDOW,
         ids: IdSource | None = None,
+        max_held_per_channel: int = DEFAULT_MAX_HELD_PER_CHANNEL,
     ) -> None:
         store = open_store(store)
         clock = clock or utc_now
@@ -101,6 +104,7 @@ class Hub(BaseHubListener):
             WalCache(store, cache_mb=cache_mb, window=wal_window),
         )
         self.hydration = Hydration(self.services, self.core, self.logs, progress)
+        self._build_stepping(max_held_per_channel)
         self._owned_clients: list[Any] = []  # HubClients made by ``register``, closed with the hub
         # ``hub.channels.adapters``, for ``ag2net.hub.local.LocalHub`` until it reads the component
         self._adapters: dict[tuple[str, int], Any] = self.channels.adapters
@@ -225,6 +229,7 @@ class Hub(BaseHubListener):
         """Start the interval sweepers (TTL expiry, expectations); idempotent."""
         if self._started:
             return
+        await self.breakpoints.load()
         self._started = True
         if self.ttl_sweep_interval > 0:
             self.register_sweeper("ttl", self.ttl_sweep_interval, self.expire_due)
@@ -241,6 +246,7 @@ class Hub(BaseHubListener):
         if self._closed:
             return
         self._closed = self.background.closed = True
+        self.stepping.stop()  # held posts fail (not admitted), paused turns and approvals end
         await self.sweepers.stop_all()
         for client in list(self._owned_clients):
             with contextlib.suppress(Exception):
@@ -805,6 +811,60 @@ class Hub(BaseHubListener):
     def local_link(self) -> LocalLink:
         """An in-process link to this hub: ``HubClient(hub.local_link())`` (what ``HubClient.local`` does)."""
         return LocalLink(self)
+
+    # ------------------------------------------------------------------ stepping in (docs/breakpoints.md)
+
+    def _build_stepping(self, max_held_per_channel: int) -> None:
+        """``hub.breakpoints`` (the table, step mode), ``hub.waiting`` (the inbox), ``hub.stepping`` (holding)."""
+        self.stepping = Stepping.build(self, max_held_per_channel)
+        self.breakpoints, self.waiting = self.stepping.breakpoints, self.stepping.waiting
+
+    async def break_on(
+        self, query: str, *, on: str = "envelope", enabled: bool = True, by: str = ""
+    ) -> Breakpoint:
+        """Set a breakpoint (``hub.breakpoints``): hold matching posts, or pause matching turns."""
+        return await self.breakpoints.add(query, on=on, enabled=enabled, by=by)
+
+    async def list_breakpoints(self) -> list[Breakpoint]:
+        return list(self.breakpoints.table.values())
+
+    async def set_breakpoint(self, breakpoint_id: str, enabled: bool) -> Breakpoint:
+        return await self.breakpoints.set_enabled(breakpoint_id, enabled)
+
+    async def remove_breakpoint(self, breakpoint_id: str) -> None:
+        await self.breakpoints.remove(breakpoint_id)
+
+    async def step_mode(self, channel_id: str | None = None, on: bool = True) -> dict[str, Any]:
+        """Hold every substantive post of the channel (``None``: of the network) until released."""
+        return {"step": await self.breakpoints.set_step(channel_id, on)}
+
+    async def pause_expectations(self, channel_id: str, paused: bool = True) -> dict[str, Any]:
+        """Pause (or resume) the channel's expectation clock; its deadlines shift by the time paused."""
+        return self.stepping.pause_expectations(channel_id, paused)
+
+    async def list_waiting(self, *, channel_id: str | None = None) -> list[WaitingItem]:
+        return [self.stepping.refreshed(i) for i in self.waiting.listed(channel_id)]
+
+    async def answer_waiting(self, item_id: str, action: str, **answer: Any) -> WaitingItem:
+        """Answer one waiting item exactly once (``hub.stepping``); ``answer`` holds ``Decision``'s fields."""
+        return await self.stepping.answer(item_id, action, answer)
+
+    async def turn_gate(self, agent_id: str, channel_id: str, trigger_envelope_id: str = "") -> bool:
+        """Whether a turn breakpoint pauses this agent's turn in the channel now (a dict lookup when none)."""
+        return self.breakpoints.match_turn(agent_id, channel_id) is not None
+
+    async def pause_turn(
+        self, agent_id: str, channel_id: str, request: dict[str, Any], *, trigger_envelope_id: str = ""
+    ) -> Decision:
+        """Wait, before the agent's model call, for a person to decide this turn."""
+        return await self.stepping.pause_turn(agent_id, channel_id, request, trigger_envelope_id)
+
+    async def request_approval(
+        self, agent_id: str, channel_id: str, tool: str, arguments: dict[str, Any], **why: str
+    ) -> Decision:
+        """Wait for a person to approve, deny or edit a tool call (``why``: ``reason``, ``call_id``)."""
+        detail = {"tool": tool, "arguments": arguments, "reason": "", "call_id": "", **why}
+        return await self.stepping.wait_for(APPROVAL, agent_id, channel_id, detail)
 
 
 __all__ = ["SNAPSHOT_KEY", "AgentRecord", "Hub", "PendingTurn"]

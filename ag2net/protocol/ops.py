@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar, dataclass_transform
 
-from ag2net.breakpoints import ACTIONS, BREAK_ON, Breakpoint, Decision, WaitingItem
+from ag2net.breakpoints import Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope
 from ag2net.errors import ProtocolError
@@ -747,9 +747,8 @@ class AdapterTypes(Request[list[str]]):
 
 
 # ---------------------------------------------------------------------------------------------- stepping in
-# Breakpoints, step mode, paused turns and approvals (``ag2net.breakpoints``; the rules: docs/breakpoints.md).
-# ``by`` on an operator's answer is who answered: the WebSocket server sets it from the connection (the
-# name of the identity it holds, else "operator"); an in-process caller names itself.
+# Breakpoints, step mode, paused turns, approvals (``ag2net.breakpoints``; docs/breakpoints.md). ``by``: who
+# set or answered; the WebSocket server sets it from the connection, an in-process caller names itself.
 
 BREAKPOINT = Record(Breakpoint)
 WAITING = Record(WaitingItem)
@@ -764,10 +763,6 @@ class BreakOn(Request[Breakpoint]):
     on: str = param(default="envelope", check="str")
     enabled: bool = param(default=True, check="bool")
     by: str = param(default="", check="or_empty", omit=True)
-
-    def check(self) -> None:
-        if self.on not in BREAK_ON:
-            raise ProtocolError(f"params.on must be one of {', '.join(BREAK_ON)}, not {self.on!r}")
 
 
 @op("list_breakpoints", ListOf(BREAKPOINT), OPERATOR, "the breakpoints, oldest first")
@@ -786,12 +781,7 @@ class RemoveBreakpoint(Request[None]):
     breakpoint_id: str = param(check="str")
 
 
-@op(
-    "step_mode",
-    JSON,
-    OPERATOR,
-    "hold every substantive post of a channel (or, with no channel, of the network) until released",
-)
+@op("step_mode", JSON, OPERATOR, "hold every substantive post of a channel (no channel: the network)")
 class StepMode(Request[dict[str, Any]]):
     channel_id: str | None = param(default=None, check="opt_str")
     on: bool = param(default=True, check="bool")
@@ -823,11 +813,6 @@ class AnswerWaiting(Request[WaitingItem]):
     arguments: dict[str, Any] | None = param(default=None, omit=True)
     by: str = param(default="", check="or_empty", omit=True)
 
-    def check(self) -> None:
-        if not any(self.action in actions for actions in ACTIONS.values()):
-            known = sorted({a for actions in ACTIONS.values() for a in actions})
-            raise ProtocolError(f"params.action must be one of {', '.join(known)}, not {self.action!r}")
-
 
 @op("turn_gate", BOOL, agent(), "whether a turn breakpoint pauses this agent's turn in this channel now")
 class TurnGate(Request[bool]):
@@ -844,10 +829,6 @@ class PauseTurn(Request[Decision]):
     _: KW_ONLY
     trigger_envelope_id: str = param(default="", check="or_empty", omit=True)
 
-    def check(self) -> None:
-        if not isinstance(self.request, dict):
-            raise ProtocolError("params.request must be the model request as an object")
-
 
 @op("request_approval", DECISION, agent(), "wait for a person to approve, deny or edit a tool call")
 class RequestApproval(Request[Decision]):
@@ -858,10 +839,6 @@ class RequestApproval(Request[Decision]):
     _: KW_ONLY
     reason: str = param(default="", check="or_empty", omit=True)
     call_id: str = param(default="", check="or_empty", omit=True)
-
-    def check(self) -> None:
-        if not isinstance(self.arguments, dict):
-            raise ProtocolError("params.arguments must be the tool call's arguments as an object")
 
 
 # ---------------------------------------------------------------------------------------------- the connection's own
