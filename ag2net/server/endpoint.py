@@ -25,17 +25,20 @@ from websockets.protocol import State
 from ag2net.envelope import Envelope
 from ag2net.errors import AccessDeniedError, AuthError, NetworkError, ProtocolError
 from ag2net.hub.auth import new_identity_secret
+from ag2net.hub.waiting import HELD_NOTICE
 from ag2net.ids import make_id
 from ag2net.protocol import frames as fr
 from ag2net.protocol.codec import dumps
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import encode_result
-from ag2net.transport.ws import WsLinkEndpoint
+from ag2net.transport.ws import HELD_KIND, HELD_NOTICE_PARAM, WsLinkEndpoint
 
 log = logging.getLogger("ag2net.server")
 
 OPERATOR_SCHEME = "operator"
 OBSERVED_KIND = "observed"
+#: The ops whose ``by`` (who set or answered) the server fills in from the connection.
+_ANSWERED_BY = frozenset({"break_on", "answer_waiting"})
 CLOSE_AUTH_FAILED = 1008
 CLOSE_POLICY = 1008
 CLOSE_INTERNAL = 1011
@@ -529,7 +532,17 @@ class WsEndpoint(WsLinkEndpoint):
         params = frame.params
         before = BEFORE.get(frame.op)
         secret = before(self, params) if before is not None else None
-        result = await self.hub.handle_op(self, frame.op, params)
+        if frame.op in _ANSWERED_BY:
+            params["by"] = self.who()  # who set or answered: the server says, not the caller
+        if frame.op == "post_envelope" and params.pop(HELD_NOTICE_PARAM, None) is True:
+            # an ag2net client: told when its post is held, so its RPC timeout does not fire meanwhile
+            token = HELD_NOTICE.set(lambda item: self._held_notice(frame.request_id, item))
+            try:
+                result = await self.hub.handle_op(self, frame.op, params)
+            finally:
+                HELD_NOTICE.reset(token)
+        else:
+            result = await self.hub.handle_op(self, frame.op, params)
         result = self.narrow(frame.op, params, result)
         after = AFTER.get(frame.op)
         if after is not None:
@@ -539,6 +552,28 @@ class WsEndpoint(WsLinkEndpoint):
         ):
             secret = None
         return result, secret
+
+    def who(self) -> str:
+        """The name an operator's answer is signed with: an identity this connection holds, else "operator"."""
+        for agent_id in sorted(self.bound):
+            return self.hub.name_for(agent_id)
+        return "operator"
+
+    def _held_notice(self, request_id: str, item: Any) -> None:
+        """Tell the client its post is held (the item's id, its would-be seq and why: never the spec)."""
+        detail = item.detail
+        notice = {
+            "kind": HELD_KIND,
+            "request_id": request_id,
+            "item_id": item.item_id,
+            "would_be_seq": detail.get("would_be_seq"),
+            "reason": detail.get("reason", ""),
+        }
+        self._spawn(self._send_quietly(notice))
+
+    async def _send_quietly(self, data: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(data)
 
     # ------------------------------------------------------------------ observe
 

@@ -82,6 +82,12 @@ from ag2net.transport.ws_requests import PendingRequests
 log = logging.getLogger(__name__)
 
 OPERATOR_SCHEME = "operator"
+#: The message an ag2net hub sends for a request whose post it holds at a breakpoint (not a frame: ag2
+#: 1.2.1 clients never ask for it), and the param of ``post_envelope`` that asks for it.
+HELD_KIND = "held"
+HELD_NOTICE_PARAM = "held_notice"
+#: Ops that wait for a person however long it takes: no RPC timeout applies to them.
+WAITS_ON_A_PERSON = frozenset({"pause_turn", "request_approval"})
 
 
 R = TypeVar("R")
@@ -206,6 +212,7 @@ class WsLinkClient:
             self.ping_deadline,
         )
         self.rpc_timeout = rpc_timeout
+        self._held_requests: set[str] = set()  # requests the hub said wait on a person (held posts)
         self.reconnect = reconnect
         self.reconnect_initial_delay = reconnect_initial_delay
         self.reconnect_max_delay = reconnect_max_delay
@@ -323,6 +330,8 @@ class WsLinkClient:
         wire = self.identities.present(
             op, spec.encode_params(params) if spec is not None else to_json_params(params)
         )
+        if op == "post_envelope":
+            wire = {**wire, HELD_NOTICE_PARAM: True}  # tell me when my post is held (ag2 hubs ignore it)
         request_id = make_id()
         try:
             text = json.dumps({"kind": "request", "request_id": request_id, "op": op, "params": wire})
@@ -341,11 +350,9 @@ class WsLinkClient:
                 if self._failure is not None:
                     raise self._failed() from None
                 raise ConnectionLostError(f"connection to {self.url} lost while sending op {op!r}") from None
-            if self.rpc_timeout is None:
-                result = await future
-            else:
-                result = await asyncio.wait_for(future, self.rpc_timeout)
+            result = await self._answer(request_id, op, future)
         finally:
+            self._held_requests.discard(request_id)
             secret = self.pending.forget(request_id)
         self.identities.learn(op, wire, result, secret)
         if spec is None:
@@ -354,6 +361,20 @@ class WsLinkClient:
             return spec.decode_result(result)  # the same typed result the in-process link returns
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"the hub's answer to {op!r} is not a {spec.result!r}: {exc}") from None
+
+    async def _answer(self, request_id: str, op: str, future: asyncio.Future[Any]) -> Any:
+        """The answer to one request, within ``rpc_timeout`` unless it waits on a person: an op that
+        always may (a paused turn, an approval), or a post the hub said it holds at a breakpoint."""
+        timeout = self.rpc_timeout
+        if timeout is None or op in WAITS_ON_A_PERSON:
+            return await future
+        done, _ = await asyncio.wait({future}, timeout=timeout)
+        if done:
+            return future.result()
+        if request_id in self._held_requests:
+            return await future  # held: it waits for an operator, however long that takes
+        future.cancel()
+        raise TimeoutError(f"op {op!r} got no answer from {self.url} within {timeout}s (rpc_timeout)")
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
@@ -670,6 +691,8 @@ class WsLinkClient:
                         self._raw.put_nowait(frame)
                     elif data.get("kind") == "observed":
                         self._on_observed(data)
+                    elif data.get("kind") == HELD_KIND:
+                        self._held_requests.add(str(data.get("request_id")))
                     else:
                         await self._on_frame(decode_frame(data))
                 except ProtocolError as exc:
