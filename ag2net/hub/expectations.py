@@ -273,9 +273,11 @@ class _Paused:
 
 
 def _iso(seconds: float) -> str:
-    from datetime import datetime
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+    from ag2net.ids import format_time
+
+    return format_time(datetime.fromtimestamp(seconds, tz=UTC))
 
 
 class PausableEvaluators(dict[str, Any]):
