@@ -9,8 +9,11 @@ Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside 
 - ``read_wal``: read_wal of the 20,000-envelope channel (cold from the store and warm from the cache).
 - ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels, after a clean close (adapter
   states from the shutdown snapshot, WALs loaded lazily) and as after a crash (every WAL folded).
+- ``breakpoints``: CPU per admitted envelope with 20 inactive breakpoints (enabled, matching nothing: by
+  sender, channel type, event type, text) against none, in alternating blocks of posts into one
+  conversation; the median of each and the extra in percent (the target: at most 5).
 Usage: python bench/hub.py [--n 20000] [--skip-hydrate] [--bench e2e,read_wal,e2e_pipelined,e2e_fsync,
-e2e_pipelined_fsync,fanout,hydrate] (all by default; ``--skip-hydrate`` drops ``hydrate``).
+e2e_pipelined_fsync,fanout,hydrate,breakpoints] (all by default; ``--skip-hydrate`` drops ``hydrate``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,27 @@ from ag2net.hub.hub import SNAPSHOT_KEY
 from ag2net.identity import Passport
 from ag2net.store import SqliteStore
 
-BENCHES = ("e2e", "read_wal", "e2e_pipelined", "e2e_fsync", "e2e_pipelined_fsync", "fanout", "hydrate")
+BENCHES = (
+    "e2e",
+    "read_wal",
+    "e2e_pipelined",
+    "e2e_fsync",
+    "e2e_pipelined_fsync",
+    "fanout",
+    "hydrate",
+    "breakpoints",
+)
+#: The inactive breakpoints of the ``breakpoints`` figure: enabled, and matching none of its posts.
+INACTIVE = (
+    *(f"sender:nobody{i}" for i in range(10)),
+    *(f"channel.type:workflow sender:ghost{i}" for i in range(4)),
+    "type:custom.never",
+    "type:ag2.task.created",
+    "family:packet",
+    "sender:alice text:never-said",
+    "text:no-such-words",
+    "re:/z{5}q/",
+)
 
 
 def emit(**fields):
@@ -224,6 +247,46 @@ async def hydrate(path: Path, channels: int, per_channel: int) -> None:
     await hub.close()
 
 
+async def breakpoints(path: Path, n: int, rounds: int = 20) -> None:
+    """Loop CPU per admitted envelope, alternating blocks without and with ``INACTIVE`` breakpoints."""
+    hub = await open_hub(path, False)
+    _, alice, bob, ch = await conversation(hub, "alice_bp", "bob_bp")
+
+    async def consume(env: Envelope) -> None:
+        return None
+
+    bob.on_envelope(consume)
+    cid = ch.channel_id
+    block = max(100, n // (2 * rounds))
+    per: dict[str, list[float]] = {"none": [], "inactive_20": []}
+    ids: list[str] = []
+    i = 0
+    for _ in range(rounds):
+        for mode in ("none", "inactive_20"):
+            if mode == "inactive_20":
+                ids = [(await hub.break_on(spec)).breakpoint_id for spec in INACTIVE]
+            cpu0 = time.thread_time()
+            for _ in range(block):
+                await hub.post_envelope(Envelope(cid, alice.agent_id, None, EV_TEXT, {"text": f"m{i}"}))
+                i += 1
+            per[mode].append((time.thread_time() - cpu0) / block * 1e6)
+            for bp_id in ids:
+                await hub.remove_breakpoint(bp_id)
+            ids = []
+    assert await hub.list_waiting() == [], "an inactive breakpoint held a post"
+    await hub.close()
+    none, inactive = (sorted(v)[len(v) // 2] for v in per.values())
+    emit(
+        bench="breakpoints",
+        envelopes=2 * rounds * block,
+        breakpoints=len(INACTIVE),
+        loop_cpu_us_none=round(none, 2),
+        loop_cpu_us_inactive_20=round(inactive, 2),
+        extra_percent=round((inactive - none) / none * 100, 2),
+        target_percent=5,
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=20_000)
@@ -255,6 +318,8 @@ async def main() -> None:
             await e2e(tmpdir / "e2e_fsync_p.db", args.n, True, 64)
         if "fanout" in benches:
             await fanout(tmpdir / "fanout.db", args.broadcasts, 20)
+        if "breakpoints" in benches:
+            await breakpoints(tmpdir / "breakpoints.db", args.n)
         if "hydrate" in benches:
             await hydrate(tmpdir / "hydrate.db", 100, 1_000)
     emit(bench="peak_rss", mb=round(peak_rss_mb(), 1), python=sys.version.split()[0])

@@ -34,7 +34,7 @@ def text(cid: str, sender: str, words: str) -> Envelope:
 
 
 async def texts(hub: Hub, cid: str) -> list[str]:
-    return [e.event_data["text"] for e in await hub.read_wal(cid) if e.event_type == NOTE]
+    return [e.event_data.get("text", "") for e in await hub.read_wal(cid) if e.event_type == NOTE]
 
 
 async def held(hub: Hub, n: int = 1, channel_id: str | None = None):
@@ -345,3 +345,22 @@ async def test_turn_gate_pause_turn_and_approval(hub):
     decision = await approval
     assert (decision.action, decision.reason) == ("deny", "too broad")
     assert {"turn_paused", "turn_decided", "approval_requested", "approval_decided"} <= set(await kinds(hub))
+
+
+async def test_text_regex_and_audience_terms_read_the_post(hub):
+    _hc, ana, ben, cy, cid = await three(hub)
+    await hub.break_on("re:'/Deploy\\s+now/' -to:all")  # quoted: the spec is split as a shell splits words
+    await hub.break_on('text:"nested word"')
+    await hub.post_envelope(text(cid, ben.agent_id, "Deploy now"))  # a broadcast: -to:all says no
+    await hub.post_envelope(text(cid, ben.agent_id, "deploy now"))  # the regex is case-sensitive
+    post = asyncio.create_task(
+        hub.post_envelope(Envelope(cid, ben.agent_id, [cy.agent_id], NOTE, {"text": "Deploy  now"}))
+    )
+    nested = asyncio.create_task(
+        hub.post_envelope(Envelope(cid, ben.agent_id, None, NOTE, {"parts": [{"body": "a NESTED Word"}]}))
+    )
+    items = await held(hub, 2)
+    for item in items:
+        await hub.answer_waiting(item.item_id, "release")
+    await asyncio.gather(post, nested)
+    assert sorted(await texts(hub, cid)) == ["", "Deploy  now", "Deploy now", "deploy now"]

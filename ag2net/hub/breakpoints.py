@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ag2net.breakpoints import BREAK_ON, Breakpoint
 from ag2net.envelope import EV_TEXT, Envelope, is_protocol_event
 from ag2net.errors import NotFoundError, ProtocolError
-from ag2net.filtering import FilterError, FilterSpec
+from ag2net.filtering import FilterError, FilterSpec, _Subject, _term_matches  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
     from ag2net.hub.core import HubCore
@@ -90,6 +90,63 @@ def compile_spec(spec: str) -> Compiled:
             "breakpoint spec is empty; give at least one term, e.g. sender:critic or channel.type:discussion"
         )
     return Compiled(FilterSpec(spec, static), FilterSpec(spec, dynamic), channel_types, nodes)
+
+
+class _Body(_Subject):
+    """One post's strings, computed once for every breakpoint that reads them: ``raw`` is its event data's
+    keys and values (what ``text:`` and ``re:`` terms look in, without encoding the JSON), ``words`` the
+    same lower-cased."""
+
+    __slots__ = ("_raw", "_words")
+
+    def __init__(self, env: Envelope, seq: int | None, name_for: Any) -> None:
+        self.env, self.seq, self._name_for = env, seq, name_for
+        self._sender = self._data = self._raw = self._words = None
+
+    @property
+    def raw(self) -> str:
+        raw = self._raw
+        if raw is None:
+            data = self.env.event_data
+            text = data.get("text") if len(data) == 1 else None
+            if isinstance(text, str):  # the common post: {"text": ...}
+                raw = "text " + text
+            else:
+                parts: list[str] = []
+                _flatten(data, parts)
+                raw = " ".join(parts)
+            self._raw = raw
+        return raw
+
+    @property
+    def words(self) -> str:
+        if self._words is None:
+            self._words = self.raw.lower()
+        return self._words
+
+
+def _flatten(value: Any, parts: list[str], depth: int = 0) -> None:
+    if isinstance(value, str):
+        parts.append(value)
+    elif isinstance(value, dict) and depth < 32:
+        for k, v in value.items():
+            parts.append(str(k))
+            _flatten(v, parts, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 32:
+        for v in value:
+            _flatten(v, parts, depth + 1)
+    elif value is not None:
+        parts.append(json.dumps(value, default=str))
+
+
+def _body_matches(term: Any, subject: _Body) -> bool:
+    key = term.key
+    if key == "text":
+        words = subject.words
+        return any(v in words for v in term.values)
+    if key == "re":
+        return term.pattern.search(f"{subject.env.event_type} {subject.sender} {subject.raw}") is not None
+    return _term_matches(term, subject)
 
 
 def _extra_matches(term: tuple[tuple[str, ...], bool] | None, value: str) -> bool:
@@ -212,7 +269,7 @@ class Breakpoints:
             self._memo[key] = ids
         if not ids:
             return None
-        name_for = self.core.identities.name_for
+        subject = _Body(env, None, self.core.identities.name_for)  # one per post, shared by the breakpoints
         node = None
         for bp_id in ids:
             c = self.compiled[bp_id]
@@ -220,7 +277,10 @@ class Breakpoints:
                 node = self._node(cid) if node is None else node
                 if not _extra_matches(c.nodes, node):
                     continue
-            if c.dynamic.empty or c.dynamic.matches(env, name_for):
+            for term in c.dynamic.terms:
+                if _body_matches(term, subject) == term.negated:
+                    break
+            else:
                 return ("breakpoint", bp_id)
         return None
 
