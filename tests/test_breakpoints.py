@@ -364,3 +364,24 @@ async def test_text_regex_and_audience_terms_read_the_post(hub):
         await hub.answer_waiting(item.item_id, "release")
     await asyncio.gather(post, nested)
     assert sorted(await texts(hub, cid)) == ["", "Deploy  now", "Deploy now", "deploy now"]
+
+
+@pytest.mark.hub(store="sqlite", invite_ack_timeout=30, max_held_per_channel=1)
+async def test_through_a_local_hub_client_and_answered_items_free_their_place(hub):
+    hc, ana, ben, cy, cid = await three(hub)
+    bp = await hc.break_on("sender:ben", by="Ops Person")
+    assert bp.created_by == "Ops Person" and await hc.list_breakpoints() == [bp]
+    for round_ in range(3):  # one place per channel: each answered item frees it
+        post = asyncio.create_task(hub.post_envelope(text(cid, ben.agent_id, f"r{round_}")))
+        await held(hub)
+        (item,) = await hc.list_waiting(channel_id=cid)
+        edited = Envelope(cid, ben.agent_id, None, NOTE, {"text": f"edited r{round_}"})
+        done = await hc.answer_waiting(item.item_id, "edit", envelope=edited, by="Ops Person")
+        assert done.state == "answered" and done.answer["by"] == "Ops Person"
+        assert await post == done.answer["envelope_id"]
+    assert await texts(hub, cid) == ["edited r0", "edited r1", "edited r2"]
+    assert (await hc.step_mode(cid))["step"] == [cid]
+    assert (await hc.step_mode(cid, on=False))["step"] == []
+    await hc.set_breakpoint(bp.breakpoint_id, False)
+    await hc.remove_breakpoint(bp.breakpoint_id)
+    assert await hc.list_breakpoints() == []

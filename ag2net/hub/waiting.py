@@ -89,7 +89,11 @@ class Waiting:
         ]
 
     def held_in(self, channel_id: str) -> int:
-        return sum(1 for i in self.items.values() if i.kind == HELD and i.channel_id == channel_id)
+        return sum(
+            1
+            for i in self.items.values()
+            if i.kind == HELD and i.channel_id == channel_id and i.state == "waiting"
+        )
 
     def settle(self, item: WaitingItem, answer: dict[str, Any], outcome: Any) -> None:
         """Answered: ``outcome`` (a value, or an exception to raise in the waiter) goes to its future."""
