@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from ag2net import HubClient, Passport
 from ag2net.envelope import Envelope
-from ag2net.errors import AccessDeniedError
+from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.protocol import ops
 from ag2net.server import serve_ws
 
@@ -158,3 +158,39 @@ async def test_an_ag2_style_request_gets_no_notice(hub, server):
         assert answer["kind"] == "response" and answer["ok"] is True
     finally:
         await ws.close()
+
+
+async def test_a_paused_turn_and_an_approval_have_no_rpc_timeout(hub, server):
+    _local, remote, _ana, ben, cid = await network(hub, server, rpc_timeout=1)
+    try:
+        await hub.break_on("agent:ben", on="turn")
+        assert await remote.turn_gate(ben.agent_id, cid) is True
+        turn = asyncio.create_task(remote.pause_turn(ben.agent_id, cid, {"messages": []}))
+        approval = asyncio.create_task(remote.request_approval(ben.agent_id, cid, "rm", {"path": "x"}))
+        items = await waiting(hub, 2)
+        await asyncio.sleep(2)  # twice the client's rpc_timeout
+        assert not turn.done() and not approval.done()
+        by_kind = {i.kind: i for i in items}
+        await hub.answer_waiting(by_kind["turn"].item_id, "skip", by="ops")
+        await hub.answer_waiting(by_kind["approval"].item_id, "edit", arguments={"path": "y"}, by="ops")
+        assert (await turn).action == "skip"
+        decision = await approval
+        assert (decision.action, decision.arguments, decision.by) == ("edit", {"path": "y"}, "ops")
+    finally:
+        await remote.close()
+
+
+async def test_a_hub_stop_tells_the_remote_sender(hub, server):
+    _local, remote, _ana, ben, cid = await network(hub, server, rpc_timeout=1)
+    try:
+        await hub.break_on("sender:ben")
+        post = asyncio.create_task(
+            remote.post_envelope(Envelope(cid, ben.agent_id, None, NOTE, {"text": "x"}))
+        )
+        await waiting(hub)
+        await asyncio.sleep(1.5)
+        hub.stepping.stop()  # what Hub.close does first
+        with pytest.raises(NetworkError, match="the hub stopped while this post was held at a breakpoint"):
+            await post
+    finally:
+        await remote.close()
