@@ -159,7 +159,7 @@ def _extra_matches(term: tuple[tuple[str, ...], bool] | None, value: str) -> boo
 class Breakpoints:
     """The breakpoints by id (insertion order: oldest first), compiled, and the step-mode set."""
 
-    __slots__ = ("_memo", "_turn_memo", "armed", "compiled", "core", "services", "step", "table")
+    __slots__ = ("_memo", "_turn_memo", "armed", "compiled", "core", "services", "step", "table", "turns")
 
     def __init__(self, services: Services, core: HubCore) -> None:
         self.services, self.core = services, core
@@ -168,6 +168,8 @@ class Breakpoints:
         self.step: set[str] = set()
         #: Whether any post may be held (an enabled envelope breakpoint or step mode): the one check a post pays.
         self.armed = False
+        #: Whether any turn breakpoint is enabled: ``turn_gate`` is this one check when none is.
+        self.turns = False
         self._memo: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._turn_memo: dict[tuple[str, str], tuple[str, ...]] = {}
 
@@ -198,6 +200,7 @@ class Breakpoints:
         self._memo.clear()
         self._turn_memo.clear()
         self.armed = bool(self.step) or any(bp.enabled and bp.on == "envelope" for bp in self.table.values())
+        self.turns = any(bp.enabled and bp.on == "turn" for bp in self.table.values())
 
     async def add(self, spec: str, *, on: str, enabled: bool, by: str) -> Breakpoint:
         if on not in BREAK_ON:
@@ -308,7 +311,7 @@ class Breakpoints:
 
     def match_turn(self, agent_id: str, channel_id: str) -> str | None:
         """The id of an enabled turn breakpoint that pauses ``agent_id``'s turn in the channel, else None."""
-        if not self.table:
+        if not self.turns:
             return None
         md = self.core.channels.by_id.get(channel_id)
         if md is None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ag2net.envelope import EV_EXPECTATION_VIOLATED, EV_TEXT, Envelope, is_protocol_event
 from ag2net.identity import parse_duration
-from ag2net.ids import parse_time, seconds_between
+from ag2net.ids import format_time, parse_time, seconds_between
 
 ACKS_WITHIN = "acks_within"
 REPLY_WITHIN = "reply_within"
@@ -273,10 +273,6 @@ class _Paused:
 
 
 def _iso(seconds: float) -> str:
-    from datetime import UTC, datetime
-
-    from ag2net.ids import format_time
-
     return format_time(datetime.fromtimestamp(seconds, tz=UTC))
 
 
