@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ag2net.breakpoints import Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata
 from ag2net.client import HubClient
 from ag2net.envelope import EV_TEXT, Envelope
@@ -74,6 +75,11 @@ def _samples(hub_values: dict[type, Any]) -> dict[type, Any]:
         **hub_values,
         TaskMetadata: task,
         PendingTurn: PendingTurn("c1", "e1", "2026-01-01T00:00:00Z"),
+        Breakpoint: Breakpoint("b1", "sender:critic", "envelope", True, "ops", "2026-01-01T00:00:00Z", 2),
+        WaitingItem: WaitingItem(
+            "w1", "held", "c1", "a1", "2026-01-01T00:00:00Z", {"would_be_seq": 3, "reason": "step"}
+        ),
+        Decision: Decision("edit", by="ops", audience=["a1"], arguments={"path": "/tmp"}),
     }
 
 
