@@ -25,7 +25,12 @@ from ag2net.cli.replay import replay_cmd
 from ag2net.cli.serve import serve
 from ag2net.cli.support import ReadOnlyDb, conventional_metavars, fail, usage_sentence
 
-MOUNTED: dict[str, str] = {"tui": "tui.cli:app", "web": "tui.web:app", "mcp": "ag2net.mcp.cli:app"}
+MOUNTED: dict[str, str] = {
+    "tui": "tui.cli:app",
+    "web": "tui.web:app",
+    "mcp": "ag2net.mcp.cli:app",
+    "export": "ag2net.cli.export:app",
+}
 """Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
 
 

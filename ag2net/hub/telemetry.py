@@ -15,6 +15,14 @@ one never imports OpenTelemetry and pays nothing.
 * ``network.turn {agent name}`` (CONSUMER), a child of the triggering envelope's span: for each turn
   record an agent stores (start and duration from the record; ERROR when it carries an error) and for
   each failed turn reported to the hub (``report_turn_failure``; the exception is recorded on it).
+* Under each stored turn's ``network.turn``, the GenAI spans of the turn (``ag2net.traces.genai``):
+  ``invoke_agent {agent}``, a ``chat {model}`` per model call whose ``gen_ai.input.messages`` is the projected
+  view as sent, and ``execute_tool {tool}`` per tool call. Message content only with ``capture_content=True``
+  (the tracer's attribute, or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), never by default.
+* AG2's network spans (as ``ag2.network.hub.telemetry`` names them): ``network.channel {type}`` from a
+  channel's creation to its close (with an ``invoke_workflow {type}`` child for a workflow channel),
+  ``agent.lifetime {name}`` from registration to unregistration, ``network.task {capability}`` when a task
+  ends, linked to its channel's span (``ag2.link.kind`` ``in_channel``).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ag2net.ids import parse_time
+from ag2net.traces.genai import SpanSpec, TraceOptions, task_span, turn_spans
 
 INSTRUMENTATION_NAME = "ag2net.hub"
 TRACEPARENT_DEP_KEY = "ag2.otel.traceparent"
@@ -71,7 +80,13 @@ class EnvelopeTracer:
     """The hub's span emitter; ``Hub`` calls ``start_envelope``/``end_envelope`` around an admission and
     hands it the ``on_dispatch_failed`` and ``on_turn_failed`` events (with the hub as first argument)."""
 
-    def __init__(self, tracer_provider: Any, *, span_attributes: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tracer_provider: Any,
+        *,
+        span_attributes: dict[str, Any] | None = None,
+        capture_content: bool | None = None,
+    ) -> None:
         get_tracer = getattr(tracer_provider, "get_tracer", None)
         if not callable(get_tracer):
             raise TypeError(
@@ -83,6 +98,16 @@ class EnvelopeTracer:
         self.tracer: Any = get_tracer(INSTRUMENTATION_NAME, __version__)
         self._stamp = dict(span_attributes or {})
         self._open: OrderedDict[str, Any] = OrderedDict()
+        #: Whether turn spans carry message content; None: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+        self.capture_content = capture_content
+        self._channels: dict[str, Any] = {}  # channel id → its open network.channel span
+        self._workflows: dict[str, Any] = {}  # channel id → its open invoke_workflow span
+        self._agents: dict[str, Any] = {}  # agent id → its open agent.lifetime span
+
+    @property
+    def options(self) -> TraceOptions:
+        """What the GenAI spans carry, read now (the environment may change between turns)."""
+        return TraceOptions.from_env(self.capture_content)
 
     # ------------------------------------------------------------------ admission
 
@@ -183,33 +208,151 @@ class EnvelopeTracer:
         span.end()
 
     async def turn_recorded(self, hub: Any, record: dict[str, Any]) -> None:
-        """A span for one stored turn record, timed by its ``started_at`` and ``duration_ms``."""
+        """The spans of one stored turn record (``network.turn`` and its GenAI children), timed by the
+        record's ``started_at``, ``duration_ms`` and ``timings``."""
         channel_id = record.get("channel_id") or ""
         agent_id = record.get("agent_id") or ""
-        trigger = record.get("trigger_envelope_id") or ""
-        start = _ns(record.get("started_at") or "")
-        duration = record.get("duration_ms")
-        end = None
-        if start is not None and isinstance(duration, (int, float)) and duration >= 0:
-            end = start + int(duration * 1_000_000)
-        span = self.tracer.start_span(
-            f"network.turn {hub.name_for(agent_id, default=agent_id)}",
-            context=await self._trigger_context(hub, channel_id, trigger),
-            kind=SpanKind.CONSUMER,
-            attributes={
-                **self._stamp,
-                ATTR_SPAN_TYPE: "turn",
-                ATTR_CHANNEL_ID: channel_id,
-                ATTR_AGENT_ID: agent_id,
-                ATTR_ENVELOPE_ID: trigger,
-                ATTR_TURN_ID: record.get("turn_id") or "",
-            },
-            start_time=start,
+        specs = turn_spans(
+            record,
+            agent_name=hub.name_for(agent_id, default=agent_id),
+            options=self.options,
+            stamp=self._stamp,
         )
-        error = record.get("error")
-        if error:
-            span.set_status(Status(StatusCode.ERROR, str(error)))
-        span.end(end_time=end)
+        root = await self._trigger_context(hub, channel_id, record.get("trigger_envelope_id") or "")
+        self._emit(specs, root)
+
+    def _emit(self, specs: list[SpanSpec], root: Context) -> None:
+        """Start and end ``specs`` (parents first) as real spans; a spec without a parent among them is a
+        child of ``root``."""
+        made: dict[str, Any] = {}
+        for spec in specs:
+            parent = made.get(spec.parent or "")
+            span = self.tracer.start_span(
+                spec.name,
+                context=trace.set_span_in_context(parent) if parent is not None else root,
+                kind=getattr(SpanKind, spec.kind, SpanKind.INTERNAL),
+                attributes=spec.attributes,
+                start_time=spec.start_ns or None,
+            )
+            for name, at, attributes in spec.events:
+                span.add_event(name, attributes, timestamp=at or None)
+            if spec.error:
+                span.set_status(Status(StatusCode.ERROR, spec.error))
+            made[spec.key] = span
+        for spec in reversed(specs):
+            made[spec.key].end(end_time=spec.end_ns or None)
+
+    # ------------------------------------------------------------------ AG2's network spans
+
+    def _channel_link(self, channel_id: str) -> list[Any]:
+        span = self._channels.get(channel_id)
+        if span is None:
+            return []
+        return [Link(span.get_span_context(), {ATTR_LINK_KIND: "in_channel"})]
+
+    async def on_channel_event(self, hub: Any, channel_id: str, kind: str, payload: dict[str, Any]) -> None:
+        """``network.channel {type}`` from ``created`` to ``closed``/``expired`` (ERROR when it expired),
+        and for a workflow channel its ``invoke_workflow {type}`` child over the same time."""
+        md = payload.get("metadata")
+        at = _ns(str(payload.get("at") or "")) if payload.get("at") else None
+        if kind == "created":
+            manifest_type = md.manifest.type if md is not None else "channel"
+            attributes = {
+                **self._stamp,
+                ATTR_SPAN_TYPE: "channel",
+                ATTR_CHANNEL_ID: channel_id,
+                "ag2.network.manifest_type": manifest_type,
+                "gen_ai.conversation.id": channel_id,
+            }
+            if md is not None:
+                attributes["ag2.network.creator_id"] = md.creator_id
+            span = self.tracer.start_span(
+                f"network.channel {manifest_type}",
+                context=Context(),
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+                start_time=at,
+            )
+            self._channels[channel_id] = span
+            if manifest_type == "workflow":
+                workflow = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.agent.name": manifest_type}
+                if not self.options.latest:
+                    workflow["gen_ai.workflow.name"] = manifest_type
+                self._workflows[channel_id] = self.tracer.start_span(
+                    f"invoke_workflow {manifest_type}",
+                    context=trace.set_span_in_context(span),
+                    kind=SpanKind.INTERNAL,
+                    attributes={
+                        **self._stamp,
+                        ATTR_CHANNEL_ID: channel_id,
+                        **workflow,
+                        "gen_ai.conversation.id": channel_id,
+                    },
+                    start_time=at,
+                )
+            return
+        span = self._channels.get(channel_id)
+        if span is None:
+            return
+        if kind == "opened":
+            span.add_event("opened", timestamp=at)
+        elif kind in ("closed", "expired"):
+            span.add_event(kind, {"reason": str(payload.get("reason") or "")}, timestamp=at)
+            if kind == "expired":
+                span.set_status(Status(StatusCode.ERROR, "expired"))
+            workflow = self._workflows.pop(channel_id, None)
+            if workflow is not None:
+                workflow.end(end_time=at)
+            self._channels.pop(channel_id, None)
+            span.end(end_time=at)
+
+    async def on_agent_event(self, hub: Any, agent_id: str, kind: str, payload: dict[str, Any]) -> None:
+        """``agent.lifetime {name}`` from ``registered`` to ``unregistered``."""
+        at = _ns(str(payload.get("at") or "")) if payload.get("at") else None
+        if kind == "registered":
+            passport = payload.get("passport")
+            name = getattr(passport, "name", None) or hub.name_for(agent_id, default=agent_id)
+            self._agents[agent_id] = self.tracer.start_span(
+                f"agent.lifetime {name}",
+                context=Context(),
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    **self._stamp,
+                    ATTR_SPAN_TYPE: "agent_lifetime",
+                    "ag2.agent.id": agent_id,
+                    "gen_ai.agent.name": name,
+                },
+                start_time=at,
+            )
+        elif kind == "unregistered":
+            span = self._agents.pop(agent_id, None)
+            if span is not None:
+                span.add_event("unregistered", {"name": str(payload.get("name") or agent_id)}, timestamp=at)
+                span.end(end_time=at)
+
+    async def on_task_event(self, hub: Any, task_id: str, kind: str, payload: dict[str, Any]) -> None:
+        """``network.task {capability}`` when a task ends (OK when it completed), linked to its channel."""
+        if kind not in ("completed", "failed", "expired", "cancelled", "mirror_failed"):
+            return
+        record: dict[str, Any] = {"task_id": task_id, "state": kind, **payload}
+        lookup = getattr(hub, "lookup_task", None)
+        if callable(lookup):
+            try:
+                record = {**lookup(task_id).to_dict(), "state": kind}
+            except Exception:  # a task the hub no longer holds: the payload is all there is
+                pass
+        spec = task_span(record, reason=str(payload.get("reason") or ""), stamp=self._stamp)
+        channel_id = payload.get("channel_id") or ""
+        span = self.tracer.start_span(
+            spec.name,
+            context=Context(),
+            kind=SpanKind.INTERNAL,
+            attributes=spec.attributes,
+            links=self._channel_link(channel_id) if channel_id else None,
+            start_time=spec.start_ns or None,
+        )
+        span.set_status(Status(StatusCode.ERROR, spec.error) if spec.error else Status(StatusCode.OK))
+        span.end(end_time=spec.end_ns or None)
 
     async def _trigger_context(self, hub: Any, channel_id: str, envelope_id: str) -> Context:
         """The context of the triggering envelope's span (a child of it), else a new trace."""
