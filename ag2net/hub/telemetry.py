@@ -335,10 +335,11 @@ class EnvelopeTracer:
         if kind not in ("completed", "failed", "expired", "cancelled", "mirror_failed"):
             return
         record: dict[str, Any] = {"task_id": task_id, "state": kind, **payload}
-        lookup = getattr(hub, "lookup_task", None)
-        if callable(lookup):
+        lookup: Any = getattr(hub, "lookup_task", None)
+        if lookup is not None:
             try:
-                record = {**lookup(task_id).to_dict(), "state": kind}
+                task: Any = lookup(task_id)
+                record = {**task.to_dict(), "state": kind}
             except Exception:  # a task the hub no longer holds: the payload is all there is
                 pass
         spec = task_span(record, reason=str(payload.get("reason") or ""), stamp=self._stamp)

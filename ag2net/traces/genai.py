@@ -158,7 +158,8 @@ def tool_definitions(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``gen_ai.tool.definitions`` from the chat-completions tool schemas the model was offered."""
     out = []
     for tool in tools:
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        nested = tool.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else tool
         out.append(
             {
                 "type": tool.get("type") or "function",

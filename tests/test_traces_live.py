@@ -1,0 +1,151 @@
+"""The hub's live GenAI spans (``Hub(tracer_provider=…)``) with the real OpenTelemetry SDK and its in-memory
+exporter, on a real hub with ScriptedModel agents: ``invoke_agent`` under each ``network.turn``, a ``chat``
+per model call, ``execute_tool`` per tool call, AG2's ``network.channel`` / ``invoke_workflow`` /
+``agent.lifetime``; no content by default, content when the tracer (or the environment) asks for it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_traces import CONTENT_KEYS, SECRET_WORD, build_network, check_attribute, records_of
+
+pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is in the dev extra")
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from ag2net import Hub, MemoryStore
+
+
+@pytest.fixture
+def exporter():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter.provider = provider  # pyright: ignore[reportAttributeAccessIssue]
+    return exporter
+
+
+async def traced_network(exporter, *, capture: bool | None):
+    hub = await Hub.open(
+        MemoryStore(),
+        tracer_provider=exporter.provider,
+        ttl_sweep_interval=0,
+        expectation_sweep_interval=0,
+        invite_ack_timeout=5,
+    )
+    hub.services.listeners.tracer.capture_content = capture
+    net = await build_network(hub)
+    net["hub"] = hub
+    return net
+
+
+def named(spans, prefix: str):
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+async def test_live_turns_become_genai_spans_without_content_by_default(exporter, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    net = await traced_network(exporter, capture=None)
+    hub = net["hub"]
+    try:
+        spans = exporter.get_finished_spans()
+        by_id = {s.context.span_id: s for s in spans}
+        records = await records_of(hub, net["conversation"]) + await records_of(hub, net["workflow"])
+        agents = named(spans, "invoke_agent")
+        assert len(agents) == len(records) == len(named(spans, "network.turn"))
+        assert len(named(spans, "chat")) == sum(r["model_calls"] for r in records)
+        assert len(named(spans, "execute_tool")) == sum(len(r["tool_calls"]) for r in records)
+        for agent in agents:
+            turn = by_id[agent.parent.span_id]
+            assert turn.name.startswith("network.turn") and turn.kind == SpanKind.CONSUMER
+            envelope = by_id[turn.parent.span_id]  # the triggering envelope's span: same trace
+            assert envelope.name.startswith("network.envelope")
+            assert agent.context.trace_id == envelope.context.trace_id
+            assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+            assert agent.attributes["gen_ai.conversation.id"] in (net["conversation"], net["workflow"])
+            assert agent.attributes["gen_ai.agent.name"] == agent.name.removeprefix("invoke_agent ")
+        for chat in named(spans, "chat"):
+            parent = by_id[chat.parent.span_id]
+            assert parent.name.startswith("invoke_agent") and chat.kind == SpanKind.CLIENT
+            assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+            assert chat.attributes["ag2.span.type"] == "llm"
+        for span in spans:
+            assert not set(span.attributes) & set(CONTENT_KEYS), span.name
+            assert "gen_ai.tool.call.arguments" not in span.attributes
+            assert SECRET_WORD not in json.dumps(dict(span.attributes), default=str), span.name
+            assert SECRET_WORD not in (span.status.description or "")
+        (failed,) = [s for s in named(spans, "execute_tool") if s.status.status_code == StatusCode.ERROR]
+        assert failed.name == "execute_tool broken"
+        # AG2's network spans: the closed workflow's channel span, with its invoke_workflow child
+        (flow,) = [
+            s
+            for s in named(spans, "network.channel")
+            if s.attributes["ag2.network.channel_id"] == net["workflow"]
+        ]
+        assert flow.name == "network.channel workflow" and flow.attributes["ag2.span.type"] == "channel"
+        (workflow,) = named(spans, "invoke_workflow")
+        assert workflow.parent.span_id == flow.context.span_id
+        assert workflow.attributes["gen_ai.operation.name"] == "invoke_workflow"
+        assert [e.name for e in flow.events][-1] == "closed"
+        await net["hc"].close()
+    finally:
+        await hub.close()
+
+
+async def test_live_content_when_the_tracer_captures_it(exporter):
+    net = await traced_network(exporter, capture=True)
+    hub = net["hub"]
+    try:
+        spans = exporter.get_finished_spans()
+        chats = named(spans, "chat")
+        for chat in chats:
+            check_attribute("gen_ai.input.messages", chat.attributes["gen_ai.input.messages"])
+            check_attribute("gen_ai.output.messages", chat.attributes["gen_ai.output.messages"])
+        bobs = [c for c in chats if c.attributes.get("gen_ai.conversation.id") == net["conversation"]]
+        bobs.sort(key=lambda c: c.start_time)
+        assert all(SECRET_WORD in c.attributes["gen_ai.system_instructions"] for c in bobs)
+        first = json.loads(bobs[0].attributes["gen_ai.input.messages"])
+        assert first[-1] == {
+            "role": "user",
+            "parts": [{"type": "text", "content": f"what is {SECRET_WORD}?"}],
+        }
+        (lookup,) = named(spans, "execute_tool lookup")
+        assert SECRET_WORD in lookup.attributes["gen_ai.tool.call.result"]
+        await net["hc"].close()
+    finally:
+        await hub.close()
+
+
+async def test_the_environment_turns_content_on(exporter, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    net = await traced_network(exporter, capture=None)
+    try:
+        assert all(
+            "gen_ai.input.messages" in c.attributes for c in named(exporter.get_finished_spans(), "chat")
+        )
+        await net["hc"].close()
+    finally:
+        await net["hub"].close()
+
+
+async def test_agent_lifetime_spans_run_from_registration_to_unregistration(exporter):
+    net = await traced_network(exporter, capture=None)
+    hub = net["hub"]
+    try:
+        bob = net["agents"]["bob"]
+        assert named(exporter.get_finished_spans(), "agent.lifetime") == () or not named(
+            exporter.get_finished_spans(), "agent.lifetime"
+        )  # every agent is still registered
+        await bob.unregister()
+        (span,) = named(exporter.get_finished_spans(), "agent.lifetime")
+        assert span.name == "agent.lifetime bob"
+        assert span.attributes["ag2.span.type"] == "agent_lifetime"
+        assert span.attributes["ag2.agent.id"] == bob.agent_id
+        assert [e.name for e in span.events] == ["unregistered"]
+        await net["hc"].close()
+    finally:
+        await hub.close()
