@@ -76,8 +76,8 @@ def read_database(db: str, channels: list[str]) -> list[dict[str, Any]]:
                 total = reader.wal_count(cid)
                 envelopes = [data for _, data in reader.envelopes(cid, 1, total)]
                 if isinstance(reader, PostgresWalReader):
-                    turns = list(reader._run(reader._store.list_turns(channel_id=cid, limit=10_000_000)))
-                    turns.sort(key=lambda t: str(t.get("started_at") or ""))
+                    newest_first = reader._run(reader._store.list_turns(channel_id=cid, limit=10_000_000))
+                    turns = list(reversed(newest_first))
                 else:
                     rows = reader._conn.execute(
                         "SELECT record FROM turns WHERE channel_id = ? ORDER BY ord", (cid,)
