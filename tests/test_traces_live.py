@@ -9,6 +9,7 @@ import json
 
 import pytest
 from test_traces import CONTENT_KEYS, SECRET_WORD, build_network, check_attribute, records_of
+from test_ws_interop import ag2_python  # noqa: F401  (a fixture: the ag2 1.2.1 virtualenv's python)
 
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is in the dev extra")
 
@@ -149,3 +150,73 @@ async def test_agent_lifetime_spans_run_from_registration_to_unregistration(expo
         await net["hc"].close()
     finally:
         await hub.close()
+
+
+LIVE_READER = """
+import json, sys
+from ag2.eval.sources import spans_to_trace
+from ag2.eval.sources._spans import span_data_from_dict
+from ag2.events import ModelResponse, ToolCallEvent
+
+out = {}
+for trace_id, spans in json.load(open(sys.argv[1])).items():
+    trace = spans_to_trace([span_data_from_dict(s) for s in spans])
+    out[trace_id] = {
+        "responses": len(trace.events_of(ModelResponse)),
+        "tools": sorted(e.name for e in trace.events_of(ToolCallEvent)),
+        "tokens": [trace.tokens.input, trace.tokens.output],
+    }
+print(json.dumps(out))
+"""
+
+
+def _as_span_data(span) -> dict:
+    """A finished SDK span as ``ag2.eval``'s ``span_data_to_dict`` writes one."""
+    return {
+        "name": span.name,
+        "span_id": f"{span.context.span_id:016x}",
+        "parent_id": f"{span.parent.span_id:016x}" if span.parent else None,
+        "start_ns": span.start_time,
+        "end_ns": span.end_time,
+        "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in span.attributes.items()},
+        "status": {StatusCode.ERROR: "ERROR", StatusCode.OK: "OK"}.get(span.status.status_code, "UNSET"),
+        "events": [{"name": e.name, "attributes": dict(e.attributes)} for e in span.events],
+    }
+
+
+async def test_ag2_eval_builds_a_trace_from_the_live_spans(exporter, tmp_path, ag2_python):  # noqa: F811
+    import subprocess
+
+    net = await traced_network(exporter, capture=True)
+    try:
+        await net["hc"].close()
+    finally:
+        await net["hub"].close()
+    traces: dict[str, list] = {}
+    for span in exporter.get_finished_spans():
+        traces.setdefault(f"{span.context.trace_id:032x}", []).append(span)
+    file = tmp_path / "live.json"
+    file.write_text(json.dumps({t: [_as_span_data(s) for s in spans] for t, spans in traces.items()}))
+    script = tmp_path / "read_live.py"
+    script.write_text(LIVE_READER, encoding="utf-8")
+    done = subprocess.run(
+        [str(ag2_python), str(script), str(file)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    read = json.loads(done.stdout)
+    with_turns = 0
+    for trace_id, spans in traces.items():
+        chats = named(spans, "chat")
+        if not chats:
+            continue
+        with_turns += 1
+        got = read[trace_id]
+        assert got["responses"] == len(chats)
+        assert got["tools"] == sorted(s.attributes["gen_ai.tool.name"] for s in named(spans, "execute_tool"))
+        assert got["tokens"] == [
+            sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats),
+            sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats),
+        ]
+    assert with_turns == len(
+        named(exporter.get_finished_spans(), "invoke_agent")
+    )  # a trace per triggered turn
