@@ -11,10 +11,20 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ag2net.agent.hooks import TURN_CONTEXT_DEP, MiddlewareChain, TurnContext, TurnHooks, run_tool_middleware
+from ag2net.agent.hooks import (
+    TURN_CONTEXT_DEP,
+    ApprovalPolicy,
+    HumanInputError,
+    MiddlewareChain,
+    ToolApprovalRequest,
+    TurnContext,
+    TurnHooks,
+    run_tool_middleware,
+)
 from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse, model_params
 from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
-from ag2net.agent.tool import TASK_DEP, Tool, as_tool
+from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, HUB_DEP, TASK_DEP, Tool, as_tool
+from ag2net.breakpoints import Decision
 from ag2net.events import (
     BaseEvent,
     DataInput,
@@ -121,6 +131,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+#: The dependency under which a turn's runner (the network handler) passes a list that collects one entry per
+#: tool call put to a person: ``{"call_id", "tool", "action", "by", "reason"[, "arguments"]}``.
+APPROVALS_DEP = "ag2net.approvals"
+
+_YES = {"y", "yes", "1", "approve", "approved", "ok", "always"}
+_NO = {"", "n", "no", "0", "deny", "denied"}
+
+
 def _add_usage(total: dict[str, int], usage: dict[str, Any]) -> None:
     usage = dict(usage)
     if "total_tokens" not in usage:
@@ -185,6 +203,15 @@ class Agent:
         prompt = self.system_prompt if system_prompt is None else system_prompt
         return [p for p in [*self.prompt_prefixes, prompt] if p]
 
+    def require_approval(
+        self, *tools: str, when: Callable[[str, dict[str, Any]], Any] | None = None
+    ) -> ApprovalPolicy:
+        """Make calls of the named tools (``"*"``: every tool), or the calls ``when(tool_name, arguments)``
+        picks, wait for a person before they run — as ``Tool(requires_approval=True)`` does for one tool."""
+        policy = ApprovalPolicy(tuple(tools), when)
+        self.hooks.approvals.append(policy)
+        return policy
+
     def tools_for_turn(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> list[Tool]:
         """The tools offered in a turn: the agent's own, then ``tools`` (a same-named later tool wins)."""
         return merge_tools(self.tools, tools)
@@ -196,6 +223,7 @@ class Agent:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         dependencies: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        system_text: str | None = None,
     ) -> AgentReply:
         """Run one turn: call the model, run the tools it asks for, repeat until it answers in text.
 
@@ -204,7 +232,10 @@ class Agent:
         parameters; inside ``async with agent.task(...)`` the task is added under ``TASK_DEP``.
         A tool that raises, an unknown tool and unparsable arguments become error results
         (``is_error=True``, text ``"Error: ..."``) and the loop goes on. More than
-        ``max_tool_rounds`` rounds raises ``ToolLoopError``.
+        ``max_tool_rounds`` rounds raises ``ToolLoopError``. ``system_prompt`` replaces the agent's prompt for
+        this turn (its prefixes kept); ``system_text`` replaces the whole of it, prefixes too (a person's edit
+        at a turn breakpoint of what ``system_text()`` showed). Calls of tools that need approval
+        (``Tool.requires_approval``, ``require_approval``) wait for a person first.
         """
         model = self.model
         if model is None:
@@ -225,7 +256,8 @@ class Agent:
             run.events.append(request)
         context = TurnContext(self, deps, run.prior, run.events, hitl_hook=hooks.hitl_hook)
         deps.setdefault(TURN_CONTEXT_DEP, context)
-        context.prompt = [*self._prompt_pieces(system_prompt), *await hooks.render_prompts(context)]
+        pieces = [system_text] if system_text is not None else self._prompt_pieces(system_prompt)
+        context.prompt = [*pieces, *await hooks.render_prompts(context)]
         run.chain = hooks.start(request, context)
         if parts:
             await hooks.notify(request)
@@ -244,6 +276,7 @@ class Agent:
         by_name: dict[str, Tool],
         deps: dict[str, Any],
         context: TurnContext | None = None,
+        reason: str = "",
     ) -> ToolResultEvent:
         target = by_name.get(call.name)
         if target is None:
@@ -252,12 +285,19 @@ class Agent:
         if target.middleware:
 
             async def execute(event: ToolCallEvent, _ctx: Any) -> ToolResultEvent:
-                return await self._execute_tool(event, target, deps)
+                return await self._execute_tool(event, target, deps, context, reason)
 
             return await run_tool_middleware(target.middleware, execute, call, context)
-        return await self._execute_tool(call, target, deps)
+        return await self._execute_tool(call, target, deps, context, reason)
 
-    async def _execute_tool(self, call: ToolCallEvent, target: Tool, deps: dict[str, Any]) -> ToolResultEvent:
+    async def _execute_tool(
+        self,
+        call: ToolCallEvent,
+        target: Tool,
+        deps: dict[str, Any],
+        context: TurnContext | None = None,
+        reason: str = "",
+    ) -> ToolResultEvent:
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError as exc:
@@ -267,6 +307,12 @@ class Agent:
                 call,
                 f"arguments for tool '{call.name}' must be a JSON object, got {type(arguments).__name__}",
             )
+        hooks: TurnHooks = getattr(self, "hooks", None) or TurnHooks()
+        if hooks.needs_approval(target, arguments):
+            approved = await _approval(self, call, arguments, deps, context, reason)
+            if isinstance(approved, ToolResultEvent):
+                return approved
+            arguments = approved
         try:
             value = await target.call(arguments, deps)
         except Exception as exc:
@@ -318,6 +364,111 @@ def _error_result(call: ToolCallEvent, message: str, value: Any = None) -> ToolR
     return ToolResultEvent(call.id, call.name, f"Error: {message}", True, value)
 
 
+async def _approval(
+    agent: Agent,
+    call: ToolCallEvent,
+    arguments: dict[str, Any],
+    deps: dict[str, Any],
+    context: TurnContext | None,
+    reason: str,
+) -> dict[str, Any] | ToolResultEvent:
+    """Put a call that needs approval to a person: the arguments to run it with, or the error result the model
+    gets instead (denied, or no one to ask). On a hub the hub's inbox is asked (``request_approval``); alone,
+    the agent's human-input hook gets a ``ToolApprovalRequest``."""
+    try:
+        decision = await _ask_approval(agent, call, arguments, deps, context, reason)
+    except Exception as exc:
+        return _error_result(
+            call, f"tool '{call.name}' needs approval and none could be had ({exc}); it did not run"
+        )
+    if decision is None:
+        return _error_result(
+            call,
+            f"tool '{call.name}' needs a person's approval and there is no one to ask: run the agent on a hub "
+            "(HubClient.register) or give it a human-input hook (agent.hooks.hitl_hook = func)",
+        )
+    entry: dict[str, Any] = {
+        "call_id": call.id,
+        "tool": call.name,
+        "action": decision.action,
+        "by": decision.by,
+        "reason": decision.reason,
+    }
+    log = deps.get(APPROVALS_DEP)
+    if isinstance(log, list):
+        log.append(entry)
+    if decision.action == "approve":
+        return arguments
+    if decision.action == "edit":
+        if not isinstance(decision.arguments, dict):
+            return _error_result(
+                call, f"the approval of tool '{call.name}' edited its arguments into no object"
+            )
+        entry["arguments"] = dict(decision.arguments)
+        return dict(decision.arguments)
+    who = decision.by or "a person"
+    if decision.action == "deny":
+        return _error_result(
+            call, f"denied by {who}: {decision.reason}" if decision.reason else f"denied by {who}"
+        )
+    return _error_result(
+        call, f"the approval of tool '{call.name}' was answered {decision.action!r}; it did not run"
+    )
+
+
+async def _ask_approval(
+    agent: Agent,
+    call: ToolCallEvent,
+    arguments: dict[str, Any],
+    deps: dict[str, Any],
+    context: TurnContext | None,
+    reason: str,
+) -> Decision | None:
+    hub = deps.get(HUB_DEP)
+    request_approval: Callable[..., Awaitable[Any]] | None = getattr(hub, "request_approval", None)
+    if request_approval is not None and callable(request_approval):
+        agent_id = getattr(deps.get(AGENT_CLIENT_DEP), "agent_id", "") or agent.name
+        channel = deps.get(CHANNEL_DEP)
+        channel_id = getattr(getattr(channel, "metadata", None), "channel_id", None) or getattr(
+            channel, "channel_id", ""
+        )
+        answer = await request_approval(
+            agent_id, channel_id or "", call.name, arguments, reason=reason, call_id=call.id
+        )
+        return _as_decision(answer)
+    hook = context.hitl_hook if context is not None else agent.hooks.hitl_hook
+    if hook is None:
+        return None
+    shown = json.dumps(arguments, ensure_ascii=False, default=str)
+    request = ToolApprovalRequest(
+        f"Agent wants to call the tool:\n`{call.name}`, {shown}\nPlease approve or deny this request.\nY/N?\n",
+        tool_call_id=call.id,
+        tool=call.name,
+        arguments=dict(arguments),
+        reason=reason,
+    )
+    ctx = context if context is not None else TurnContext(agent, deps, hitl_hook=hook)
+    return _as_decision(await ctx.ask(request), by="human")
+
+
+def _as_decision(answer: Any, by: str = "") -> Decision:
+    """A ``Decision`` from what the hub or a human-input hook answered (a Decision, its dict, or text)."""
+    if isinstance(answer, Decision):
+        return answer
+    if isinstance(answer, dict):
+        return Decision.from_dict(answer)
+    text = answer if isinstance(answer, str) else getattr(answer, "content", None)
+    if not isinstance(text, str):
+        raise HumanInputError(
+            f"the approval was answered with {type(answer).__name__}; answer with text (y/n or a reason "
+            "to deny) or an ag2net.breakpoints.Decision"
+        )
+    word = text.strip().lower()
+    if word in _YES:
+        return Decision("approve", by=by)
+    return Decision("deny", by=by, reason="" if word in _NO else text.strip())
+
+
 class _ToolLoop:
     """One ``Agent.ask``: call the model, run the tools it asks for, repeat until it answers in text. Holds
     what the turn offers (tools, schemas, model parameters) and what it gathered (events, calls, usage)."""
@@ -344,9 +495,11 @@ class _ToolLoop:
         self.calls: list[ModelCall] = []
         self.usage: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         self.chain: MiddlewareChain | None = None
+        #: The model's text beside this round's tool calls (an approval's reason).
+        self.reason = ""
 
     async def run_tool(self, call_event: ToolCallEvent, ctx: TurnContext) -> ToolResultEvent:
-        return await self.agent._run_tool(call_event, self.by_name, self.deps, ctx)
+        return await self.agent._run_tool(call_event, self.by_name, self.deps, ctx, self.reason)
 
     def completer(self, prompts: list[str], round_no: int) -> Callable[..., Awaitable[ModelResponse]]:
         """The innermost model call of round ``round_no``, with the prompts assembled for it."""
@@ -384,6 +537,7 @@ class _ToolLoop:
                 self._too_many_rounds(response)
             rounds += 1
             said = [ModelMessage(response.content)] if response.content else []
+            self.reason = response.content or ""
             for event in [*said, *response.tool_calls]:
                 events.append(event)
                 await hooks.notify(event)
@@ -404,4 +558,4 @@ class _ToolLoop:
         )
 
 
-__all__ = ["Agent", "AgentReply", "ToolLoopError", "merge_tools", "result_text", "to_parts"]
+__all__ = ["APPROVALS_DEP", "Agent", "AgentReply", "ToolLoopError", "merge_tools", "result_text", "to_parts"]

@@ -13,7 +13,9 @@ import time
 from typing import Any
 
 from ag2net.adapters.base import ensure_parts
+from ag2net.agent.agent import APPROVALS_DEP
 from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, HUB_DEP
+from ag2net.breakpoints import ACTIONS, TURN, Decision
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.client.channel import Channel
 from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds
@@ -26,7 +28,7 @@ from ag2net.envelope import (
     is_protocol_event,
     visible_to,
 )
-from ag2net.errors import NetworkError
+from ag2net.errors import NetworkError, ProtocolError
 from ag2net.events import (
     BaseEvent,
     Input,
@@ -35,6 +37,7 @@ from ag2net.events import (
     TextInput,
     ToolCallEvent,
     ToolResultEvent,
+    event_from_dict,
 )
 from ag2net.ids import utc_now
 from ag2net.views.base import ViewPolicy
@@ -138,7 +141,17 @@ async def run_turn(client: Any, envelope: Envelope, *, offer_adapter_tools: bool
             view=recorded_view_spec(view, md, me),
             timings={"projection_ms": t_project * 1000, "tool_schema_ms": t_tools * 1000},
         )
-        reply = await _ask(client, record, inputs, projection, adapter_tools, deps, timer)
+        decision = await _turn_breakpoint(client, envelope, record, adapter_tools)
+        if decision is not None and decision.action == "skip":
+            return None
+        if decision is not None and decision.action == "answer":
+            reply = _answered(record, inputs, decision)
+        else:
+            edit = _edits(decision, projection)
+            projection = edit.get("history", projection)
+            reply = await _ask(
+                client, record, inputs, projection, adapter_tools, deps, timer, edit.get("system")
+            )
         state = await hub_client.adapter_state(cid)
         out = adapter.build_round_envelope(
             metadata=md, sender_id=me, reply=reply, events=reply.events, state=state, hub=hub_client
@@ -216,17 +229,23 @@ async def _ask(
     adapter_tools: list[Any],
     deps: dict[str, Any],
     timer: Any,
+    system_text: str | None = None,
 ) -> Any:
     """The agent's turn; the record gets its model calls, reply and output tokens (the calls also when
-    the turn raises)."""
+    the turn raises). ``system_text``: the whole system prompt, as a person edited it at a turn breakpoint."""
     t0 = timer()
+    approvals: list[dict[str, Any]] = []
+    deps[APPROVALS_DEP] = approvals
+    extra = {} if system_text is None else {"system_text": system_text}
     try:
-        reply = await client.agent.ask(*inputs, history=projection, tools=adapter_tools, dependencies=deps)
+        reply = await client.agent.ask(
+            *inputs, history=projection, tools=adapter_tools, dependencies=deps, **extra
+        )
     except Exception as exc:
-        _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []))
+        _fill_from_calls(record, getattr(exc, "calls", []), getattr(exc, "events", []), approvals)
         raise
     record.timings["model_ms"] = (timer() - t0) * 1000
-    _fill_from_calls(record, reply.calls, reply.events)
+    _fill_from_calls(record, reply.calls, reply.events, approvals)
     record.reply = reply.body
     record.tokens["output"] = _count_output(reply)
     return reply
@@ -265,8 +284,14 @@ async def _superseded(
     return False
 
 
-def _fill_from_calls(record: TurnRecord, calls: list[Any], events: list[BaseEvent]) -> None:
-    """Copy what the model actually received (its first call) and the tool traffic into the record."""
+def _fill_from_calls(
+    record: TurnRecord,
+    calls: list[Any],
+    events: list[BaseEvent],
+    approvals: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> None:
+    """Copy what the model actually received (its first call) and the tool traffic into the record (a call a
+    person approved, denied or edited carries ``approval``: ``{"action", "by", "reason"[, "arguments"]}``)."""
     from ag2net.agent.tokens import default_counter
 
     counter = default_counter()
@@ -300,6 +325,124 @@ def _fill_from_calls(record: TurnRecord, calls: list[Any], events: list[BaseEven
         for e in events
         if isinstance(e, ToolCallEvent)
     ]
+    decided = {a["call_id"]: a for a in approvals}
+    for call in record.tool_calls:
+        if call["id"] in decided:
+            call["approval"] = {k: v for k, v in decided[call["id"]].items() if k not in ("call_id", "tool")}
+
+
+# ------------------------------------------------------------------ turn breakpoints (docs/breakpoints.md)
+
+
+async def _turn_breakpoint(
+    client: Any, envelope: Envelope, record: TurnRecord, adapter_tools: list[Any]
+) -> Decision | None:
+    """Ask the hub whether a turn breakpoint pauses this turn; when one does, send it the request about to go
+    out and wait for a person's ``Decision`` (``None``: no breakpoint, the turn runs as it is)."""
+    hub_client = client.hub_client
+    gate = getattr(hub_client, "turn_gate", None)
+    if gate is None:
+        return None
+    me, cid, trigger = client.agent_id, envelope.channel_id, envelope.envelope_id
+    try:
+        paused = await gate(me, cid, trigger_envelope_id=trigger)
+    except (AttributeError, NotImplementedError, NetworkError) as exc:
+        # a hub from before turn breakpoints (or one that cannot say): the turn runs as it is
+        log.debug("no turn gate on this hub (%s); the turn runs", exc)
+        return None
+    if not paused:
+        return None
+    request = turn_request(client.agent, record.history, record.inputs, adapter_tools)
+    answer = await hub_client.pause_turn(me, cid, request, trigger_envelope_id=trigger)
+    decision = answer if isinstance(answer, Decision) else Decision.from_dict(answer)
+    if decision.action not in ACTIONS[TURN]:
+        raise ProtocolError(
+            f"the paused turn was answered {decision.action!r}; a turn takes one of {', '.join(ACTIONS[TURN])}"
+        )
+    record.operator = {"action": decision.action, "by": decision.by}
+    if decision.action == "edit":
+        record.operator["changed"] = [
+            name
+            for name, value in (("messages", decision.messages), ("system_prompt", decision.system_prompt))
+            if value is not None
+        ]
+    return decision
+
+
+def turn_request(
+    agent: Any, history: list[BaseEvent], inputs: list[Input], adapter_tools: list[Any]
+) -> dict[str, Any]:
+    """The model request a paused turn shows a person: ``system_prompt``, ``messages`` (the projected history
+    as event dicts), ``inputs``, ``tools`` offered (``name``, ``description``, ``parameters``,
+    ``requires_approval``), ``model`` and ``token_budget`` (the model's ``max_tokens`` when it sets one, and
+    the counted tokens of what goes in)."""
+    from ag2net.agent.models import model_params
+    from ag2net.agent.tokens import default_counter
+
+    model = getattr(agent, "model", None)
+    params = model_params(model) if model is not None else {}
+    tools = agent.tools_for_turn(adapter_tools)
+    schemas = [t.schema() for t in tools]
+    system = agent.system_text()
+    counter = default_counter()
+    budget: dict[str, Any] = {
+        "system": counter.count_system(system),
+        "history": counter.count_events(history),
+        "tools": counter.count_tools(schemas),
+        "input": counter.count_events([ModelRequest(list(inputs))]) if inputs else 0,
+        "method": counter.method,
+    }
+    if isinstance(params.get("max_tokens"), int):
+        budget["max_tokens"] = params["max_tokens"]
+    return {
+        "system_prompt": system,
+        "messages": [e.to_dict() for e in history],
+        "inputs": [p.to_dict() for p in inputs],
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "requires_approval": bool(getattr(t, "requires_approval", False)),
+            }
+            for t in tools
+        ],
+        "model": str(params.get("model") or getattr(model, "name", None) or type(model).__name__),
+        "token_budget": budget,
+    }
+
+
+def _edits(decision: Decision | None, projection: list[BaseEvent]) -> dict[str, Any]:
+    """What an ``edit`` decision replaces for this turn: ``history`` (events) and/or ``system`` (the text)."""
+    if decision is None or decision.action != "edit":
+        return {}
+    out: dict[str, Any] = {}
+    if decision.messages is not None:
+        history: list[BaseEvent] = []
+        for n, item in enumerate(decision.messages):
+            try:
+                history.append(event_from_dict(item))
+            except Exception as exc:
+                raise ProtocolError(
+                    f"the edited turn's messages[{n}] is not an event dict like the request's ({exc}); "
+                    "keep each message's 'type' and fields"
+                ) from None
+        out["history"] = history
+    if decision.system_prompt is not None:
+        out["system"] = decision.system_prompt
+    return out
+
+
+def _answered(record: TurnRecord, inputs: list[Input], decision: Decision) -> Any:
+    """The reply of a turn a person answered in the agent's place (no model call)."""
+    from ag2net.agent.agent import AgentReply
+
+    text = decision.text or ""
+    events: list[BaseEvent] = [ModelRequest(list(inputs))] if inputs else []
+    events.append(ModelMessage(text))
+    record.reply = text
+    record.model_calls = 0
+    return AgentReply(body=text or None, events=events)
 
 
 def _count_output(reply: Any) -> int:
@@ -321,4 +464,5 @@ __all__ = [
     "resolve_view_policy",
     "run_turn",
     "stamp_dependencies",
+    "turn_request",
 ]

@@ -43,6 +43,10 @@ class TurnRecord(Record):
     rounds: list[dict[str, Any]] = field(default_factory=list)
     #: The answering model's parameters (``ag2net.agent.models.model_params``).
     model_params: dict[str, Any] = field(default_factory=dict)
+    #: What a person did to this turn at a turn breakpoint (empty when nobody did): ``action`` (``edit``,
+    #: ``answer``, ``skip``; a ``continue`` is kept too), ``by`` (their name), an edit's ``changed``
+    #: (``["messages", "system_prompt"]``). ``operator_label`` words it ("answered by alice").
+    operator: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
@@ -69,7 +73,23 @@ class TurnRecord(Record):
             error=data.get("error"),
             rounds=[dict(r) for r in data.get("rounds") or []],
             model_params=dict(data.get("model_params") or {}),
+            operator=dict(data.get("operator") or {}),
         )
+
+
+_OPERATOR_WORDS = {"edit": "edited", "answer": "answered", "skip": "skipped", "continue": "continued"}
+
+
+def operator_label(record: TurnRecord | dict[str, Any]) -> str:
+    """How a person stepped into a turn, in words: ``"answered by alice"``, ``"edited by bob (messages)"``,
+    ``"skipped by alice"``, ``"continued by alice"``; ``""`` when nobody did."""
+    operator = record.get("operator") if isinstance(record, dict) else record.operator
+    if not operator or not operator.get("action"):
+        return ""
+    action = str(operator["action"])
+    label = f"{_OPERATOR_WORDS.get(action, action)} by {operator.get('by') or 'an operator'}"
+    changed = operator.get("changed")
+    return f"{label} ({', '.join(changed)})" if changed else label
 
 
 def turn_rounds(calls: list[Any], events: list[BaseEvent]) -> list[dict[str, Any]]:
@@ -242,6 +262,7 @@ __all__ = [
     "TurnPreview",
     "TurnRecord",
     "TurnSource",
+    "operator_label",
     "preview_turn",
     "project_for",
     "recorded_view_spec",
