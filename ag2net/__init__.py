@@ -86,7 +86,14 @@ from ag2net.agent import (
     tool,
     tool_call,
 )
-from ag2net.agent.hooks import BaseMiddleware, HumanInputRequest, TurnContext, TurnContextInject
+from ag2net.agent.hooks import (
+    ApprovalPolicy,
+    BaseMiddleware,
+    HumanInputRequest,
+    ToolApprovalRequest,
+    TurnContext,
+    TurnContextInject,
+)
 from ag2net.channel import (
     ChannelManifest,
     ChannelMetadata,

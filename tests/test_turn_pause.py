@@ -156,7 +156,9 @@ async def test_answer_in_the_agents_place_posts_its_round_envelope_without_a_mod
     await net["hub"].break_on("agent:critic", on="turn", by="alice")
     cid = await ask_critic(net, "draft three")
     item = await next_waiting(net["hub"], "turn")
-    await net["hub"].answer_waiting(item.item_id, "answer", text="Taking the seat: cut the intro.", by="alice")
+    await net["hub"].answer_waiting(
+        item.item_id, "answer", text="Taking the seat: cut the intro.", by="alice"
+    )
     reply = await reply_of(net)
     assert reply.sender_id == critic.agent_id
     assert reply.event_data["text"] == "Taking the seat: cut the intro."

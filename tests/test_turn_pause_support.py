@@ -33,7 +33,9 @@ class StandInHub(Hub):
             state = self.__dict__["_stand_in_state"] = {"turn_specs": [], "items": {}, "futures": {}}
         return state
 
-    async def break_on(self, query: str, *, on: str = "envelope", enabled: bool = True, by: str = "") -> Breakpoint:
+    async def break_on(
+        self, query: str, *, on: str = "envelope", enabled: bool = True, by: str = ""
+    ) -> Breakpoint:
         assert on == "turn", "the stand-in hub only pauses turns"
         term, _, name = query.partition(":")
         assert term in ("agent", "sender") and name, f"the stand-in hub takes agent:NAME, not {query!r}"

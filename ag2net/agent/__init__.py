@@ -1,6 +1,15 @@
 """LLM agents: ``Agent`` and its tool loop, tools with injected dependencies, models, tasks, token estimates."""
 
-from ag2net.agent.agent import Agent, AgentReply, ToolLoopError, merge_tools, result_text, to_parts
+from ag2net.agent.agent import (
+    APPROVALS_DEP,
+    Agent,
+    AgentReply,
+    ToolLoopError,
+    merge_tools,
+    result_text,
+    to_parts,
+)
+from ag2net.agent.hooks import ApprovalPolicy, ToolApprovalRequest
 from ag2net.agent.models import (
     Model,
     ModelCall,
@@ -39,6 +48,7 @@ from ag2net.agent.tool import (
 
 __all__ = [
     "AGENT_CLIENT_DEP",
+    "APPROVALS_DEP",
     "CHANNEL_DEP",
     "CHANNEL_STATE_DEP",
     "HUB_DEP",
@@ -46,6 +56,7 @@ __all__ = [
     "Agent",
     "AgentClientInject",
     "AgentReply",
+    "ApprovalPolicy",
     "CancelCallback",
     "ChannelInject",
     "ChannelStateInject",
@@ -63,6 +74,7 @@ __all__ = [
     "TaskSink",
     "TokenCounter",
     "Tool",
+    "ToolApprovalRequest",
     "ToolLoopError",
     "active_task",
     "as_tool",

@@ -47,6 +47,54 @@ class HumanInputRequest:
     timeout: float | None = None
 
 
+@dataclass(slots=True)
+class ToolApprovalRequest(HumanInputRequest):
+    """A human-input request asking whether one tool call may go ahead (ag2 1.2.1's ``ToolApprovalRequest``):
+    what an agent used alone (no hub) hands its human-input hook before a tool that needs approval runs.
+
+    The hook answers with text — ``y``/``yes``/``1``/``approve`` approve, anything else denies (its text, when
+    it is not a bare ``n``/``no``, is the reason) — or with an ``ag2net.breakpoints.Decision``
+    (``approve``/``deny``/``edit`` with ``arguments``)."""
+
+    tool_call_id: str = ""
+    tool: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    #: The model's text beside the call, if any.
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """Which of an agent's tool calls wait for a person before they run, besides ``Tool(requires_approval=True)``.
+
+    ``tools``: tool names (``"*"``: every tool); ``when``: a predicate ``when(tool_name, arguments) -> bool``.
+    With both, a call needs approval when its tool is named *and* the predicate says so; with only ``when``,
+    any tool's call the predicate picks. ``agent.require_approval(...)`` / ``plugin.require_approval(...)``
+    add one."""
+
+    tools: tuple[str, ...] = ()
+    when: Callable[[str, dict[str, Any]], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tools, str) or not all(isinstance(t, str) and t for t in self.tools):
+            raise TypeError(
+                f"ApprovalPolicy.tools must be tool names, e.g. ('delete_file',) or ('*',); got {self.tools!r}"
+            )
+        if self.when is not None and not callable(self.when):
+            raise TypeError(
+                "ApprovalPolicy.when must be a predicate when(tool_name, arguments) -> bool, "
+                f"got {type(self.when).__name__}"
+            )
+        if not self.tools and self.when is None:
+            raise ValueError("an ApprovalPolicy needs tools=(names…) or when=predicate (or both)")
+
+    def applies(self, tool_name: str, arguments: dict[str, Any]) -> bool:
+        """Whether a call of ``tool_name`` with ``arguments`` waits for a person."""
+        if self.tools and tool_name not in self.tools and "*" not in self.tools:
+            return False
+        return True if self.when is None else bool(self.when(tool_name, arguments))
+
+
 @dataclass(eq=False)
 class TurnContext:
     """The running turn, as middleware, policies, prompt functions and tools see it.
@@ -63,26 +111,33 @@ class TurnContext:
     prompt: list[str] = field(default_factory=list)
     hitl_hook: Callable[..., Any] | None = None
 
-    async def input(self, message: str, timeout: float | None = None) -> str:
-        """Ask a human ``message`` through the agent's human-input hook and return the answer text."""
+    async def ask(self, request: HumanInputRequest) -> Any:
+        """Put ``request`` (a ``HumanInputRequest``, e.g. a ``ToolApprovalRequest``) to the agent's human-input
+        hook and return its answer as it gave it (text, an object with ``content``, or a ``Decision``)."""
         hook = self.hitl_hook
         if hook is None:
             raise HumanInputError(
                 f"agent {getattr(self.agent, 'name', '?')!r} has no human-input hook; add one with "
                 "plugin.hitl_hook(func) or agent.hooks.hitl_hook = func"
             )
+        timeout = request.timeout
         try:
-            answer = hook(HumanInputRequest(message, timeout))
+            answer = hook(request)
             if inspect.isawaitable(answer):
                 answer = await asyncio.wait_for(answer, timeout) if timeout is not None else await answer
         except HumanInputError:
             raise
         except TimeoutError:
-            raise HumanInputError(f"no human answered {message!r} within {timeout}s") from None
+            raise HumanInputError(f"no human answered {request.content!r} within {timeout}s") from None
         except Exception as exc:
             raise HumanInputError(f"the human-input hook failed: {exc or type(exc).__name__}") from exc
         if answer is None:
             raise HumanInputError("the human-input hook returned no answer (None); return the answer text")
+        return answer
+
+    async def input(self, message: str, timeout: float | None = None) -> str:
+        """Ask a human ``message`` through the agent's human-input hook and return the answer text."""
+        answer = await self.ask(HumanInputRequest(message, timeout))
         text = answer if isinstance(answer, str) else getattr(answer, "content", None)
         if not isinstance(text, str):
             raise HumanInputError(
@@ -261,9 +316,18 @@ class TurnHooks:
     middleware: list[Any] = field(default_factory=list)
     policies: list[Any] = field(default_factory=list)
     hitl_hook: Callable[..., Any] | None = None
+    #: Which tool calls wait for a person besides the tools declared ``requires_approval=True``.
+    approvals: list[ApprovalPolicy] = field(default_factory=list)
+
+    def needs_approval(self, tool: Any, arguments: dict[str, Any]) -> bool:
+        """Whether this call of ``tool`` (a ``Tool``) waits for a person before it runs."""
+        if getattr(tool, "requires_approval", False):
+            return True
+        return any(policy.applies(tool.name, arguments) for policy in self.approvals)
 
     def extend(self, other: TurnHooks) -> None:
         """Add ``other``'s hooks after these (its human-input hook replaces this one when set)."""
+        self.approvals.extend(a for a in other.approvals if a not in self.approvals)
         self.prompts.extend(p for p in other.prompts if p not in self.prompts)
         self.observers.extend(o for o in other.observers if o not in self.observers)
         self.middleware.extend(m for m in other.middleware if m not in self.middleware)
@@ -341,11 +405,13 @@ class TurnHooks:
 
 __all__ = [
     "TURN_CONTEXT_DEP",
+    "ApprovalPolicy",
     "BaseMiddleware",
     "HumanInputError",
     "HumanInputRequest",
     "MiddlewareChain",
     "Observer",
+    "ToolApprovalRequest",
     "TurnContext",
     "TurnContextInject",
     "TurnHooks",

@@ -48,6 +48,10 @@ class Tool:
     injected: dict[str, Inject] = field(default_factory=dict)
     middleware: tuple[Any, ...] = ()
     """Wrappers around this tool's execution, each ``mw(call_next, call_event, context)``, first outermost."""
+    requires_approval: bool = False
+    """A person approves each call before it runs (on a hub: ``request_approval``, answered in the workbench's
+    inbox; alone: the agent's human-input hook). A denied call returns ``denied by NAME: REASON`` to the
+    model as an error result; an edited call runs with the person's arguments."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema (``{"type": "function", "function": {...}}``)."""
@@ -214,7 +218,13 @@ def _inject_marker(annotation: Any) -> Inject | None:
     return None
 
 
-def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
+def build_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Tool:
     """Build a ``Tool`` from a typed function."""
     hints = typing.get_type_hints(fn, include_extras=True)
     summary, param_docs = _param_docs(inspect.getdoc(fn) or "")
@@ -248,14 +258,24 @@ def build_tool(fn: Callable[..., Any], *, name: str | None = None, description: 
         parameters=parameters,
         fn=fn,
         injected=injected,
+        requires_approval=bool(requires_approval),
     )
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):
-    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` turns a function into a ``Tool``."""
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=..., requires_approval=True)`` turns a function
+    into a ``Tool`` (``requires_approval``: a person approves each call before it runs)."""
     if fn is None:
-        return lambda f: build_tool(f, name=name, description=description)
-    return build_tool(fn, name=name, description=description)
+        return lambda f: build_tool(
+            f, name=name, description=description, requires_approval=requires_approval
+        )
+    return build_tool(fn, name=name, description=description, requires_approval=requires_approval)
 
 
 def as_tool(value: Tool | Callable[..., Any]) -> Tool:

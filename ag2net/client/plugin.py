@@ -1,5 +1,6 @@
 """``NetworkPlugin``: the five identity-level LLM tools and the identity prefix in the system prompt, plus ag2's
-plugin builder methods for adding your own tools, prompts, observers, middleware, policies and a human-input hook.
+plugin builder methods for adding your own tools, prompts, observers, middleware, policies and a human-input hook,
+and ``require_approval`` (which tool calls wait for a person).
 
 Tools, in order: ``delegate``, ``peers``, ``channels``, ``tasks``, ``context`` (``say`` is adapter-owned), then
 the tools added with ``tool``/``add_tool``. When attached, "You are {name} (agent_id: {id})." always reaches
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ag2net.agent.hooks import (
+    ApprovalPolicy,
     Observer,
     TurnHooks,
     as_observer,
@@ -136,13 +138,15 @@ class NetworkPlugin:
         schema: dict[str, Any] | None = None,
         sync_to_thread: bool = True,
         middleware: Iterable[Callable[..., Any]] = (),
+        requires_approval: bool = False,
     ) -> Any:
         """Make ``function`` a tool the model is offered: ``@plugin.tool`` or ``@plugin.tool(name=...)``.
 
         ``schema`` replaces the parameters schema built from the type hints (a full ``{"type": "function",
         "function": {...}}`` schema or a bare ``{"type": "object", ...}``); a plain function runs in a worker
         thread unless ``sync_to_thread=False``; ``middleware`` wraps this tool's execution, each
-        ``mw(call_next, call_event, context)``. Returns the ``Tool``.
+        ``mw(call_next, call_event, context)``; ``requires_approval`` makes each call wait for a person
+        (``Tool.requires_approval``). Returns the ``Tool``.
         """
 
         def make(fn: Callable[..., Any]) -> Tool:
@@ -174,6 +178,8 @@ class NetworkPlugin:
                     )
             if mws:
                 changes["middleware"] = (*built.middleware, *mws)
+            if requires_approval:
+                changes["requires_approval"] = True
             if changes:
                 built = dataclasses.replace(built, **changes)
             self.add_tool(built)
@@ -243,6 +249,18 @@ class NetworkPlugin:
         for hooks in self._agent_hooks():
             hooks.hitl_hook = func
         return func
+
+    def require_approval(
+        self, *tools: str, when: Callable[[str, dict[str, Any]], Any] | None = None
+    ) -> NetworkPlugin:
+        """Make calls of the named tools (``"*"``: every tool), or the calls ``when(tool_name, arguments)``
+        picks, wait for a person before they run (on a hub: an approval in the inbox; alone: the human-input
+        hook gets a ``ToolApprovalRequest``). Returns the plugin."""
+        policy = ApprovalPolicy(tuple(tools), when)
+        self.hooks.approvals.append(policy)
+        for hooks in self._agent_hooks():
+            hooks.approvals.append(policy)
+        return self
 
     def add_middleware(self, m: Any) -> NetworkPlugin:
         """Append middleware as the innermost layer (entered last, closest to the model). Returns the plugin."""
