@@ -360,6 +360,15 @@ async def _turn_breakpoint(
             f"the paused turn was answered {decision.action!r}; a turn takes one of {', '.join(ACTIONS[TURN])}"
         )
     record.operator = {"action": decision.action, "by": decision.by}
+    if decision.action == "answer":
+        # the request that would have gone out, as a model call's record keeps it: a replay of the channel
+        # (ag2net.debug.replay) then finds this turn and gives the person's answer again
+        from ag2net.agent.models import model_params
+
+        record.system_prompt = request["system_prompt"]
+        record.tools = [t.schema() for t in client.agent.tools_for_turn(adapter_tools)]
+        model = getattr(client.agent, "model", None)
+        record.model_params = model_params(model) if model is not None else {}
     if decision.action == "edit":
         record.operator["changed"] = [
             name

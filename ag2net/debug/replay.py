@@ -54,6 +54,7 @@ from ag2net.agent.agent import result_text
 from ag2net.agent.tool import Tool, as_tool
 from ag2net.client import HubClient
 from ag2net.client.handler import default_handler
+from ag2net.client.turns import operator_label
 from ag2net.debug.fork import Sandbox
 from ag2net.debug.replay_model import (
     CLOSES,
@@ -680,6 +681,9 @@ class Comparison:
     first_turn: dict[str, Any] | None = None
     turn_why: str = ""
     verdict: str = ""
+    #: How a person stepped into the original's turn at the first difference, in words ("critic's turn
+    #: there was answered by alice in the original"), or ``""``; the verdict ends with it.
+    operator: str = ""
 
 
 def _tool_names(turn: dict[str, Any]) -> list[str]:
@@ -714,6 +718,8 @@ def _compare_turns(result: ReplayResult) -> list[dict[str, Any]]:
                 "turn": offset + n + 1,
                 "started_at": (a or b or {}).get("started_at"),
                 "answered_by": _answered_by(result, agent_id, b),
+                # "answered by alice", "edited by bob (messages)": a person stepped into the original turn
+                "operator": operator_label(a) if a is not None else "",
             }
             if a is None or b is None:
                 row.update(missing="replayed" if b is None else "original")
@@ -733,6 +739,30 @@ def _compare_turns(result: ReplayResult) -> list[dict[str, Any]]:
             out.append(row)
     out.sort(key=lambda r: r.get("started_at") or "")
     return out
+
+
+def _operator_note(result: ReplayResult, first: int | None, first_turn: dict[str, Any] | None) -> str:
+    """The sentence naming a person's hand in the original turn at the first difference (see
+    ``TurnRecord.operator``): the turn whose reply is the differing envelope, else a skipped turn of the agent
+    who posted there in the replay, else the first differing turn's."""
+    stepped = [
+        t for t in result.original_turns if (t.get("operator") or {}).get("action") not in (None, "continue")
+    ]
+    if not stepped:
+        return ""
+    turn: dict[str, Any] | None = None
+    a, b = result.original, result.replayed
+    if first is not None and first < len(a):
+        turn = next((t for t in stepped if t.get("reply_envelope_id") == a[first].envelope_id), None)
+    if turn is None and first is not None and first < len(b):
+        turn = next((t for t in stepped if t["agent_id"] == b[first].sender_id), None)
+    if turn is None and first_turn is not None and first_turn.get("operator"):
+        name = result.names.get(first_turn["agent_id"], first_turn["agent_id"])
+        return f"{name}'s turn {first_turn['turn']} was {first_turn['operator']} in the original"
+    if turn is None:
+        return ""
+    name = result.names.get(turn["agent_id"], turn["agent_id"])
+    return f"{name}'s turn there was {operator_label(turn)} in the original"
 
 
 def _row(env: Envelope | None) -> dict[str, Any] | None:
@@ -829,6 +859,9 @@ def compare(result: ReplayResult) -> Comparison:
             verdict = f"stopped at seq {seq}: {refusal}"
         else:
             verdict = f"stopped early at seq {seq} because {because}"
+    operator = _operator_note(result, first, first_turn)
+    if operator and first is not None:
+        verdict = f"{verdict}; {operator}"
     return Comparison(
         rows=rows,
         first_divergence=first,
@@ -838,6 +871,7 @@ def compare(result: ReplayResult) -> Comparison:
         first_turn=first_turn,
         turn_why=turn_why,
         verdict=verdict,
+        operator=operator,
     )
 
 
