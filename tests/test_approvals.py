@@ -5,11 +5,11 @@ the call as the reason, the call id): approve runs it, deny returns ``denied by 
 an error result, edit runs it with the person's arguments. Alone, the agent's human-input hook gets a
 ``ToolApprovalRequest`` (ag2 1.2.1's shape); with no hook the call is refused with a sentence naming the fix.
 
-Hub cases run in-process and over a real WebSocket; the hub is the real one once it has the ops, else the
-labelled stand-in of ``test_turn_pause_support``."""
+Hub cases run in-process and over a real WebSocket; the hub is the real one, on SQLite."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -262,3 +262,34 @@ async def test_a_turn_without_approval_tools_never_asks(net):
     text, record = await reply_and_record(net, payer)
     assert text == "no tools today" and await net["hub"].list_waiting() == []
     assert record.tool_calls == []
+
+
+async def test_over_websocket_an_approval_outlives_the_rpc_timeout_and_a_remote_operator_denies(tmp_path):
+    """The agent's client has a short ``rpc_timeout``; its approval waits past it (request_approval has no RPC
+    timeout) and an operator attached over the WebSocket denies it; the model reads who and why."""
+    from ag2net.server import serve_ws
+
+    hub = await open_stepping_hub(tmp_path)
+    local = HubClient.local(hub)
+    try:
+        async with serve_ws(hub, "127.0.0.1", 0) as server:
+            agents = HubClient.connect(server.url(), rpc_timeout=0.2)
+            operator = HubClient.connect(server.url(), rpc_timeout=10)
+            try:
+                net = {"hub": hub, "local": local, "agents": agents}
+                net["alice"] = await local.register_human(Passport(name="alice", kind="human"))
+                model = ScriptedModel(asks_transfer(account="acme", amount=7), echo_result)
+                payer, _ = await run_payer(net, model)
+                item = await next_waiting(operator, "approval")
+                await asyncio.sleep(0.5)  # longer than the agent client's rpc_timeout
+                await operator.answer_waiting(item.item_id, "deny", reason="not this week")
+                text, record = await reply_and_record(net, payer)
+                by = record.tool_calls[0]["approval"]["by"]
+                assert by and text == f"ERROR Error: denied by {by}: not this week"
+                assert RAN == []
+            finally:
+                await agents.close()
+                await operator.close()
+    finally:
+        await local.close()
+        await hub.close()

@@ -4,11 +4,11 @@ system prompt (the model receives the edit), answers in the agent's place (the r
 with the person's text, and no model call) or skips it (no post). The turn record says who did what.
 
 Each case runs with the agent in-process (``HubClient.local``) and on a ``HubClient`` over a real WebSocket
-(``serve_ws`` on 127.0.0.1). The hub is the real one once it has the ops, else the labelled stand-in of
-``test_turn_pause_support``."""
+(``serve_ws`` on 127.0.0.1). The hub is the real one (issue 24's hub side), on SQLite."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -207,3 +207,41 @@ def test_operator_round_trips_and_old_records_read_empty():
     assert TurnRecord.from_dict(old).operator == {}
     assert operator_label(old) == ""
     assert operator_label({"operator": {"action": "skip", "by": ""}}) == "skipped by an operator"
+
+
+async def test_over_websocket_a_paused_turn_outlives_the_rpc_timeout_and_an_operator_answers_remotely(
+    tmp_path,
+):
+    """The agent's client has a short ``rpc_timeout``; the turn stays paused past it (pause_turn has no RPC
+    timeout) and an operator attached over the WebSocket takes the seat (``by``: the connection's name)."""
+    from ag2net.server import serve_ws
+
+    hub = await open_stepping_hub(tmp_path)
+    local = HubClient.local(hub)
+    try:
+        async with serve_ws(hub, "127.0.0.1", 0) as server:
+            agents = HubClient.connect(server.url(), rpc_timeout=0.2)
+            operator = HubClient.connect(server.url(), rpc_timeout=10)
+            try:
+                critic = await agents.register(Agent("critic", ScriptedModel()))
+                alice = await local.register_human(Passport(name="alice", kind="human"))
+                await operator.break_on("agent:critic", on="turn")
+                channel = await alice.open(type="consulting", target="critic")
+                await alice.send(channel.channel_id, "still there?")
+                item = await next_waiting(operator, "turn")
+                # more than the agent client's rpc_timeout passes while the person reads the request
+                await asyncio.sleep(0.5)
+                assert [i.item_id for i in await operator.list_waiting()] == [item.item_id]
+                await operator.answer_waiting(item.item_id, "answer", text="yes, here")
+                reply = await alice.next_envelope(predicate=lambda e: e.event_type == EV_TEXT, timeout=10)
+                assert (reply.sender_id, reply.event_data["text"]) == (critic.agent_id, "yes, here")
+                net = {"local": local}
+                record = await the_turn(net, critic)
+                assert record.operator["action"] == "answer" and record.operator["by"]
+                assert operator_label(record) == f"answered by {record.operator['by']}"
+            finally:
+                await agents.close()
+                await operator.close()
+    finally:
+        await local.close()
+        await hub.close()
