@@ -150,7 +150,9 @@ async def test_a_policy_by_argument_only_asks_for_the_calls_it_picks():
     agent = Agent("clerk", model, tools=[lookup])
     agent.require_approval(when=lambda name, args: args.get("account") == "vault")
     assert (await agent.ask("petty?")).body == "OK petty: open"
-    assert (await agent.ask("vault?")).body.startswith("ERROR Error: tool 'lookup' needs a person's approval")
+    assert str((await agent.ask("vault?")).body).startswith(
+        "ERROR Error: tool 'lookup' needs a person's approval"
+    )
     assert RAN == [{"lookup": "petty"}]
 
 

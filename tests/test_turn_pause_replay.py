@@ -20,7 +20,9 @@ from ag2net.events import ModelMessage
 async def _critic_turn(tmp_path: Any, action: str, **answer: Any) -> tuple[Any, Any, str, Any]:
     hub = await open_stepping_hub(tmp_path)
     hc = HubClient.local(hub)
-    critic = await hc.register(Agent("critic", ScriptedModel("the model's verdict"), system_prompt="Critique."))
+    critic = await hc.register(
+        Agent("critic", ScriptedModel("the model's verdict"), system_prompt="Critique.")
+    )
     alice = await hc.register_human(Passport(name="alice", kind="human"))
     await hub.break_on("agent:critic", on="turn", by="alice")
     channel = await alice.open(type="consulting", target="critic")
@@ -57,7 +59,10 @@ async def test_an_edited_turn_diverges_and_the_verdict_names_the_editor(tmp_path
             result = await replay(hub, box, timeout=30)
             diff = compare(result)
         assert not diff.identical
-        assert diff.operator == "critic's turn there was edited by alice (messages, system_prompt) in the original"
+        assert (
+            diff.operator
+            == "critic's turn there was edited by alice (messages, system_prompt) in the original"
+        )
         assert diff.verdict.endswith("; " + diff.operator)
         [row] = [r for r in diff.turns if r["agent_id"] == critic.agent_id]
         assert row["operator"] == "edited by alice (messages, system_prompt)"

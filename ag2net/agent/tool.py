@@ -262,13 +262,33 @@ def build_tool(
     )
 
 
+@typing.overload
+def tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Tool: ...
+
+
+@typing.overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
-):
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator: ``@tool`` or ``@tool(name=..., description=..., requires_approval=True)`` turns a function
     into a ``Tool`` (``requires_approval``: a person approves each call before it runs)."""
     if fn is None:
