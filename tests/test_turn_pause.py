@@ -245,3 +245,19 @@ async def test_over_websocket_a_paused_turn_outlives_the_rpc_timeout_and_an_oper
     finally:
         await local.close()
         await hub.close()
+
+
+async def test_an_answer_without_text_fails_the_turn_in_a_sentence_and_posts_nothing(net):
+    critic, model = await critic_on(net)
+    await net["hub"].break_on("agent:critic", on="turn", by="alice")
+    cid = await ask_critic(net, "draft five")
+    item = await next_waiting(net["hub"], "turn")
+    await net["hub"].answer_waiting(item.item_id, "answer", text="  ", by="alice")
+    record = await the_turn(net, critic)
+    assert record.error == (
+        "ProtocolError: the paused turn was answered in the agent's place by alice with no text; "
+        "answer with text='…' (or skip the turn)"
+    )
+    assert model.calls == [] and record.reply_envelope_id is None
+    wal = await net["local"].read_wal(cid)
+    assert not [e for e in wal if e.sender_id == critic.agent_id and e.event_type == EV_TEXT]

@@ -359,6 +359,11 @@ async def _turn_breakpoint(
         raise ProtocolError(
             f"the paused turn was answered {decision.action!r}; a turn takes one of {', '.join(ACTIONS[TURN])}"
         )
+    if decision.action == "answer" and not (decision.text or "").strip():
+        raise ProtocolError(
+            f"the paused turn was answered in the agent's place by {decision.by or 'an operator'} with no text; "
+            "answer with text='…' (or skip the turn)"
+        )
     record.operator = {"action": decision.action, "by": decision.by}
     if decision.action == "answer":
         # the request that would have gone out, as a model call's record keeps it: a replay of the channel
