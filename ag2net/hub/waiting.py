@@ -314,6 +314,8 @@ class Stepping:
                 f"a {item.kind} item is answered with one of {', '.join(actions)}, not {decision.action!r}"
             )
         decision.by = decision.by or "operator"
+        if item.kind == TURN and decision.action == "answer" and not (decision.text or "").strip():
+            raise ProtocolError("params.text: an answer in the agent's place needs the text to post")
         if item.kind == HELD:
             return await self._answer_held(item, decision)
         answer = {k: v for k, v in decision.to_dict().items() if v not in (None, "")}
