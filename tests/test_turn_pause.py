@@ -19,6 +19,7 @@ from test_turn_pause_support import next_waiting, open_stepping_hub
 
 from ag2net import EV_TEXT, Agent, HubClient, Passport, ScriptedModel, tool
 from ag2net.client.turns import TurnRecord, operator_label
+from ag2net.errors import ProtocolError
 from ag2net.events import ModelMessage, ModelRequest, TextInput, event_from_dict
 
 PROMPT = "You are a harsh critic."
@@ -247,17 +248,17 @@ async def test_over_websocket_a_paused_turn_outlives_the_rpc_timeout_and_an_oper
         await hub.close()
 
 
-async def test_an_answer_without_text_fails_the_turn_in_a_sentence_and_posts_nothing(net):
+async def test_an_answer_without_text_is_refused_and_the_turn_stays_paused(net):
     critic, model = await critic_on(net)
     await net["hub"].break_on("agent:critic", on="turn", by="alice")
     cid = await ask_critic(net, "draft five")
     item = await next_waiting(net["hub"], "turn")
-    await net["hub"].answer_waiting(item.item_id, "answer", text="  ", by="alice")
+    with pytest.raises(ProtocolError, match=r"params\.text: an answer in the agent's place needs the text"):
+        await net["hub"].answer_waiting(item.item_id, "answer", text="  ", by="alice")
+    assert [w.item_id for w in await net["hub"].list_waiting()] == [item.item_id]  # still waiting
+    await net["hub"].answer_waiting(item.item_id, "skip", by="alice")
     record = await the_turn(net, critic)
-    assert record.error == (
-        "ProtocolError: the paused turn was answered in the agent's place by alice with no text; "
-        "answer with text='…' (or skip the turn)"
-    )
+    assert record.operator == {"action": "skip", "by": "alice"}
     assert model.calls == [] and record.reply_envelope_id is None
     wal = await net["local"].read_wal(cid)
     assert not [e for e in wal if e.sender_id == critic.agent_id and e.event_type == EV_TEXT]
