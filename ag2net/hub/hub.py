@@ -23,7 +23,6 @@ from typing import Any
 from ag2net.adapters import default_adapters
 from ag2net.breakpoints import APPROVAL, DEFAULT_MAX_HELD_PER_CHANNEL, Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
-from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError, NotFoundError
 from ag2net.hub.admission import Admission
 from ag2net.hub.arbiter import Arbitration, HubArbiter
@@ -34,6 +33,7 @@ from ag2net.hub.core import HubCore
 from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Background
 from ag2net.hub.expectations import default_evaluators
+from ag2net.hub.forward import forward, named_forwards
 from ag2net.hub.hydrate import Hydration
 from ag2net.hub.lifecycle import Channels
 from ag2net.hub.listeners import BaseHubListener, Listeners
@@ -52,12 +52,12 @@ from ag2net.hub.wal_cache import DEFAULT_CACHE_MB, DEFAULT_WINDOW, WalCache
 from ag2net.identity import Passport, Resume, Rule
 from ag2net.ids import IdMint, IdSource, utc_now
 from ag2net.store import Store, open_store
-from ag2net.tasks import TaskMetadata, TaskState
-from ag2net.views.wal import WalSlice
+from ag2net.tasks import TaskMetadata
 
 log = logging.getLogger(__name__)
 
 
+@named_forwards
 class Hub(BaseHubListener):
     """The network's centre. Open with ``await Hub.open(path_or_store)`` or ``async with``.
 
@@ -236,11 +236,8 @@ class Hub(BaseHubListener):
         if self.expectation_sweep_interval > 0:
             self.register_sweeper("expectations", self.expectation_sweep_interval, self.tick_expectations)
 
-    def register_sweeper(self, name: str, interval_seconds: float, fn: Callable[[], Any]) -> None:
-        self.sweepers.register(name, interval_seconds, fn)
-
-    async def unregister_sweeper(self, name: str) -> None:
-        await self.sweepers.unregister(name)
+    register_sweeper = forward("sweepers", Sweepers.register)
+    unregister_sweeper = forward("sweepers", Sweepers.unregister)
 
     async def close(self) -> None:
         if self._closed:
@@ -298,33 +295,22 @@ class Hub(BaseHubListener):
     def register_violation_handler(self, handler: Any) -> None:
         self.expectations.handlers[handler.name] = handler
 
-    def register_arbiter(self, arbiter: HubArbiter) -> None:
-        """Replace the hub's arbiter (only one is active; the latest registration wins)."""
-        self.arbitration.register(arbiter)
+    register_arbiter = forward("arbitration", Arbitration.register)
 
     @property
     def arbiter(self) -> HubArbiter:
         """The active arbiter (a ``RuleBasedArbiter`` until another is registered)."""
         return self.arbitration.current
 
-    def register_listener(self, listener: Any) -> None:
-        """Add ``listener`` (a ``HubListener``; methods it lacks are skipped); events reach it in
-        registration order, after the hub's own hook methods."""
-        self.listeners.add(listener)
-
-    def unregister_listener(self, listener: Any) -> None:
-        """Remove ``listener``; no-op if it is not registered."""
-        self.listeners.remove(listener)
+    register_listener = forward("listeners", Listeners.add)
+    unregister_listener = forward("listeners", Listeners.remove)
 
     @property
     def audit_log(self) -> Any:
         """The audit log every audit record of this hub goes through (``read_all``, ``subscribe``)."""
         return self.audit.log
 
-    def replace_audit_log(self, audit_log: Any) -> None:
-        """Send this hub's audit records to ``audit_log`` (an ``AuditLog`` or anything with an async
-        ``append(record)``) from now on."""
-        self.audit.replace(audit_log)
+    replace_audit_log = forward("audit", Audit.replace)
 
     @property
     def tracing(self) -> bool:
@@ -350,20 +336,7 @@ class Hub(BaseHubListener):
 
     # ------------------------------------------------------------------ identities (``hub.identities``)
 
-    async def register_identity(
-        self,
-        passport: Passport,
-        resume: Resume | None = None,
-        *,
-        skill_md: str | None = None,
-        rule: Rule | None = None,
-        owner_id: str | None = None,
-        secret_digest: str | None = None,
-    ) -> Passport:
-        """Register a new identity; stamps ``passport.agent_id`` and ``created_at`` (``Identities``)."""
-        return await self.identities.register_identity(
-            passport, resume, skill_md=skill_md, rule=rule, owner_id=owner_id, secret_digest=secret_digest
-        )
+    register_identity = forward("identities", Identities.register_identity)
 
     async def register(
         self,
@@ -399,111 +372,57 @@ class Hub(BaseHubListener):
         await self.delivery.forget(agent_id)
         await self.identities.announce_removed(agent_id, name)
 
-    async def set_identity_secret(self, agent_id: str, secret_digest: str) -> None:
-        await self.identities.set_identity_secret(agent_id, secret_digest)
-
-    def name_for(self, agent_id: str, *, default: str | None = None) -> str:
-        return self.identities.name_for(agent_id, default=default)
-
-    def names_for(self, agent_ids: list[str]) -> dict[str, str]:
-        return self.identities.names_for(agent_ids)
-
-    def find_agent_id(self, name: str) -> str | None:
-        return self.identities.find_agent_id(name)
+    set_identity_secret = forward("identities", Identities.set_identity_secret)
+    name_for = forward("identities", Identities.name_for)
+    names_for = forward("identities", Identities.names_for)
+    find_agent_id = forward("identities", Identities.find_agent_id)
 
     def name_to_id_map(self) -> dict[str, str]:
         return dict(self.identities.names)
 
-    def lookup_agent(self, name_or_id: str) -> Passport:
-        """The passport of an agent id or name, synchronously (``NotFoundError`` when unknown)."""
-        return self.identities.lookup_agent(name_or_id)
-
-    async def get_agent(self, name_or_id: str) -> Passport:
-        """The passport of an agent id (exact id wins) or name; ``NotFoundError`` when unknown."""
-        return self.identities.lookup_agent(name_or_id)
-
-    def lookup_resume(self, agent_id: str) -> Resume:
-        return self.identities.lookup_resume(agent_id)
-
-    async def get_resume(self, agent_id: str) -> Resume:
-        return self.identities.lookup_resume(agent_id)
-
-    async def get_rule(self, agent_id: str) -> Rule:
-        return self.identities.lookup_rule(agent_id)
-
-    def get_skill_info(self, agent_id: str) -> dict[str, Any]:
-        """The stored skill, or the generated fallback (SPEC §3.5) with ``generated=True``."""
-        return self.identities.get_skill_info(agent_id)
-
-    async def get_skill(self, agent_id: str) -> str | None:
-        return self.identities.skill(agent_id)
-
-    async def list_agents(
-        self,
-        *,
-        capability: str | None = None,
-        query: str | None = None,
-        kind: str | None = None,
-        sort_by: str | None = None,
-        limit: int | None = 50,
-    ) -> list[Passport]:
-        """Registered passports, filtered (the awaitable form of ``query_agents``)."""
-        return self.identities.query_agents(
-            capability=capability, query=query, kind=kind, sort_by=sort_by, limit=limit
-        )
+    lookup_agent = forward("identities", Identities.lookup_agent)
+    get_agent = forward(
+        "identities",
+        Identities.lookup_agent,
+        awaitable=True,
+        doc="The passport of an agent id (exact id wins) or name; ``NotFoundError`` when unknown.",
+    )
+    lookup_resume = forward("identities", Identities.lookup_resume)
+    get_resume = forward("identities", Identities.lookup_resume, awaitable=True)
+    get_rule = forward("identities", Identities.lookup_rule, awaitable=True)
+    get_skill_info = forward("identities", Identities.get_skill_info)
+    get_skill = forward("identities", Identities.skill, awaitable=True)
+    list_agents = forward(
+        "identities",
+        Identities.query_agents,
+        awaitable=True,
+        doc="Registered passports, filtered (the awaitable form of ``query_agents``).",
+    )
 
     def query_agents(self, **filters: Any) -> list[Passport]:
         """Registered passports, filtered; ``query`` matches name or resume summary (case-insensitive)."""
         return self.identities.query_agents(**filters)
 
-    def agents_with_capability(self, capability: str) -> list[str]:
-        return self.identities.agents_with_capability(capability)
-
-    async def set_resume(self, agent_id: str, resume: Resume) -> Resume:
-        return await self.identities.set_resume(agent_id, resume)
-
-    async def set_skill(self, agent_id: str, skill_md: str | None) -> None:
-        """Replace (or with ``None`` remove) an agent's skill; audited like ``set_resume`` (SPEC §3.7)."""
-        await self.identities.set_skill(agent_id, skill_md)
-
-    async def set_rule(self, agent_id: str, rule: Rule) -> Rule:
-        return await self.identities.set_rule(agent_id, rule)
-
-    async def record_observation(
-        self,
-        *,
-        owner_id: str,
-        capability: str,
-        outcome: TaskState | str,
-        latency_ms: float | None = None,
-        task_id: str | None = None,
-    ) -> None:
-        await self.identities.record_observation(
-            owner_id=owner_id, capability=capability, outcome=outcome, latency_ms=latency_ms, task_id=task_id
-        )
+    agents_with_capability = forward("identities", Identities.agents_with_capability)
+    set_resume = forward("identities", Identities.set_resume)
+    set_skill = forward("identities", Identities.set_skill)
+    set_rule = forward("identities", Identities.set_rule)
+    record_observation = forward("identities", Identities.record_observation)
 
     # ------------------------------------------------------------------ channels (``hub.channels``)
 
-    def lookup_channel(self, channel_id: str) -> ChannelMetadata:
-        """The channel's metadata, synchronously (``NotFoundError`` when unknown)."""
-        return self.channels.metadata(channel_id)
-
-    async def get_channel(self, channel_id: str) -> ChannelMetadata:
-        """The channel's metadata (``NotFoundError("channel not found: ...")`` when unknown)."""
-        return self.channels.metadata(channel_id)
-
-    def query_channels(
-        self,
-        *,
-        agent_id: str | None = None,
-        state: ChannelState | str | None = None,
-        include_terminal: bool = True,
-        limit: int | None = 50,
-    ) -> list[ChannelMetadata]:
-        """Channels in creation order, filtered (synchronous; ``list_channels`` is the awaitable form)."""
-        return self.channels.query(
-            agent_id=agent_id, state=state, include_terminal=include_terminal, limit=limit
-        )
+    lookup_channel = forward("channels", Channels.metadata)
+    get_channel = forward(
+        "channels",
+        Channels.metadata,
+        awaitable=True,
+        doc='The channel\'s metadata (``NotFoundError("channel not found: ...")`` when unknown).',
+    )
+    query_channels = forward(
+        "channels",
+        Channels.query,
+        doc="Channels in creation order, filtered (synchronous; ``list_channels`` is the awaitable form).",
+    )
 
     async def list_channels(
         self,
@@ -519,182 +438,83 @@ class Hub(BaseHubListener):
             agent_id=agent_id, state=state, include_terminal=include_terminal, limit=limit
         )
 
-    def channel_stats(self) -> dict[str, dict[str, Any]]:
-        return self.channels.stats()
-
-    def default_view_policy(self, channel_id: str, participant_id: str) -> Any:
-        """The view a participant of the channel gets by default (``NotFoundError`` for an unknown channel)."""
-        return self.channels.default_view_policy(channel_id, participant_id)
-
-    async def create_channel(
-        self,
-        *,
-        creator_id: str,
-        manifest_type: str,
-        manifest_version: int = 1,
-        participants: list[str],
-        required_acks: int | None = None,
-        ttl: str | int | float | None = None,
-        knobs: dict[str, Any] | None = None,
-        intent: str | None = None,
-        labels: dict[str, Any] | None = None,
-    ) -> ChannelMetadata:
-        """Create a channel, invite every other participant and wait for their acks (``Channels.create``)."""
-        return await self.channels.create(
-            creator_id=creator_id,
-            manifest_type=manifest_type,
-            manifest_version=manifest_version,
-            participants=participants,
-            required_acks=required_acks,
-            ttl=ttl,
-            knobs=knobs,
-            intent=intent,
-            labels=labels,
-        )
-
-    async def close_channel(self, channel_id: str, *, reason: str = "") -> ChannelMetadata:
-        """Close a channel (no-op on a terminal one). Unknown id → ``NotFoundError`` (SPEC §3.19).
+    channel_stats = forward("channels", Channels.stats)
+    default_view_policy = forward("channels", Channels.default_view_policy)
+    create_channel = forward("channels", Channels.create)
+    close_channel = forward(
+        "channels",
+        Channels.close,
+        doc="""Close a channel (no-op on a terminal one). Unknown id → ``NotFoundError`` (SPEC §3.19).
 
         ``Channels.close``: holding the channel's lock, open tasks expire (``hub.tasks``), the close
         envelope is appended (``hub.logs``) and the row written (store), the state folds, recipients get
         it (``hub.delivery``, asking ``hub.arbitration``), then observe, ``hub.audit`` and ``hub.listeners``.
-        """
-        return await self.channels.close(channel_id, reason=reason)
-
-    async def expire_due(self) -> int:
-        """Expire channels and tasks whose ``expires_at`` has passed; returns how many channels expired."""
-        return await self.channels.expire_due()
-
-    async def tick_expectations(self) -> int:
-        """Evaluate every active channel's expectations once; returns how many violations fired."""
-        return await self.expectations.tick()
+        """,
+    )
+    expire_due = forward("channels", Channels.expire_due)
+    tick_expectations = forward("expectations", Expectations.tick)
 
     # ------------------------------------------------------------------ admission (``hub.admission``)
 
-    async def post_envelope(self, envelope: Envelope) -> str:
-        """Admit one envelope (SPEC §4 checks + reference §3.6 order); returns its ``envelope_id``."""
-        return await self.admission.post(envelope)
+    post_envelope = forward("admission", Admission.post)
 
     def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
         """Whether ``sender_id`` may send a substantive envelope on the channel now (synchronous, as in ag2)."""
         return self.admission.why_not_send(channel_id, sender_id, event_type=event_type)[0]
 
-    async def explain_send(
-        self, channel_id: str, sender_id: str, *, event_type: str | None = None
-    ) -> tuple[bool, str]:
-        """Whether ``sender_id`` may send now, and if not, one sentence saying why."""
-        return self.admission.why_not_send(channel_id, sender_id, event_type=event_type)
+    explain_send = forward(
+        "admission",
+        Admission.why_not_send,
+        awaitable=True,
+        doc="Whether ``sender_id`` may send now, and if not, one sentence saying why.",
+    )
 
     # ------------------------------------------------------------------ delivery (``hub.delivery``)
 
-    def attach_endpoint(self, endpoint: Any) -> None:
-        self.delivery.attach(endpoint)
-
-    async def detach_endpoint(self, endpoint: Any) -> None:
-        await self.delivery.detach(endpoint)
-
-    def bind_endpoint(self, endpoint_id: Any, agent_id: str | None) -> None:
-        """Bind ``agent_id`` to an endpoint, given by the id of an attached one (as in ag2) or by the
-        endpoint itself; a re-bind moves the agent to the new endpoint."""
-        self.delivery.bind(endpoint_id, agent_id)
-
-    def unbind_endpoint(self, endpoint: Any, agent_id: str) -> None:
-        self.delivery.unbind(endpoint, agent_id)
-
-    def presence(self, agent_ids: list[str] | None = None) -> dict[str, bool]:
-        """``{agent_id: online}`` for every registered identity (or those of ``agent_ids``)."""
-        return self.delivery.presence(agent_ids)
-
-    def handle_receipt(
-        self,
-        endpoint: Any,
-        envelope_id: str,
-        status: str,
-        recipient_id: str,
-        channel_id: str,
-        reason: str = "",
-    ) -> None:
-        """A client acknowledged (or refused) one delivery (``Delivery.handle_receipt``)."""
-        self.delivery.handle_receipt(endpoint, envelope_id, status, recipient_id, channel_id, reason)
-
-    async def replay(self, endpoint: Any, agent_id: str, since_envelope_id: str) -> int:
-        """Resend what ``agent_id`` missed in its active channels since a cursor; returns the count."""
-        return await self.delivery.replay(endpoint, agent_id, since_envelope_id)
-
-    def inbox_cursor(self, agent_id: str, channel_id: str) -> str:
-        return self.delivery.cursor(agent_id, channel_id)
-
-    def pending_inbox(self, agent_id: str) -> int:
-        return self.delivery.pending(agent_id)
+    attach_endpoint = forward("delivery", Delivery.attach)
+    detach_endpoint = forward("delivery", Delivery.detach)
+    bind_endpoint = forward("delivery", Delivery.bind)
+    unbind_endpoint = forward("delivery", Delivery.unbind)
+    presence = forward("delivery", Delivery.presence)
+    handle_receipt = forward("delivery", Delivery.handle_receipt)
+    replay = forward("delivery", Delivery.replay)
+    inbox_cursor = forward("delivery", Delivery.cursor)
+    pending_inbox = forward("delivery", Delivery.pending)
 
     # ------------------------------------------------------------------ WAL reads (``hub.logs``)
 
-    async def read_wal(self, channel_id: str, *, since: int = 0, until: int | None = None) -> list[Envelope]:
-        """The channel's envelopes in admission order, index-sliced ``[since:until]``; unknown → ``[]``."""
-        return await self.logs.read(channel_id, since=since, until=until)
-
-    async def read_wal_seq(
-        self, channel_id: str, first_seq: int, last_seq: int
-    ) -> list[tuple[int, Envelope]]:
-        """Envelopes with ``first_seq <= seq <= last_seq`` (seq starts at 1), O(range)."""
-        return await self.logs.read_seq(channel_id, first_seq, last_seq)
+    read_wal = forward("logs", ChannelLogs.read)
+    read_wal_seq = forward("logs", ChannelLogs.read_seq)
 
     def wal_count(self, channel_id: str) -> int:
         return self.channels.wal_counts.get(channel_id, 0)
 
-    async def read_wal_until(self, channel_id: str, envelope_id: str) -> WalSlice | list[Envelope]:
-        """The WAL strictly before ``envelope_id`` (the whole WAL if it is not found)."""
-        return await self.logs.read_until(channel_id, envelope_id)
-
-    async def find_envelope_by_causation(
-        self, channel_id: str, *, sender_id: str, causation_id: str
-    ) -> Envelope | None:
-        return await self.logs.find_by_causation(channel_id, sender_id=sender_id, causation_id=causation_id)
-
-    async def find_envelope(self, channel_id: str, envelope_id: str) -> tuple[int, Envelope] | None:
-        """``(seq, envelope)`` of one envelope of the channel, or None."""
-        return await self.logs.find(channel_id, envelope_id)
+    read_wal_until = forward("logs", ChannelLogs.read_until)
+    find_envelope_by_causation = forward("logs", ChannelLogs.find_by_causation)
+    find_envelope = forward("logs", ChannelLogs.find)
 
     # ------------------------------------------------------------------ tasks (``hub.tasks``)
 
-    async def observe_task(self, metadata: TaskMetadata) -> TaskMetadata:
-        return await self.tasks.observe(metadata)
-
-    async def update_task(
-        self,
-        task_id: str,
-        *,
-        state: TaskState | str | None = None,
-        progress: dict[str, Any] | None = None,
-        result: Any = None,
-        error: str | None = None,
-    ) -> TaskMetadata:
-        return await self.tasks.update(task_id, state=state, progress=progress, result=result, error=error)
-
-    async def get_task(self, task_id: str) -> TaskMetadata:
-        """The task's metadata (``NotFoundError("task not found: ...")`` when unknown)."""
-        return self.tasks.lookup(task_id)
-
-    def lookup_task(self, task_id: str) -> TaskMetadata:
-        """The task's metadata, synchronously."""
-        return self.tasks.lookup(task_id)
-
-    async def list_tasks(
-        self,
-        *,
-        agent_id: str | None = None,
-        channel_id: str | None = None,
-        state: TaskState | str | None = None,
-        limit: int | None = 50,
-    ) -> list[TaskMetadata]:
-        """Tasks by owner, channel and state (the awaitable form of ``query_tasks``)."""
-        return self.tasks.query(agent_id=agent_id, channel_id=channel_id, state=state, limit=limit)
+    observe_task = forward("tasks", Tasks.observe)
+    update_task = forward("tasks", Tasks.update)
+    get_task = forward(
+        "tasks",
+        Tasks.lookup,
+        awaitable=True,
+        doc='The task\'s metadata (``NotFoundError("task not found: ...")`` when unknown).',
+    )
+    lookup_task = forward("tasks", Tasks.lookup)
+    list_tasks = forward(
+        "tasks",
+        Tasks.query,
+        awaitable=True,
+        doc="Tasks by owner, channel and state (the awaitable form of ``query_tasks``).",
+    )
 
     def query_tasks(self, **filters: Any) -> list[TaskMetadata]:
         return self.tasks.query(**filters)
 
-    async def fire_task_event(self, task_id: str, kind: str, payload: dict[str, Any]) -> None:
-        await self.tasks.fire_event(task_id, kind, payload)
+    fire_task_event = forward("tasks", Tasks.fire_event)
 
     async def checkpoint_task(self, task_id: str, state: dict[str, object]) -> None:
         """Persist ``state`` as the resume snapshot of ``task_id``; the last write wins, no history."""
@@ -716,9 +536,7 @@ class Hub(BaseHubListener):
 
     # ------------------------------------------------------------------ turns
 
-    async def pending_turns_for(self, agent_id: str) -> list[PendingTurn]:
-        """The turns the adapters expect of ``agent_id`` now; ``expected_at`` is the trigger's time."""
-        return await self.turns.pending_for(agent_id)
+    pending_turns_for = forward("turns", Turns.pending_for)
 
     async def report_turn_failure(
         self,
@@ -732,27 +550,12 @@ class Hub(BaseHubListener):
         """Audit a failed turn and give every listener's ``on_turn_failed`` the exception (``hub.turns``)."""
         await self.turns.report_failure(channel_id, agent_id, envelope_id, exc, exc_type)
 
-    async def record_turn(self, record: dict[str, Any]) -> str:
-        """Store one turn record under a fresh, hub-assigned ``turn_id`` and return that id."""
-        return await self.turns.record(record)
-
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: set[str] | frozenset[str] | list[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Turn records, newest first; ``agent_ids`` keeps only those agents' records (callers' own)."""
-        return await self.store.list_turns(
-            channel_id=channel_id,
-            agent_id=agent_id,
-            trigger_envelope_id=trigger_envelope_id,
-            limit=limit,
-            agent_ids=agent_ids,
-        )
+    record_turn = forward("turns", Turns.record)
+    list_turns = forward(
+        "store",
+        Store.list_turns,
+        doc="Turn records, newest first; ``agent_ids`` keeps only those agents' records (callers' own).",
+    )
 
     # ------------------------------------------------------------------ knowledge
 
@@ -760,8 +563,7 @@ class Hub(BaseHubListener):
         self.identities.record(agent_id)
         return await self.store.add_knowledge(agent_id, text, source=source)
 
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        return await self.store.search_knowledge(agent_id, query, limit)
+    search_knowledge = forward("store", Store.search_knowledge)
 
     # ------------------------------------------------------------------ health
 

@@ -133,6 +133,8 @@ class Listeners:
             self.tracer = EnvelopeTracer(tracer_provider)
 
     def add(self, listener: Any) -> None:
+        """Add ``listener`` (a ``HubListener``; methods it lacks are skipped); events reach it in
+        registration order, after the hub's own hook methods."""
         self.registered.append(listener)
         self.active = True
 

@@ -114,7 +114,7 @@ class Store(Protocol):
         """Store a piece of text in the agent's knowledge; return its id."""
         ...
 
-    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict]:
+    async def search_knowledge(self, agent_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """The agent's knowledge items whose text contains ``query`` (case-insensitive), oldest first."""
         ...
 
@@ -134,7 +134,7 @@ class Store(Protocol):
         trigger_envelope_id: str | None = None,
         limit: int = 50,
         agent_ids: Collection[str] | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Turn records matching every given filter, newest first, at most ``limit``.
 
         ``agent_ids`` keeps the records of those agents only (an empty collection matches nothing).
