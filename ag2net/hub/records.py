@@ -65,42 +65,49 @@ class AuditHandler:
         return None
 
 
-class NotifyChannelHandler:
+class _LiveChannelHandler:
+    """A violation handler that acts on the channel while it is live; the hub refusing the act (the
+    channel closed meanwhile, the creator left) is not the sweeper's failure."""
+
+    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
+        md = hub.channels.get(channel_id)
+        if md is None or md.is_terminal():
+            return
+        with contextlib.suppress(NetworkError):
+            await self.act(hub, md, violation)
+
+    async def act(self, hub: ViolationTarget, md: ChannelMetadata, violation: Any) -> None:
+        raise NotImplementedError
+
+
+class NotifyChannelHandler(_LiveChannelHandler):
     """Violation handler ``notify_channel``: post ``EV_EXPECTATION_VIOLATED`` into the channel."""
 
     name = "notify_channel"
 
-    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
-        md = hub.channels.get(channel_id)
-        if md is None or md.is_terminal():
-            return
-        with contextlib.suppress(NetworkError):
-            await hub.post_envelope(
-                Envelope(
-                    channel_id=channel_id,
-                    sender_id=md.creator_id,
-                    audience=None,
-                    event_type=EV_EXPECTATION_VIOLATED,
-                    event_data={
-                        "expectation": violation.expectation.name,
-                        "violators": list(violation.violator_ids),
-                        "detail": dict(violation.detail),
-                    },
-                )
+    async def act(self, hub: ViolationTarget, md: ChannelMetadata, violation: Any) -> None:
+        await hub.post_envelope(
+            Envelope(
+                channel_id=md.channel_id,
+                sender_id=md.creator_id,
+                audience=None,
+                event_type=EV_EXPECTATION_VIOLATED,
+                event_data={
+                    "expectation": violation.expectation.name,
+                    "violators": list(violation.violator_ids),
+                    "detail": dict(violation.detail),
+                },
             )
+        )
 
 
-class AutoCloseHandler:
+class AutoCloseHandler(_LiveChannelHandler):
     """Violation handler ``auto_close``: close the channel with ``expectation_violated:{name}``."""
 
     name = "auto_close"
 
-    async def handle(self, hub: ViolationTarget, channel_id: str, violation: Any) -> None:
-        md = hub.channels.get(channel_id)
-        if md is None or md.is_terminal():
-            return
-        with contextlib.suppress(NetworkError):
-            await hub.close_channel(channel_id, reason=f"expectation_violated:{violation.expectation.name}")
+    async def act(self, hub: ViolationTarget, md: ChannelMetadata, violation: Any) -> None:
+        await hub.close_channel(md.channel_id, reason=f"expectation_violated:{violation.expectation.name}")
 
 
 def default_handlers() -> list[Any]:
