@@ -1,129 +1,26 @@
-"""Channel adapters: the pure rules of each channel type, the workflow's transition graphs, and ``say``."""
+"""Channel adapters: the pure rules of each channel type, the workflow's transition graphs, and ``say``.
 
-from ag2net.adapters.base import (
-    AdapterState,
-    BaseAdapter,
-    ChannelAdapter,
-    HubLookup,
-    Rendered,
-    Reply,
-    default_build_packet_envelope,
-    default_build_round_envelope,
-    default_build_text_envelope,
-    default_expected_next,
-    default_extract_turn_input,
-    default_render_envelope,
-    default_tools_for,
-    ensure_parts,
-    is_lifecycle,
-    make_packet_envelope,
-    make_text_envelope,
-    state_from_dict,
-    state_to_dict,
-)
-from ag2net.adapters.consulting import CONSULTING_TYPE, ConsultingAdapter, ConsultingState
-from ag2net.adapters.conversation import (
-    CONVERSATION_TYPE,
-    MAX_TURNS_KNOB,
-    ConversationAdapter,
-    ConversationState,
-)
-from ag2net.adapters.discussion import (
-    DISCUSSION_TYPE,
-    ORDERING_ROUND_ROBIN,
-    DiscussionAdapter,
-    DiscussionState,
-)
-from ag2net.adapters.registry import AdapterKey, adapter_key, default_adapters
-from ag2net.adapters.say import make_say_tool
-from ag2net.adapters.transitions import (
-    AgentTarget,
-    Always,
-    Condition,
-    ContextEquals,
-    Finish,
-    FromSpeaker,
-    Handoff,
-    RevertToInitiatorTarget,
-    RoundRobinTarget,
-    StayTarget,
-    Target,
-    TerminateTarget,
-    ToolCalled,
-    Transition,
-    TransitionDecision,
-    TransitionGraph,
-    TransitionRegistry,
-    register_condition,
-    register_target,
-)
-from ag2net.adapters.workflow import (
-    CONTEXT_VARS_KNOB,
-    GRAPH_KNOB,
-    WORKFLOW_TYPE,
-    WorkflowAdapter,
-    WorkflowState,
-)
+Each module's ``__all__`` is what it offers and this package re-exports it whole (the ``asyncio`` shape), so
+a public name is listed once, beside its definition.
+"""
+
+from ag2net.adapters import base, consulting, conversation, discussion, registry, say, transitions, workflow
+from ag2net.adapters.base import *
+from ag2net.adapters.consulting import *
+from ag2net.adapters.conversation import *
+from ag2net.adapters.discussion import *
+from ag2net.adapters.registry import *
+from ag2net.adapters.say import *
+from ag2net.adapters.transitions import *
+from ag2net.adapters.workflow import *
 from ag2net.channel import AdapterResult
 
-__all__ = [
-    "CONSULTING_TYPE",
-    "CONTEXT_VARS_KNOB",
-    "CONVERSATION_TYPE",
-    "DISCUSSION_TYPE",
-    "GRAPH_KNOB",
-    "MAX_TURNS_KNOB",
-    "ORDERING_ROUND_ROBIN",
-    "WORKFLOW_TYPE",
-    "AdapterKey",
-    "AdapterResult",
-    "AdapterState",
-    "AgentTarget",
-    "Always",
-    "BaseAdapter",
-    "ChannelAdapter",
-    "Condition",
-    "ConsultingAdapter",
-    "ConsultingState",
-    "ContextEquals",
-    "ConversationAdapter",
-    "ConversationState",
-    "DiscussionAdapter",
-    "DiscussionState",
-    "Finish",
-    "FromSpeaker",
-    "Handoff",
-    "HubLookup",
-    "Rendered",
-    "Reply",
-    "RevertToInitiatorTarget",
-    "RoundRobinTarget",
-    "StayTarget",
-    "Target",
-    "TerminateTarget",
-    "ToolCalled",
-    "Transition",
-    "TransitionDecision",
-    "TransitionGraph",
-    "TransitionRegistry",
-    "WorkflowAdapter",
-    "WorkflowState",
-    "adapter_key",
-    "default_adapters",
-    "default_build_packet_envelope",
-    "default_build_round_envelope",
-    "default_build_text_envelope",
-    "default_expected_next",
-    "default_extract_turn_input",
-    "default_render_envelope",
-    "default_tools_for",
-    "ensure_parts",
-    "is_lifecycle",
-    "make_packet_envelope",
-    "make_say_tool",
-    "make_text_envelope",
-    "register_condition",
-    "register_target",
-    "state_from_dict",
-    "state_to_dict",
-]
+__all__ = ["AdapterResult"]
+__all__ += base.__all__
+__all__ += consulting.__all__
+__all__ += conversation.__all__
+__all__ += discussion.__all__
+__all__ += registry.__all__
+__all__ += say.__all__
+__all__ += transitions.__all__
+__all__ += workflow.__all__

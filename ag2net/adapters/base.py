@@ -401,15 +401,15 @@ def ordered_ids(metadata: ChannelMetadata) -> list[str]:
     return [p.agent_id for p in sorted(metadata.participants, key=lambda p: p.order)]
 
 
+# The package re-exports this list; ``RenderedPart`` and the helpers the adapter modules share
+# (``check_two_party``, ``ordered_ids``, ``participant_with_role``, ``text_of``) are imported by name.
 __all__ = [
     "AdapterState",
     "BaseAdapter",
     "ChannelAdapter",
     "HubLookup",
     "Rendered",
-    "RenderedPart",
     "Reply",
-    "check_two_party",
     "default_build_packet_envelope",
     "default_build_round_envelope",
     "default_build_text_envelope",
@@ -421,9 +421,6 @@ __all__ = [
     "is_lifecycle",
     "make_packet_envelope",
     "make_text_envelope",
-    "ordered_ids",
-    "participant_with_role",
     "state_from_dict",
     "state_to_dict",
-    "text_of",
 ]

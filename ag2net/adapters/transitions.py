@@ -444,7 +444,6 @@ __all__ = [
     "TransitionGraph",
     "TransitionRegistry",
     "TransitionTarget",
-    "default_registry",
     "register_condition",
     "register_target",
 ]

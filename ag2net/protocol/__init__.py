@@ -2,33 +2,17 @@
 declaration per op: params, result, access rule, codec), the frames, the one JSON codec,
 ``ObservedEvent`` and the ports the links are typed against. Nothing here does I/O."""
 
+from ag2net.protocol import ports
 from ag2net.protocol.codec import Codec, dumps, to_wire
 from ag2net.protocol.observe import ObservedEvent
 from ag2net.protocol.ops import OPS, Access, OpSpec, Param, spec_for
-from ag2net.protocol.ports import (
-    Endpoint,
-    HubPort,
-    InProcessLink,
-    Link,
-    LinkClient,
-    LinkEndpoint,
-    LinkFactory,
-    NotifyHandler,
-)
+from ag2net.protocol.ports import *
 from ag2net.protocol.records import PendingTurn
 
 __all__ = [
     "OPS",
     "Access",
     "Codec",
-    "Endpoint",
-    "HubPort",
-    "InProcessLink",
-    "Link",
-    "LinkClient",
-    "LinkEndpoint",
-    "LinkFactory",
-    "NotifyHandler",
     "ObservedEvent",
     "OpSpec",
     "Param",
@@ -37,3 +21,4 @@ __all__ = [
     "spec_for",
     "to_wire",
 ]
+__all__ += ports.__all__  # the ports, every one of them
