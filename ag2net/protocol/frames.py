@@ -175,56 +175,36 @@ def decode_frame(data: dict[str, Any]) -> Frame:
     return frame
 
 
+_NONE = type(None)
+#: Each frame's fields whose type decoding does not check, with the types they may hold, in checking order.
+_FIELD_TYPES: dict[type, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
+    HelloFrame: (
+        ("name", str),
+        ("auth_scheme", str),
+        ("auth_claim", dict),
+        ("since_envelope_id", (str, _NONE)),
+    ),
+    RequestFrame: (("request_id", str), ("op", str), ("params", dict)),
+    ReceiptFrame: tuple(
+        (name, str) for name in ("envelope_id", "status", "recipient_id", "channel_id", "reason")
+    ),
+    ResponseFrame: (
+        ("request_id", str),
+        ("ok", bool),
+        ("error_code", str),
+        ("error_message", str),
+        ("identity_secret", (str, _NONE)),
+    ),
+    ErrorFrame: (("code", str), ("message", str), ("envelope_id", (str, _NONE))),
+    WelcomeFrame: (("endpoint_id", str), ("hub_time", str)),
+    NotifyFrame: (("recipient_id", str),),
+}
+
+
 def _check_fields(frame: Any) -> None:
-    kind = frame.kind
-
-    def bad(name: str) -> ProtocolError:
-        return FrameDecodeError(f"malformed {kind} frame: {name}")
-
-    if isinstance(frame, HelloFrame):
-        if not isinstance(frame.name, str):
-            raise bad("name")
-        if not isinstance(frame.auth_scheme, str):
-            raise bad("auth_scheme")
-        if not isinstance(frame.auth_claim, dict):
-            raise bad("auth_claim")
-        if frame.since_envelope_id is not None and not isinstance(frame.since_envelope_id, str):
-            raise bad("since_envelope_id")
-    elif isinstance(frame, RequestFrame):
-        if not isinstance(frame.request_id, str):
-            raise bad("request_id")
-        if not isinstance(frame.op, str):
-            raise bad("op")
-        if not isinstance(frame.params, dict):
-            raise bad("params")
-    elif isinstance(frame, ReceiptFrame):
-        for name in ("envelope_id", "status", "recipient_id", "channel_id", "reason"):
-            if not isinstance(getattr(frame, name), str):
-                raise bad(name)
-    elif isinstance(frame, ResponseFrame):
-        if not isinstance(frame.request_id, str):
-            raise bad("request_id")
-        if not isinstance(frame.ok, bool):
-            raise bad("ok")
-        for name in ("error_code", "error_message"):
-            if not isinstance(getattr(frame, name), str):
-                raise bad(name)
-        if frame.identity_secret is not None and not isinstance(frame.identity_secret, str):
-            raise bad("identity_secret")
-    elif isinstance(frame, ErrorFrame):
-        if not isinstance(frame.code, str):
-            raise bad("code")
-        if not isinstance(frame.message, str):
-            raise bad("message")
-        if frame.envelope_id is not None and not isinstance(frame.envelope_id, str):
-            raise bad("envelope_id")
-    elif isinstance(frame, WelcomeFrame):
-        if not isinstance(frame.endpoint_id, str):
-            raise bad("endpoint_id")
-        if not isinstance(frame.hub_time, str):
-            raise bad("hub_time")
-    elif isinstance(frame, NotifyFrame) and not isinstance(frame.recipient_id, str):
-        raise bad("recipient_id")
+    for name, types in _FIELD_TYPES.get(type(frame), ()):
+        if not isinstance(getattr(frame, name), types):
+            raise FrameDecodeError(f"malformed {frame.kind} frame: {name}")
 
 
 def frame_to_json(frame: Any) -> str:
