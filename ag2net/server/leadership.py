@@ -62,7 +62,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -246,7 +246,7 @@ class Leadership:
                 "agent; set --token (or AG2NET_TOKEN), bind to 127.0.0.1, or pass --allow-unauthenticated"
             )
         store = self.store = PostgresStore(self.url)
-        try:
+        async with self._closed_on_failure():
             await store.open()
             await self._wait_for_lock(store)
             # Renewing the lease starts now: fencing may wait up to a lease for a paused predecessor's
@@ -260,24 +260,27 @@ class Leadership:
                 )
             if self._standby is not None:
                 self.echo(f"ag2net hub took over {self.where} (leader epoch {self.epoch}); loading its state")
-        except BaseException as exc:
-            await self.close()
-            if isinstance(exc, StoreError):
-                raise LeadershipError(str(exc)) from None
-            raise
         try:
-            hub = await Hub.open(store, **hub_kwargs)
-        except BaseException as exc:
-            await self.close()
-            if isinstance(exc, StoreError):
-                raise LeadershipError(str(exc)) from None
-            raise
+            async with self._closed_on_failure():
+                hub = await Hub.open(store, **hub_kwargs)
         finally:
             if self._standby is not None:
                 await self._standby.stop()  # the port is the active hub's from now on
                 self._standby = None
         log.info("leader of %s with epoch %s", self.where, self.epoch)
         return hub
+
+    @contextlib.asynccontextmanager
+    async def _closed_on_failure(self) -> AsyncIterator[None]:
+        """Taking the lead failed inside: let go of the lock (``close``); a store error becomes a
+        ``LeadershipError``."""
+        try:
+            yield
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise LeadershipError(str(exc)) from None
+            raise
 
     def _holder(self) -> str:
         return f"{socket.gethostname()} pid {os.getpid()} {self.holder or f'port {self.port}'}"
