@@ -24,6 +24,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ag2net.debug.fields import FieldsDict
 from ag2net.envelope import EV_TEXT, Envelope, visible_to
 from ag2net.hub.dry_run import channel_log
 
@@ -36,7 +37,7 @@ _SLICE = 1024  # envelopes indexed between two yields to the event loop (a few m
 
 
 @dataclass(slots=True)
-class CausationNode:
+class CausationNode(FieldsDict):
     envelope_id: str
     channel_id: str
     seq: int
@@ -49,9 +50,6 @@ class CausationNode:
     link: str = "root"  # how it hangs under its parent: root, causation, delegate, delegate_inferred
     parent: str | None = None
     children: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 @dataclass(slots=True)

@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ag2net.debug.fields import FieldsDict
 from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError, error_from_code
 
 
 @dataclass(slots=True)
-class DryRun:
+class DryRun(FieldsDict):
     """The ``dry_run`` op's answer, typed. ``refusal`` holds ``error``, ``code``, ``message``, ``advice``."""
 
     channel_id: str
@@ -60,9 +61,6 @@ class DryRun:
     def added_for(self, participant_id: str) -> list[dict[str, Any]]:
         """The events ``participant_id``'s next projection would gain."""
         return list(self.projections.get(participant_id, {}).get("added", []))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 async def dry_run(hub_or_client: Any, envelope: Envelope) -> DryRun:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ag2net.adapters.consulting import ConsultingState
 from ag2net.adapters.workflow import WorkflowAdapter, WorkflowState
 from ag2net.channel import ChannelMetadata, ChannelState
+from ag2net.debug.fields import FieldsDict
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class ProtocolState:
+class ProtocolState(FieldsDict):
     """The channel as its adapter saw it right after envelope ``seq``."""
 
     seq: int
@@ -70,9 +71,6 @@ class ProtocolState:
     expectations: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 def _plain(value: Any) -> Any:

@@ -43,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ag2net.debug.fields import FieldsDict
 from ag2net.envelope import Envelope, visible_to
 from ag2net.events import BaseEvent, CompactionSummary, ModelMessage, ModelRequest, TextInput
 from ag2net.hub.core import HANDSHAKE_ANSWERS
@@ -60,7 +61,7 @@ _TAGGED = re.compile(f"{_MARK}([^{_MARK}]*){_MARK}")
 
 
 @dataclass(slots=True)
-class Cell:
+class Cell(FieldsDict):
     """One participant's view of one envelope."""
 
     participant_id: str
@@ -73,12 +74,9 @@ class Cell:
     preview_role: str | None = None
     preview_text: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
 
 @dataclass(slots=True)
-class Row:
+class Row(FieldsDict):
     """One envelope and its cells, by participant id."""
 
     seq: int
@@ -90,7 +88,7 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out = FieldsDict.to_dict(self)
         out["cells"] = {pid: cell.to_dict() for pid, cell in self.cells.items()}
         return out
 
