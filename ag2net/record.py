@@ -400,23 +400,15 @@ def _lenient_reader(cls: type, f: dataclasses.Field[Any], hint: Any, key: str) -
     item: Any = args[-1] if origin in (list, dict) and args else object
     item_from_dict = getattr(item, "from_dict", None) if isinstance(item, type) else None
 
-    if origin is list:
+    if origin is list or origin is dict:
+        container: type = origin
+        noun = "a list" if origin is list else "a JSON object"
+        rebuild = None if item_from_dict is None else _rebuilder(container, item, item_from_dict)
 
         def read(v: Any) -> Any:
-            if not isinstance(v, list):
-                raise ProtocolError(f"{what} must be a list, got {type(v).__name__}")
-            if item_from_dict is None:
-                return copy_tree(v)
-            return [x if isinstance(x, item) else item_from_dict(x) for x in v]
-
-    elif origin is dict:
-
-        def read(v: Any) -> Any:
-            if not isinstance(v, dict):
-                raise ProtocolError(f"{what} must be a JSON object, got {type(v).__name__}")
-            if item_from_dict is None:
-                return copy_tree(v)
-            return {k: x if isinstance(x, item) else item_from_dict(x) for k, x in v.items()}
+            if not isinstance(v, container):
+                raise ProtocolError(f"{what} must be {noun}, got {type(v).__name__}")
+            return copy_tree(v) if rebuild is None else rebuild(v)
 
     elif _is_enum(hint):
         choices = [m.value for m in hint]
@@ -444,6 +436,13 @@ def _lenient_reader(cls: type, f: dataclasses.Field[Any], hint: Any, key: str) -
     if has_default and _is_record(hint):
         return lambda v: _default_of(f) if v is None else read(v)
     return read
+
+
+def _rebuilder(container: type, item: type, from_dict: Callable[[Any], Any]) -> _Reader:
+    """A list's or a dict's values read as ``item`` records (those that are not records yet)."""
+    if container is list:
+        return lambda v: [x if isinstance(x, item) else from_dict(x) for x in v]
+    return lambda v: {k: x if isinstance(x, item) else from_dict(x) for k, x in v.items()}
 
 
 def _as_given(value: Any) -> Any:
