@@ -23,6 +23,7 @@ from ag2net.envelope import (
 from ag2net.errors import ProtocolError
 from ag2net.events import BaseEvent, DataInput, Input, TextInput
 from ag2net.views.base import ViewPolicy
+from ag2net.views.builtin import NamedWindowedSummary
 from ag2net.views.registry import validate_view_knobs, view_from_spec
 
 RenderedPart: TypeAlias = str | TextInput | DataInput
@@ -401,8 +402,34 @@ def ordered_ids(metadata: ChannelMetadata) -> list[str]:
     return [p.agent_id for p in sorted(metadata.participants, key=lambda p: p.order)]
 
 
-# The package re-exports this list; ``RenderedPart`` and the helpers the adapter modules share
-# (``check_two_party``, ``ordered_ids``, ``participant_with_role``, ``text_of``) are imported by name.
+@dataclasses.dataclass(slots=True)
+class TurnOrderState:
+    """The state of a channel whose participants speak one at a time (discussion, workflow): its speaking
+    order, who speaks next, and the last turn."""
+
+    participant_order: list[str] = dataclasses.field(default_factory=list)
+    expected_next_speaker: str | None = None
+    last_speaker_id: str | None = None
+    last_envelope_id: str | None = None
+    turn_count: int = 0
+
+
+class TurnOrderAdapter(BaseAdapter):
+    """An adapter over a ``TurnOrderState``: the expected speaker is the next turn, and each reads a
+    named window long enough to hold a couple of rounds."""
+
+    def expected_next(self, metadata: ChannelMetadata, state: TurnOrderState) -> ExpectedTurn | None:
+        if state.expected_next_speaker is None:
+            return None
+        return ExpectedTurn(state.expected_next_speaker, state.last_envelope_id)
+
+    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
+        return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
+
+
+# The package re-exports this list; ``RenderedPart``, the turn-order bases and the helpers the adapter
+# modules share (``check_two_party``, ``ordered_ids``, ``participant_with_role``, ``text_of``) are imported
+# by name.
 __all__ = [
     "AdapterState",
     "BaseAdapter",

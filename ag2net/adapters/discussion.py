@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ag2net.adapters.base import BaseAdapter, ordered_ids
+from ag2net.adapters.base import TurnOrderAdapter, TurnOrderState, ordered_ids
 from ag2net.agent.tool import Tool
-from ag2net.channel import ChannelManifest, ChannelMetadata, Expectation, ExpectedTurn, ParticipantSchema
+from ag2net.channel import ChannelManifest, ChannelMetadata, Expectation, ParticipantSchema
 from ag2net.envelope import EV_TEXT, Envelope
 from ag2net.errors import ProtocolError
-from ag2net.views.base import ViewPolicy
-from ag2net.views.builtin import NamedWindowedSummary
 
 DISCUSSION_TYPE = "discussion"
 ORDERING_ROUND_ROBIN = "round_robin"
@@ -20,15 +18,11 @@ SUPPORTED_ORDERINGS = [ORDERING_ROUND_ROBIN]
 
 
 @dataclass(slots=True)
-class DiscussionState:
-    participant_order: list[str] = field(default_factory=list)
-    expected_next_speaker: str | None = None
-    last_speaker_id: str | None = None
-    last_envelope_id: str | None = None
-    turn_count: int = 0
+class DiscussionState(TurnOrderState):
+    """Whose turn it is in a round-robin discussion."""
 
 
-class DiscussionAdapter(BaseAdapter):
+class DiscussionAdapter(TurnOrderAdapter):
     """Participants speak in their channel order, wrapping around; the channel never closes by itself."""
 
     manifest = ChannelManifest(
@@ -83,14 +77,6 @@ class DiscussionAdapter(BaseAdapter):
             last_envelope_id=envelope.envelope_id,
             turn_count=state.turn_count + 1,
         )
-
-    def expected_next(self, metadata: ChannelMetadata, state: DiscussionState) -> ExpectedTurn | None:
-        if state.expected_next_speaker is None:
-            return None
-        return ExpectedTurn(state.expected_next_speaker, state.last_envelope_id)
-
-    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
-        return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
 
     def tools_for(
         self, client: Any, metadata: ChannelMetadata, state: DiscussionState, participant_id: str

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag2net.adapters.base import BaseAdapter, HubLookup, Reply, default_render_envelope, ordered_ids, text_of
+from ag2net.adapters.base import (
+    HubLookup,
+    Reply,
+    TurnOrderAdapter,
+    TurnOrderState,
+    default_render_envelope,
+    ordered_ids,
+    text_of,
+)
 from ag2net.adapters.transitions import Finish, Handoff, TransitionGraph
 from ag2net.channel import (
     AdapterResult,
@@ -20,14 +28,11 @@ from ag2net.channel import (
     ChannelMetadata,
     ChannelState,
     Expectation,
-    ExpectedTurn,
     ParticipantSchema,
 )
 from ag2net.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from ag2net.errors import NetworkError, ProtocolError
 from ag2net.events import BaseEvent, ToolCallEvent, ToolResultEvent
-from ag2net.views.base import ViewPolicy
-from ag2net.views.builtin import NamedWindowedSummary
 
 WORKFLOW_TYPE = "workflow"
 GRAPH_KNOB = "graph"
@@ -37,12 +42,7 @@ _GRAPH_CACHE_LIMIT = 256
 
 
 @dataclass(slots=True)
-class WorkflowState:
-    participant_order: list[str] = field(default_factory=list)
-    expected_next_speaker: str | None = None
-    last_speaker_id: str | None = None
-    last_envelope_id: str | None = None
-    turn_count: int = 0
+class WorkflowState(TurnOrderState):
     pending_close_reason: str = ""
     creator_id: str = ""
     graph_data: dict[str, Any] = field(default_factory=dict)
@@ -73,7 +73,7 @@ def _check_updates(updates: Any, what: str, channel_id: str) -> None:
         raise ProtocolError(f"workflow {channel_id!r} {what}['delete'] must be a list of keys")
 
 
-class WorkflowAdapter(BaseAdapter):
+class WorkflowAdapter(TurnOrderAdapter):
     """Graph-routed turns among N participants; closes when routing ends or at the graph's ``max_turns``."""
 
     manifest = ChannelManifest(
@@ -243,15 +243,7 @@ class WorkflowAdapter(BaseAdapter):
             return AdapterResult(ChannelState.CLOSED, "max_turns")
         return AdapterResult()
 
-    def expected_next(self, metadata: ChannelMetadata, state: WorkflowState) -> ExpectedTurn | None:
-        if state.expected_next_speaker is None:
-            return None
-        return ExpectedTurn(state.expected_next_speaker, state.last_envelope_id)
-
     # what the LLM sees and does ----------------------------------------------------------------
-    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
-        return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
-
     def render_envelope(self, envelope: Envelope) -> str | None:
         if envelope.event_type != EV_PACKET:
             return default_render_envelope(envelope)
