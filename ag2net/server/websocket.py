@@ -120,6 +120,7 @@ class WsServer:
     def __init__(
         self,
         hub: Hub,
+        limits: ConnectionLimits,
         *,
         token: str | None,
         operator_token: str | None,
@@ -127,12 +128,7 @@ class WsServer:
         tls: bool = False,
         public_directory: bool = False,
         legacy_identities: bool = False,
-        auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
-        max_unauthenticated: int = DEFAULT_MAX_UNAUTHENTICATED,
-        max_unauthenticated_per_address: int = DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         policy: WirePolicy | None = None,
@@ -146,10 +142,7 @@ class WsServer:
         self.tls = tls
         self.public_directory = public_directory
         self.legacy_identities = legacy_identities
-        self.auth_timeout = auth_timeout
         self.send_timeout = send_timeout
-        self.max_connections = max_connections
-        self.max_connections_per_address = max_connections_per_address
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         # Identity secrets exist on token servers only: without a token every local client is trusted.
@@ -158,14 +151,8 @@ class WsServer:
         self.incarnation = _incarnation_of(hub.observe_log)
         self.server: Server | None = None
         self._replay_locks: dict[str, asyncio.Lock] = {}
-        #: Authenticated and unauthenticated budgets (``ag2net.server.connection_limits``).
-        self.limits = ConnectionLimits(
-            max_connections=max_connections,
-            max_connections_per_address=max_connections_per_address,
-            max_unauthenticated=max_unauthenticated,
-            max_unauthenticated_per_address=max_unauthenticated_per_address,
-            auth_timeout=auth_timeout,
-        )
+        #: Authenticated and unauthenticated budgets, and the auth timeout (``ag2net.server.connection_limits``).
+        self.limits = limits
         self._counted: set[Any] = set()  # connections counted against the authenticated budget
         self._by_connection: dict[Any, WsEndpoint] = {}
 
@@ -338,7 +325,7 @@ class WsServer:
     async def watchdog(self) -> None:
         """Close connections that do not take their messages within ``send_timeout`` seconds and, on a
         token server, connections still unauthenticated after ``auth_timeout`` seconds."""
-        tick = max(0.05, min(0.25, self.send_timeout / 4, self.auth_timeout / 4))
+        tick = max(0.05, min(0.25, self.send_timeout / 4, self.limits.auth_timeout / 4))
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(tick)
@@ -489,20 +476,23 @@ async def serve_ws(
         log.warning(
             "serve_ws on %r accepts the 'none' auth scheme from any host (allow_unauthenticated=True)", host
         )
+    limits = ConnectionLimits(
+        max_connections=max_connections,
+        max_connections_per_address=max_connections_per_address,
+        max_unauthenticated=max_unauthenticated,
+        max_unauthenticated_per_address=max_unauthenticated_per_address,
+        auth_timeout=auth_timeout,
+    )
     state = WsServer(
         hub,
+        limits,
         token=token,
         operator_token=operator_token,
         open_mode=open_mode,
         tls=ssl_context is not None,
         public_directory=public_directory,
         legacy_identities=legacy_identities,
-        auth_timeout=auth_timeout,
         send_timeout=send_timeout,
-        max_connections=max_connections,
-        max_connections_per_address=max_connections_per_address,
-        max_unauthenticated=max_unauthenticated,
-        max_unauthenticated_per_address=max_unauthenticated_per_address,
         ping_interval=ping_interval,
         ping_timeout=ping_timeout,
         policy=policy,
