@@ -4,6 +4,7 @@ trail, the listeners and the observe stream, and the stamp it puts on what it ad
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,21 +16,17 @@ if TYPE_CHECKING:
     from ag2net.store import Store
 
 
+@dataclass(eq=False)
 class Services:
     """One hub's shared services (no state of the network's own: the components hold that)."""
 
-    def __init__(
-        self,
-        store: Store,
-        clock: Callable[[], str],
-        ids: IdSource,
-        *,
-        audit: Audit,
-        listeners: Listeners,
-        observe_log: ObserveLog,
-    ) -> None:
-        self.store, self.clock, self.ids = store, clock, ids
-        self.audit, self.listeners, self.observe_log = audit, listeners, observe_log
+    store: Store
+    clock: Callable[[], str]
+    ids: IdSource
+    _: KW_ONLY
+    audit: Audit
+    listeners: Listeners
+    observe_log: ObserveLog
 
     def stamp(self, env: Envelope) -> None:
         """A fresh envelope id and the clock's time (reference §1.2), on what admission admits and on the
