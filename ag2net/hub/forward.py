@@ -10,6 +10,7 @@ gives the coroutine form of a synchronous lookup (ag2's ``get_*`` beside our ``l
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
@@ -47,18 +48,23 @@ def forward(
 ) -> Callable[Concatenate[Any, P], Any]:
     """A method calling ``self.<component>.<method's name>`` with its arguments (see the module doc)."""
     name = method.__name__
-    if awaitable or inspect.iscoroutinefunction(method):
-        is_async = inspect.iscoroutinefunction(method)
+    target = operator.attrgetter(f"{component}.{name}")  # one lookup per call: ``self.<component>.<name>``
+    if inspect.iscoroutinefunction(method):
 
         async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
-            result = getattr(getattr(self, component), name)(*args, **kwargs)
-            return await result if is_async else result
+            return await target(self)(*args, **kwargs)
 
         call: Callable[..., Any] = call_async
+    elif awaitable:
+
+        async def call_awaitable(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
+            return target(self)(*args, **kwargs)
+
+        call = call_awaitable
     else:
 
         def call_sync(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
-            return getattr(getattr(self, component), name)(*args, **kwargs)
+            return target(self)(*args, **kwargs)
 
         call = call_sync
     call.__name__ = call.__qualname__ = name  # the attribute's name once ``named_forwards`` has run
