@@ -14,7 +14,6 @@ import asyncio
 import importlib
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -179,18 +178,12 @@ def wal(
     ] = False,
 ) -> None:
     """List a database's channels, or print one channel's WAL (event_data as JSON); never writes the file."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError, envelope_json
-    from ag2net.store import is_database_url
+    from ag2net.cli.wal import WalReadError, envelope_json, open_reader
 
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        fail(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        fail(f"--db {db!r} is a directory; give the path of an ag2net database file")
     if limit < 1:
         fail(f"--limit must be 1 or more, got {limit}")
     try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+        with open_reader(db) as reader:
             if channel is None:
                 width = max((len(label) for label in reader.labels.values()), default=0)
                 for md in reader.channels:

@@ -49,16 +49,10 @@ def _check_output(fmt: str, output: str | None) -> Path | None:
 def read_database(db: str, channels: list[str]) -> list[dict[str, Any]]:
     """What the export needs of each channel ``channels`` name (all when empty), read once, read-only:
     ``{"metadata", "label", "envelopes", "turns", "tasks", "names"}`` per channel."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
-    from ag2net.store import is_database_url
+    from ag2net.cli.wal import PostgresWalReader, WalReadError, open_reader
 
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        raise UsageProblem(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        raise UsageProblem(f"--db {db!r} is a directory; give the path of an ag2net database file")
     try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+        with open_reader(db) as reader:
             chosen = [reader.resolve(ref) for ref in channels] if channels else list(reader.channels)
             if isinstance(reader, PostgresWalReader):
                 tasks = reader._run(reader._store.load_tasks())

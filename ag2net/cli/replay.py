@@ -224,17 +224,11 @@ ANSWERS: dict[type[ops.Request[Any]], Callable[[SnapshotSource, Any], Any]] = {
 
 def read_snapshot(db: str, channel: str) -> tuple[SnapshotSource, str]:
     """The channel ``channel`` names in ``db`` (a path or a URL), read once read-only; and its label."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
+    from ag2net.cli.wal import PostgresWalReader, WalReadError, open_reader
     from ag2net.envelope import Envelope
-    from ag2net.store import is_database_url
 
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        raise UsageProblem(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        raise UsageProblem(f"--db {db!r} is a directory; give the path of an ag2net database file")
     try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+        with open_reader(db) as reader:
             md = reader.resolve(channel)
             cid = md.channel_id
             total = reader.wal_count(cid)

@@ -201,6 +201,21 @@ class PostgresWalReader(WalReader):
             yield seq, json.loads(text)
 
 
+def open_reader(db: str) -> WalReader:
+    """A read-only reader of ``db``: a PostgreSQL URL's, else the database file's. A path that is missing
+    or a directory is a ``WalReadError`` naming ``--db``, as are the readers' own refusals."""
+    from ag2net.store import is_database_url
+
+    if is_database_url(db):
+        return PostgresWalReader(db)
+    path = Path(db)
+    if not path.exists():
+        raise WalReadError(f"--db {db!r} does not exist; give the path of an ag2net database")
+    if path.is_dir():
+        raise WalReadError(f"--db {db!r} is a directory; give the path of an ag2net database file")
+    return WalReader(path)
+
+
 def envelope_json(data: dict[str, Any]) -> str:
     """One stored envelope as one line of JSON (``json.loads`` gives it back)."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
