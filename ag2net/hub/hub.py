@@ -23,6 +23,7 @@ from typing import Any
 from ag2net.adapters import default_adapters
 from ag2net.breakpoints import APPROVAL, DEFAULT_MAX_HELD_PER_CHANNEL, Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
+from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError, NotFoundError
 from ag2net.hub.admission import Admission
 from ag2net.hub.arbiter import Arbitration, HubArbiter
@@ -456,7 +457,11 @@ class Hub(BaseHubListener):
 
     # ------------------------------------------------------------------ admission (``hub.admission``)
 
-    post_envelope = forward("admission", Admission.post)
+    async def post_envelope(self, envelope: Envelope) -> str:
+        """Admit one envelope (SPEC §4 checks + reference §3.6 order); returns its ``envelope_id``.
+
+        Not a forward of ``Admission.post``: its ``bypass`` (a breakpoint's release) is the hub's own."""
+        return await self.admission.post(envelope)
 
     def can_send(self, channel_id: str, sender_id: str, *, event_type: str | None = None) -> bool:
         """Whether ``sender_id`` may send a substantive envelope on the channel now (synchronous, as in ag2)."""
