@@ -37,8 +37,9 @@ async def traced_network(exporter, *, capture: bool | None):
         ttl_sweep_interval=0,
         expectation_sweep_interval=0,
         invite_ack_timeout=5,
+        trace_content=capture,  # the hub's option: the tracer's capture_content
     )
-    hub.services.listeners.tracer.capture_content = capture
+    assert hub.services.listeners.tracer.capture_content is capture
     net = await build_network(hub)
     net["hub"] = hub
     return net

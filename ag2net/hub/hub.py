@@ -83,6 +83,7 @@ class Hub(BaseHubListener):
         wal_window: int = DEFAULT_WINDOW,
         ids: IdSource | None = None,
         max_held_per_channel: int = DEFAULT_MAX_HELD_PER_CHANNEL,
+        trace_content: bool | None = None,
     ) -> None:
         store = open_store(store)
         clock = clock or utc_now
@@ -95,7 +96,7 @@ class Hub(BaseHubListener):
         self.allow_remote_agent_registration = allow_remote_agent_registration
         # the observe stream and the WAL cache share ``cache_mb`` (the stream a quarter of it)
         self.observe_log = observe = ObserveLog(observe_buffer, max_bytes=int(cache_mb * (1 << 20)) // 4)
-        self.listeners = listeners = Listeners(self, tracer_provider)
+        self.listeners = listeners = Listeners(self, tracer_provider, trace_content)
         self.audit = audit = Audit(store, clock, observe)
         self.services = Services(store, clock, ids, audit=audit, listeners=listeners, observe_log=observe)
         self.background = Background()
@@ -181,7 +182,8 @@ class Hub(BaseHubListener):
         **kwargs: Any,
     ) -> Hub:
         """Construct, open the store, hydrate and start the sweepers; ``kwargs`` are ag2net's own knobs
-        (``cache_mb``, ``wal_window``, ``observe_buffer``, ``progress``, ``ids``: an :class:`~ag2net.ids.IdSource`)."""
+        (``cache_mb``, ``wal_window``, ``observe_buffer``, ``progress``, ``ids``: an :class:`~ag2net.ids.IdSource`,
+        ``max_held_per_channel``, ``trace_content``: whether the GenAI spans carry message content)."""
         if tracer_provider is not None:
             kwargs["tracer_provider"] = tracer_provider
         hub = cls(

@@ -120,7 +120,7 @@ class Listeners:
 
     __slots__ = ("active", "own_hooks", "owner", "registered", "tracer")
 
-    def __init__(self, owner: Any, tracer_provider: Any = None) -> None:
+    def __init__(self, owner: Any, tracer_provider: Any = None, trace_content: bool | None = None) -> None:
         self.owner = owner
         self.registered: list[Any] = []
         self.own_hooks = overridden_hooks(type(owner))
@@ -130,7 +130,7 @@ class Listeners:
             # Imported only here: without a tracer provider, OpenTelemetry is never imported.
             from ag2net.hub.telemetry import EnvelopeTracer
 
-            self.tracer = EnvelopeTracer(tracer_provider)
+            self.tracer = EnvelopeTracer(tracer_provider, capture_content=trace_content)
 
     def add(self, listener: Any) -> None:
         """Add ``listener`` (a ``HubListener``; methods it lacks are skipped); events reach it in
