@@ -29,6 +29,7 @@ MOUNTED: dict[str, str] = {
     "web": "tui.web:app",
     "mcp": "ag2net.mcp.cli:app",
     "export": "ag2net.cli.export:app",
+    "bundle": "ag2net.cli.bundle:app",
 }
 """Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
 
