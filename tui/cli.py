@@ -74,6 +74,14 @@ def tui(
             "buffer); older ones are read back from the database."
         ),
     ] = 128.0,
+    open_file: Annotated[
+        str | None,
+        typer.Option(
+            "--open",
+            help="Show a repro bundle (.ag2b) or traces (an OTLP JSON file or directory: ag2net export, AG2's "
+            "spans.jsonl) offline, read-only: an in-memory copy, nothing is saved.",
+        ),
+    ] = None,
 ) -> None:
     """Open the workbench: channels, live WAL tail, what each agent sees, peer cards, chat and envelope composer."""
     try:
@@ -82,9 +90,16 @@ def tui(
         check_cache(cache_mb)
         if demo:
             check_demo_seat(name)
-        path = hub_path(
-            settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=True
-        )
+        opened = None
+        if open_file is not None:
+            from tui.open_file import check_open
+
+            opened = check_open(open_file, **{"--connect": connect, "--memory": memory, "--demo": demo, "--network": network})
+            path = None
+        else:
+            path = hub_path(
+                settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=True
+            )
         func = load_network(network) if network else None
         run_until_stopped(  # SIGTERM (or SIGINT) ends the app as quitting does, then the hub closes
             launch(
@@ -101,6 +116,7 @@ def tui(
                 # a postgresql:// URL: the database's leadership lock, or a refusal when a hub holds it
                 lead=functools.partial(take_leadership, cache_mb=cache_mb),
                 stop_with=stopping_with,
+                open_path=opened,
             )
         )
     except (UsageProblem, LaunchError, NetworkError) as exc:

@@ -195,6 +195,15 @@ async def watch_leadership(leadership: Any, app: Any, stop_background: Callable[
     )
 
 
+async def announce_copy(opened: Any, app: Any) -> None:
+    """Once the workbench shows: the status bar names the file as a read-only copy, and a notification says
+    what the file lacks."""
+    while not getattr(app, "ready", True):
+        await asyncio.sleep(0.05)
+    app.status.connection = opened.copy_label
+    app.notify(opened.opening_sentence(), title="Read-only copy", timeout=30)
+
+
 async def launch(
     *,
     settings: Settings,
@@ -209,8 +218,12 @@ async def launch(
     run_network: Callable[[Any, Any], Awaitable[Any]],
     lead: Callable[[str], Awaitable[tuple[Any, Any]]] = take_leadership,
     stop_with: Callable[[Callable[[], Any]], AbstractContextManager[Any]] | None = None,
+    open_path: Path | None = None,
 ) -> None:
     """Run the workbench until the user quits; everything opened here is closed on the way out.
+
+    ``open_path`` (``--open``): a bundle or traces on an in-memory hub (``tui.open_file``), a read-only copy
+    labelled as such; nothing is written to the file or next to it.
 
     A ``NetworkError`` from the hub, or a ``LaunchError`` (the human's name belongs to an agent), propagates
     after the clean-up; ``tui.cli`` reports it as one sentence. This module never imports the command line.
@@ -225,16 +238,23 @@ async def launch(
         check_keymap(settings, WorkbenchApp.binding_ids())
     except SettingsError as exc:
         raise LaunchError(str(exc)) from None
-    log_to_file(db_path)
+    log_to_file(None if open_path is not None else db_path)
     background: set[asyncio.Task[Any]] = set()
     networks: list[Any] = []
     stop_background = background_stopper(background, networks)
     hub = None
     leadership = None
+    opened = None
     if connect is not None:
         hub_client = await dial(connect, token=token, operator_token=operator_token)
         demo = None
         offer = False
+    elif open_path is not None:
+        from tui.open_file import open_file
+
+        opened = await open_file(open_path)
+        hub, demo, offer = opened.hub, None, False
+        hub_client = HubClient.local(hub)
     else:
         offer = is_new_database(db_path)
         if isinstance(db_path, str):
@@ -250,6 +270,11 @@ async def launch(
         app = WorkbenchApp(hub_client, human, settings, demo=demo)
         app.autostart_demo = bool(start_demo and demo is not None)
         app.offer_demo = bool(offer and not start_demo and demo is not None)
+        if opened is not None:
+            app.sub_title = opened.title
+            shown = asyncio.get_running_loop().create_task(announce_copy(opened, app))
+            background.add(shown)
+            shown.add_done_callback(background.discard)
         if leadership is not None:
             watcher = asyncio.get_running_loop().create_task(
                 watch_leadership(leadership, app, stop_background)
