@@ -103,6 +103,14 @@ def web(
             help="MiB of envelopes the embedded hub keeps in memory; older ones are read back from the database."
         ),
     ] = 128.0,
+    open_file: Annotated[
+        str | None,
+        typer.Option(
+            "--open",
+            help="Serve a repro bundle (.ag2b) or traces (an OTLP JSON file or directory) read-only: an "
+            "in-memory copy, nothing is saved.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the workbench to a browser: each tab runs its own workbench on one shared hub."""
     try:
@@ -128,9 +136,16 @@ def web(
         if demo:
             check_demo_seat(name)
         check_cache(cache_mb)
-        path = hub_path(
-            settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=False
-        )
+        opened = None
+        if open_file is not None:
+            from tui.open_file import check_open
+
+            opened = check_open(open_file, **{"--connect": connect, "--memory": memory, "--demo": demo, "--network": network})
+            path = None
+        else:
+            path = hub_path(
+                settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=False
+            )
         func = load_network(network) if network else None
         sock = listen(host, port)
         try:
@@ -148,6 +163,7 @@ def web(
                     operator_token=operator_token,
                     cache_mb=cache_mb,
                     config=config,
+                    opened=opened,
                 )
             )
         finally:
@@ -252,6 +268,7 @@ async def serve_web(
     operator_token: str | None,
     cache_mb: float,
     config: Path | None,
+    opened: Path | None = None,
 ) -> int:
     """Open or check the hub, serve the page on ``sock`` until SIGINT/SIGTERM, then stop in order:
     the tabs' workbenches, the demo, the hub's server, the hub. The exit code: 0, or 3 when the embedded
@@ -267,7 +284,7 @@ async def serve_web(
             await check_hub(connect, token, operator_token)
             hub_url, operator = connect, operator_token
         else:
-            hub, leadership = await embedded_hub(stack, path, cache_mb)
+            hub, leadership = await embedded_hub(stack, path, cache_mb, opened)
             if network is not None:
                 await run_network(network, hub)
             hub_url, operator = await serve_hub(stack, hub, token, operator_token)
@@ -304,10 +321,18 @@ async def check_hub(url: str, token: str | None, operator_token: str | None) -> 
 
 
 async def embedded_hub(
-    stack: contextlib.AsyncExitStack, path: Path | str | None, cache_mb: float
+    stack: contextlib.AsyncExitStack, path: Path | str | None, cache_mb: float, opened: Path | None = None
 ) -> tuple[Any, Any]:
     """(hub, leadership) of the embedded hub, closed when ``stack`` closes; the leadership of its
-    PostgreSQL database (None for a file or memory)."""
+    PostgreSQL database (None for a file or memory). ``opened`` (``--open``): a bundle or traces on an
+    in-memory hub, a read-only copy (``tui.open_file``)."""
+    if opened is not None:
+        from tui.open_file import open_file
+
+        shown = await open_file(opened)
+        stack.push_async_callback(shown.hub.close)
+        say(shown.opening_sentence())
+        return shown.hub, None
     if isinstance(path, str):  # PostgreSQL: the database's one writer, or refused
         try:
             hub, leadership = await take_leadership(path, holder=f"{EMBEDDED} ag2net web", cache_mb=cache_mb)

@@ -282,3 +282,20 @@ def test_bad_open_input_is_one_sentence_with_exit_code_2(tmp_path) -> None:
         lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
         assert result.exit_code == 2 and len(lines) == 1, (args, result.output)
         assert lines[0].startswith("Error: ") and needle in lines[0] and "Traceback" not in result.output, (args, lines)
+
+
+async def test_web_open_serves_the_file_on_an_in_memory_hub(demo_db, tmp_path, capsys) -> None:
+    import contextlib
+
+    from tui.web import embedded_hub
+
+    db, steps = demo_db
+    path = write_bundle(await make_bundle(str(db), steps["pairing"]), tmp_path / "w.ag2b")
+    async with contextlib.AsyncExitStack() as stack:
+        hub, leadership = await embedded_hub(stack, None, 128.0, path)
+        assert leadership is None and hub.wal_count(steps["pairing"]) == 20
+        assert len(await hub.list_turns(channel_id=steps["pairing"], limit=100)) == 15
+    assert "Opened w.ag2b read-only" in capsys.readouterr().out
+    result = CliRunner().invoke(cli_app, ["web", "--open", str(tmp_path / "nope.ag2b")])
+    lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "does not exist" in lines[0], result.output
