@@ -21,12 +21,12 @@ from ag2net.bundle import (
     FORMAT,
     VERSION,
     BundleError,
-    make_bundle,
     open_bundle_hub,
     read_bundle,
     write_bundle,
 )
 from ag2net.cli import app
+from ag2net.cli.bundle import make_bundle
 from ag2net.debug import compare, fork, replay
 from ag2net.store import SqliteStore
 
@@ -65,7 +65,11 @@ def demo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, list[str]]:
-    return hashlib.sha256(path.read_bytes()).digest(), path.stat().st_mtime_ns, sorted(os.listdir(path.parent))
+    return (
+        hashlib.sha256(path.read_bytes()).digest(),
+        path.stat().st_mtime_ns,
+        sorted(os.listdir(path.parent)),
+    )
 
 
 def db_records(db: Path, cid: str) -> tuple[list[dict], list[dict]]:
@@ -73,8 +77,14 @@ def db_records(db: Path, cid: str) -> tuple[list[dict], list[dict]]:
 
     conn = sqlite3.connect(db)
     try:
-        wal = [json.loads(r[0]) for r in conn.execute("SELECT envelope FROM wal WHERE channel_id=? ORDER BY seq", (cid,))]
-        turns = [json.loads(r[0]) for r in conn.execute("SELECT record FROM turns WHERE channel_id=? ORDER BY ord", (cid,))]
+        wal = [
+            json.loads(r[0])
+            for r in conn.execute("SELECT envelope FROM wal WHERE channel_id=? ORDER BY seq", (cid,))
+        ]
+        turns = [
+            json.loads(r[0])
+            for r in conn.execute("SELECT record FROM turns WHERE channel_id=? ORDER BY ord", (cid,))
+        ]
     finally:
         conn.close()
     return wal, turns
@@ -87,7 +97,10 @@ def test_a_bundle_round_trips_the_channel_its_turns_and_identities_and_leaves_th
     out = tmp_path / "repro.ag2b"
     code, output = run("bundle", "--db", str(db), f"conversation·{cid[-4:]}", "-o", str(out))
     assert code == 0, output
-    assert f"wrote {out}: 1 channel(s) (conversation·{cid[-4:]}), 20 envelopes, 15 turn records, 2 identities" in output
+    assert (
+        f"wrote {out}: 1 channel(s) (conversation·{cid[-4:]}), 20 envelopes, 15 turn records, 2 identities"
+        in output
+    )
     assert fingerprint(db) == before
     first = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert (first["format"], first["version"], first["channel_id"]) == (FORMAT, VERSION, cid)

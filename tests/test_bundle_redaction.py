@@ -179,13 +179,33 @@ def test_the_same_secret_gets_the_same_mark_across_the_bundle_and_the_bundle_sti
 
 def test_redaction_rules_in_words():
     r = Redactor.parse("keys", {"OPENAI_API_KEY": "short", "AG2NET_TOKEN": "long-enough-secret"})
-    out = r.value({"a": "x sk-abcdefghijklmnopqrst y", "b": "Authorization: Bearer abcdefgh12345", "c": "long-enough-secret!"})
+    out = r.value(
+        {
+            "a": "x sk-abcdefghijklmnopqrst y",
+            "b": "Authorization: Bearer abcdefgh12345",
+            "c": "long-enough-secret!",
+        }
+    )
     assert "sk-" not in json.dumps(out) and "abcdefgh12345" not in json.dumps(out)
     assert out["c"].startswith("[redacted:key:") and out["c"].endswith("]!")
     # numbers under token-ish names are usage, not secrets; text under secret names always goes
-    kept = Redactor().value({"max_tokens": 5, "tokens": {"input": 3}, "token_method": "provider", "password": "p"})
-    assert kept == {"max_tokens": 5, "tokens": {"input": 3}, "token_method": "provider", "password": "[redacted:field]"}
+    kept = Redactor().value(
+        {"max_tokens": 5, "tokens": {"input": 3}, "token_method": "provider", "password": "p"}
+    )
+    assert kept == {
+        "max_tokens": 5,
+        "tokens": {"input": 3},
+        "token_method": "provider",
+        "password": "[redacted:field]",
+    }
     # a pattern is matched outside the marks only: a hex pattern does not eat the marks' own digits
     hexy = Redactor.parse(r"[0-9a-f]{8},emails")
     value = hexy.value("id 0123456789abcdef mail a@b.io")
     assert not hexy.leaks(value) and value.count("[redacted:") == 3  # two 8-digit runs, one address
+
+
+def test_the_network_tools_the_digests_use_are_the_ones_a_replay_offers():
+    from ag2net.bundle.collect import NETWORK_TOOLS
+    from ag2net.cli.replay import NETWORK_TOOLS as REPLAYED
+
+    assert NETWORK_TOOLS == REPLAYED

@@ -140,7 +140,9 @@ def web(
         if open_file is not None:
             from tui.open_file import check_open
 
-            opened = check_open(open_file, **{"--connect": connect, "--memory": memory, "--demo": demo, "--network": network})
+            opened = check_open(
+                open_file, **{"--connect": connect, "--memory": memory, "--demo": demo, "--network": network}
+            )
             path = None
         else:
             path = hub_path(

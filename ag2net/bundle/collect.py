@@ -1,8 +1,7 @@
 """Making a bundle: what a channel needs to be seen and replayed elsewhere, read from a database.
 
-``read_source(db, channel)`` reads the database once, read-only (``ag2net wal``'s readers: a SQLite file or
-a ``postgresql://`` URL), into a ``MemoryStore``: every agent, channel, WAL row, turn record and task. Then
-``collect`` picks from it, with no further access to the database:
+``collect(store, channel_id)`` picks from a store (``ag2net bundle`` reads the database once, read-only,
+into a ``MemoryStore`` first: ``ag2net.cli.bundle.read_source``):
 
 * the channel's WAL (``first_seq``..``last_seq`` of it, or all), and with ``follow_causation`` the whole
   WAL of every channel causally linked to it (``ag2net.debug.causation``: replies, acks, the consulting
@@ -23,8 +22,6 @@ redacted text (so the replay model still recognises the request), and its later 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ag2net.bundle.format import FORMAT, VERSION, Bundle, BundleError
@@ -35,68 +32,8 @@ from ag2net.store.base import Store
 
 ALL = 10_000_000
 
-
-@dataclass(slots=True)
-class Source:
-    """A database's records, read once: ``channel_id`` is the channel the bundle is for."""
-
-    channel_id: str
-    labels: dict[str, str]
-    agents: list[dict[str, Any]]
-    channels: list[dict[str, Any]]
-    wal: dict[str, list[dict[str, Any]]]
-    turns: list[dict[str, Any]]
-    tasks: list[dict[str, Any]]
-
-    async def store(self) -> MemoryStore:
-        """The records in a ``MemoryStore`` (``collect`` reads them there)."""
-        store = MemoryStore()
-        for record in self.agents:
-            await store.put_agent(record)
-        for md in self.channels:
-            await store.put_channel(md)
-        for channel_id, rows in self.wal.items():
-            for data in rows:
-                await store.append(channel_id, str(data.get("envelope_id")), json.dumps(data, ensure_ascii=False))
-        for record in self.turns:
-            await store.put_turn(record)
-        for record in self.tasks:
-            await store.put_task(record)
-        return store
-
-
-def read_source(db: str, channel: str) -> Source:
-    """The records of the database at ``db`` (a path or a URL), read once read-only, for the channel
-    ``channel`` names (a label, a tail, an id or a prefix); ``BundleError`` (one sentence) otherwise."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
-    from ag2net.store import is_database_url
-
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        raise BundleError(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        raise BundleError(f"--db {db!r} is a directory; give the path of an ag2net database file")
-    try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
-            cid = reader.resolve(channel).channel_id
-            if isinstance(reader, PostgresWalReader):
-                agents = reader._run(reader._store.load_agents())
-                turns = list(reversed(reader._run(reader._store.list_turns(limit=ALL))))
-                tasks = reader._run(reader._store.load_tasks())
-            else:
-                conn = reader._conn
-                agents = [json.loads(r[0]) for r in conn.execute("SELECT record FROM agents ORDER BY ord")]
-                turns = [json.loads(r[0]) for r in conn.execute("SELECT record FROM turns ORDER BY ord")]
-                tasks = [json.loads(r[0]) for r in conn.execute("SELECT record FROM tasks ORDER BY ord")]
-            wal = {
-                md.channel_id: [data for _, data in reader.envelopes(md.channel_id, 1, reader.wal_count(md.channel_id))]
-                for md in reader.channels
-            }
-            channels = [md.to_dict() for md in reader.channels]
-            labels = dict(reader.labels)
-    except WalReadError as exc:
-        raise BundleError(str(exc)) from None
-    return Source(cid, labels, agents, channels, wal, turns, tasks)
+NETWORK_TOOLS = frozenset({"delegate", "peers", "channels", "tasks", "context", "say"})
+"""The tools a replay offers with the schemas of its own code (``ag2net.cli.replay.NETWORK_TOOLS``)."""
 
 
 async def linked_channels(store: Store, channel_id: str, first_seq: int, last_seq: int) -> list[str]:
@@ -128,9 +65,11 @@ async def linked_channels(store: Store, channel_id: str, first_seq: int, last_se
                 family.setdefault(md.parent_channel_id, []).append(cid)
         while todo:
             cid = todo.pop(0)
-            rows = await hub.read_wal_seq(cid, first_seq, last_seq) if cid == channel_id else [
-                (0, e) for e in await hub.read_wal(cid)
-            ]
+            rows = (
+                await hub.read_wal_seq(cid, first_seq, last_seq)
+                if cid == channel_id
+                else [(0, e) for e in await hub.read_wal(cid)]
+            )
             for linked in family.get(cid, []):
                 if linked not in chosen and linked in hub.channels:
                     chosen.append(linked)
@@ -167,50 +106,28 @@ async def collect(
     total = await store.wal_count(channel_id)
     first = 1 if first_seq is None else first_seq
     last = total if last_seq is None else last_seq
-    if total and not 1 <= first <= last <= total or not total and (first_seq or last_seq):
+    if (total and not 1 <= first <= last <= total) or (not total and (first_seq or last_seq)):
         raise BundleError(
             f"--from {first} --to {last} is not a range of the channel's WAL: give seqs with "
             f"1 <= --from <= --to <= {total}"
         )
     chosen = await linked_channels(store, channel_id, first, last) if follow_causation else [channel_id]
     redactor = redactor or Redactor()
-    labels = labels or {}
-    envelopes: list[dict[str, Any]] = []
-    info: list[dict[str, Any]] = []
-    people: dict[str, None] = {}
-    ids: set[str] = set()
-    for cid in chosen:
-        count = await store.wal_count(cid)
-        lo, hi = (first, last) if cid == channel_id else (1, count)
-        for seq, text in await store.read_wal_seq(cid, lo, hi):
-            data = json.loads(text)
-            ids.add(str(data.get("envelope_id")))
-            for pid in [data.get("sender_id"), *(data.get("audience") or [])]:
-                if isinstance(pid, str):
-                    people.setdefault(pid)
-            envelopes.append({"channel_id": cid, "seq": seq, "envelope": data})
-        md = metadata[cid]
-        for pid in [md.get("creator_id"), *[p.get("agent_id") for p in md.get("participants") or [] if isinstance(p, dict)]]:
-            if isinstance(pid, str) and pid:
-                people.setdefault(pid)
-        info.append(
-            {
-                "channel_id": cid,
-                "label": labels.get(cid, cid),
-                "type": (md.get("manifest") or {}).get("type"),
-                "first_seq": lo if count else 0,
-                "last_seq": hi if count else 0,
-                "wal_count": count,
-            }
-        )
+    envelopes, info, people, ids = await _slices(
+        store, chosen, channel_id, (first, last), metadata, labels or {}
+    )
     turns = []
     for record in reversed(await store.list_turns(limit=ALL)):
         cid = record.get("channel_id")
         if cid not in chosen:
             continue
-        if cid == channel_id and (first, last) != (1, total):
-            if record.get("trigger_envelope_id") not in ids and record.get("reply_envelope_id") not in ids:
-                continue
+        sliced = cid == channel_id and (first, last) != (1, total)
+        if (
+            sliced
+            and record.get("trigger_envelope_id") not in ids
+            and record.get("reply_envelope_id") not in ids
+        ):
+            continue
         people.setdefault(str(record.get("agent_id")))
         turns.append(record)
     agents = [a for a in await store.load_agents() if a.get("agent_id") in people]
@@ -223,9 +140,63 @@ async def collect(
         turns=[_rehashed(t, redactor.value(t)) for t in turns],
         tasks=[redactor.value(t) for t in tasks],
     )
+    bundle.header = _header(bundle, redactor, channel_id, info, follow_causation)
+    leaks = redactor.leaks([bundle.header, *bundle.records()])
+    if leaks:  # never expected: the redaction missed something its own check finds
+        raise BundleError(
+            f"the bundle still holds text its --redact rules match ({', '.join(leaks)}); nothing was written"
+        )
+    return bundle
+
+
+async def _slices(
+    store: Store,
+    chosen: list[str],
+    channel_id: str,
+    seqs: tuple[int, int],
+    metadata: dict[str, dict[str, Any]],
+    labels: dict[str, str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, None], set[str]]:
+    """The WAL rows of the chosen channels (``seqs`` of ``channel_id``'s, all of the others'), each channel's
+    header entry, the agents they name and the envelope ids taken."""
+    envelopes: list[dict[str, Any]] = []
+    info: list[dict[str, Any]] = []
+    people: dict[str, None] = {}
+    ids: set[str] = set()
+    for cid in chosen:
+        count = await store.wal_count(cid)
+        lo, hi = seqs if cid == channel_id else (1, count)
+        for seq, text in await store.read_wal_seq(cid, lo, hi):
+            data = json.loads(text)
+            ids.add(str(data.get("envelope_id")))
+            for pid in [data.get("sender_id"), *(data.get("audience") or [])]:
+                if isinstance(pid, str):
+                    people.setdefault(pid)
+            envelopes.append({"channel_id": cid, "seq": seq, "envelope": data})
+        md = metadata[cid]
+        members = [p.get("agent_id") for p in md.get("participants") or [] if isinstance(p, dict)]
+        for pid in [md.get("creator_id"), *members]:
+            if isinstance(pid, str) and pid:
+                people.setdefault(pid)
+        info.append(
+            {
+                "channel_id": cid,
+                "label": labels.get(cid, cid),
+                "type": (md.get("manifest") or {}).get("type"),
+                "first_seq": lo if count else 0,
+                "last_seq": hi if count else 0,
+                "wal_count": count,
+            }
+        )
+    return envelopes, info, people, ids
+
+
+def _header(
+    bundle: Bundle, redactor: Redactor, channel_id: str, info: list[dict[str, Any]], follow_causation: bool
+) -> dict[str, Any]:
     from ag2net.version import __version__
 
-    bundle.header = {
+    return {
         "format": FORMAT,
         "version": VERSION,
         "channel_id": redactor.value(channel_id),
@@ -243,10 +214,6 @@ async def collect(
         },
         "not_included": "hub settings and secrets, audit, delivery cursors, knowledge",
     }
-    leaks = redactor.leaks([bundle.header, *bundle.records()])
-    if leaks:  # never expected: the redaction missed something its own check finds
-        raise BundleError(f"the bundle still holds text its --redact rules match ({', '.join(leaks)}); nothing was written")
-    return bundle
 
 
 def round0_digest(record: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> str:
@@ -279,13 +246,13 @@ def _rehashed(original: dict[str, Any], redacted: dict[str, Any]) -> dict[str, A
     same way (the network tools' schemas are ag2net's code, not the network's data)."""
     if redacted == original:
         return redacted
-    from ag2net.cli.replay import NETWORK_TOOLS
-
     was = list(original.get("tools") or [])
     now = list(redacted.get("tools") or [])
-    tools = [
-        w if _tool_name(w) in NETWORK_TOOLS else n for w, n in zip(was, now, strict=False)
-    ] if len(was) == len(now) else now
+    tools = (
+        [w if _tool_name(w) in NETWORK_TOOLS else n for w, n in zip(was, now, strict=False)]
+        if len(was) == len(now)
+        else now
+    )
     rounds = redacted.get("rounds") or []
     for n, entry in enumerate(rounds):
         if isinstance(entry, dict):
@@ -293,4 +260,4 @@ def _rehashed(original: dict[str, Any], redacted: dict[str, Any]) -> dict[str, A
     return redacted
 
 
-__all__ = ["Source", "collect", "linked_channels", "read_source", "round0_digest"]
+__all__ = ["NETWORK_TOOLS", "collect", "linked_channels", "round0_digest"]

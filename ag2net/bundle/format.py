@@ -75,7 +75,11 @@ def dumps(value: Any) -> str:
 
 def encode_bundle(bundle: Bundle) -> bytes:
     """The bundle's bytes: the header line, one line per record, the end line."""
-    header = {"format": FORMAT, "version": VERSION, **{k: v for k, v in bundle.header.items() if k not in ("format", "version")}}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        **{k: v for k, v in bundle.header.items() if k not in ("format", "version")},
+    }
     lines = [dumps(header)]
     count = 0
     for record in bundle.records():
@@ -119,7 +123,9 @@ def read_bundle(path: str | Path) -> Bundle:
     try:
         raw = Path(path).expanduser().read_bytes()
     except FileNotFoundError:
-        raise BundleError(f"{where!r} does not exist; give the path of a bundle ag2net bundle wrote") from None
+        raise BundleError(
+            f"{where!r} does not exist; give the path of a bundle ag2net bundle wrote"
+        ) from None
     except IsADirectoryError:
         raise BundleError(f"{where!r} is a directory; give the path of a bundle file (.ag2b)") from None
     except OSError as exc:
@@ -127,17 +133,21 @@ def read_bundle(path: str | Path) -> Bundle:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise BundleError(f"{where!r} is not a bundle (not UTF-8 text); give a file ag2net bundle wrote") from None
+        raise BundleError(
+            f"{where!r} is not a bundle (not UTF-8 text); give a file ag2net bundle wrote"
+        ) from None
     lines = text.splitlines()
     header = _json_line(where, lines[0] if lines else "", 1)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BundleError(
-            f"{where!r} is not an ag2net bundle (its first line has no \"format\": \"{FORMAT}\"); give a file "
+            f'{where!r} is not an ag2net bundle (its first line has no "format": "{FORMAT}"); give a file '
             "ag2net bundle wrote"
         )
     version = header.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise BundleError(f"{where!r} has no valid bundle version ({version!r}); it is damaged, write it again")
+        raise BundleError(
+            f"{where!r} has no valid bundle version ({version!r}); it is damaged, write it again"
+        )
     if version > VERSION:
         raise BundleError(
             f"{where!r} is a bundle of format version {version}, newer than the version {VERSION} this ag2net "
@@ -157,7 +167,9 @@ def read_bundle(path: str | Path) -> Bundle:
         try:
             ended = _take(bundle, kind, record) or ended
         except (KeyError, TypeError, ValueError, AttributeError):
-            raise BundleError(f"{where!r} line {number} is a {kind} record without its fields; it is damaged") from None
+            raise BundleError(
+                f"{where!r} line {number} is a {kind} record without its fields; it is damaged"
+            ) from None
         if kind not in (*KINDS, "end"):
             raise BundleError(
                 f"{where!r} line {number} is a record of kind {kind!r}, which bundle version {version} does not "
@@ -177,7 +189,13 @@ def _take(bundle: Bundle, kind: Any, record: dict[str, Any]) -> bool:
     elif kind == "channel":
         bundle.channels.append(dict(record["metadata"]))
     elif kind == "envelope":
-        bundle.envelopes.append({"channel_id": record["channel_id"], "seq": int(record["seq"]), "envelope": dict(record["envelope"])})
+        bundle.envelopes.append(
+            {
+                "channel_id": record["channel_id"],
+                "seq": int(record["seq"]),
+                "envelope": dict(record["envelope"]),
+            }
+        )
     elif kind == "turn":
         bundle.turns.append(dict(record["record"]))
     elif kind == "task":

@@ -30,7 +30,9 @@ async def bundle_store(bundle: Bundle) -> MemoryStore:
         await store.put_channel(md)
     for row in bundle.envelopes:
         data = row["envelope"]
-        await store.append(row["channel_id"], str(data.get("envelope_id")), json.dumps(data, ensure_ascii=False))
+        await store.append(
+            row["channel_id"], str(data.get("envelope_id")), json.dumps(data, ensure_ascii=False)
+        )
     for record in bundle.turns:
         await store.put_turn(record)
     for record in bundle.tasks:

@@ -146,7 +146,9 @@ class Redactor:
     def _fragment(self, text: str) -> str:
         spans: list[tuple[int, int, str]] = []
         for rule in self.rules:
-            spans += [(m.start(), m.end(), rule.name) for m in rule.pattern.finditer(text) if m.end() > m.start()]
+            spans += [
+                (m.start(), m.end(), rule.name) for m in rule.pattern.finditer(text) if m.end() > m.start()
+            ]
         if not spans:
             return text
         spans.sort()
@@ -171,7 +173,12 @@ class Redactor:
             out: dict[str, Any] = {}
             for key, item in data.items():
                 name = self.text(key) if self.rules and isinstance(key, str) else key
-                if isinstance(key, str) and isinstance(item, str | dict | list) and item and SECRET_FIELD.match(key):
+                if (
+                    isinstance(key, str)
+                    and isinstance(item, str | dict | list)
+                    and item
+                    and SECRET_FIELD.match(key)
+                ):
                     self.fields += 1
                     out[name] = FIELD_MARK
                 else:
@@ -194,7 +201,11 @@ class Redactor:
                 stack += item
             elif isinstance(item, str):
                 for piece in MARK.split(item)[::2]:
-                    found.update(r.name for r in self.rules if any(m.end() > m.start() for m in r.pattern.finditer(piece)))
+                    found.update(
+                        r.name
+                        for r in self.rules
+                        if any(m.end() > m.start() for m in r.pattern.finditer(piece))
+                    )
         return sorted(found)
 
     def summary(self) -> dict[str, Any]:

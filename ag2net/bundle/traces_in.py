@@ -121,14 +121,22 @@ def read_spans(path: str | Path) -> list[dict[str, Any]]:
     every ``.json``/``.jsonl`` file under the directory; ``BundleError`` when there is none."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise BundleError(f"--open {str(path)!r} does not exist; give an OTLP JSON file or directory, or a bundle")
-    files = sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl") and f.is_file()) if p.is_dir() else [p]
+        raise BundleError(
+            f"--open {str(path)!r} does not exist; give an OTLP JSON file or directory, or a bundle"
+        )
+    files = (
+        sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl") and f.is_file())
+        if p.is_dir()
+        else [p]
+    )
     spans: list[dict[str, Any]] = []
     for f in files:
         try:
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise BundleError(f"--open: {str(f)!r} cannot be read as text ({exc}); give an OTLP JSON file") from None
+            raise BundleError(
+                f"--open: {str(f)!r} cannot be read as text ({exc}); give an OTLP JSON file"
+            ) from None
         try:
             docs = [json.loads(text)]
         except ValueError:
@@ -276,11 +284,17 @@ class _Builder:
         self.names.setdefault(agent_id, str(a.get("gen_ai.agent.name") or ""))
         self.agents_seen[agent_id] = "agent"
         below = self.children.get(s["span_id"], [])
-        chats = sorted((c for c in below if _kind(c) == "llm"), key=lambda c: (c["attrs"].get("ag2net.chat.round", 0), c["start"]))
+        chats = sorted(
+            (c for c in below if _kind(c) == "llm"),
+            key=lambda c: (c["attrs"].get("ag2net.chat.round", 0), c["start"]),
+        )
         tools = [c for c in below if _kind(c) == "tool"]
         record = _turn_record(s, agent_id, cid, chats, tools)
         if not record.pop("_content"):
-            self._note("turns", "turns exported without message content show no history, input or reply (export with --capture-content to have them)")
+            self._note(
+                "turns",
+                "turns exported without message content show no history, input or reply (export with --capture-content to have them)",
+            )
         self.turns.append(record)
 
     def _note(self, key: str, sentence: str) -> None:
@@ -292,46 +306,75 @@ class _Builder:
         from ag2net.envelope import Envelope
 
         manifests = {a.manifest.type: a.manifest.to_dict() for a in default_adapters()}
-        for env in self.envelopes.values():
-            if env["channel_id"] not in self.channels:
-                self.channels[env["channel_id"]] = {"type": "", "creator": env["sender_id"], "state": "closed", "label": None, "start": 0, "end": 0}
-        for t in self.turns:
-            if t["channel_id"] not in self.channels:
-                self.channels[t["channel_id"]] = {"type": "", "creator": t["agent_id"], "state": "closed", "label": None, "start": 0, "end": 0}
+        named = [(e["channel_id"], e["sender_id"]) for e in self.envelopes.values()]
+        for cid, creator in [*named, *((t["channel_id"], t["agent_id"]) for t in self.turns)]:
+            if cid not in self.channels:
+                self.channels[cid] = {
+                    "type": "",
+                    "creator": creator,
+                    "state": "closed",
+                    "label": None,
+                    "start": 0,
+                    "end": 0,
+                }
         channels, envelopes = [], []
         for cid, ch in self.channels.items():
-            rows = sorted((e for e in self.envelopes.values() if e["channel_id"] == cid), key=lambda e: (e["created_at"], e["envelope_id"]))
-            people = list(dict.fromkeys(p for p in [ch["creator"], *(e["sender_id"] for e in rows), *(x for e in rows for x in e["audience"] or []), *(t["agent_id"] for t in self.turns if t["channel_id"] == cid)] if p))
-            ctype = ch["type"] if ch["type"] in manifests else ("conversation" if len(people) <= 2 else "discussion")
-            if ch["type"] != ctype:
-                self._note("type", f"a channel of type {ch['type'] or 'unknown'!r} (not one this ag2net has) is shown as a {ctype}")
-            created = _iso(ch["start"]) or (rows[0]["created_at"] if rows else "")
-            channels.append(
-                {
-                    "channel_id": cid,
-                    "manifest": manifests[ctype],
-                    "creator_id": ch["creator"] or (people[0] if people else ""),
-                    "participants": [
-                        {"agent_id": p, "role": _role(manifests[ctype], n), "order": n, "joined_at": created}
-                        for n, p in enumerate(people)
-                    ],
-                    "state": ch["state"] if ch["state"] in ("closed", "expired", "active", "pending") else "closed",
-                    "created_at": created,
-                    "closed_at": _iso(ch["end"]) or None,
-                    "labels": {"label": ch["label"]} if ch["label"] else {},
-                }
+            rows = sorted(
+                (e for e in self.envelopes.values() if e["channel_id"] == cid),
+                key=lambda e: (e["created_at"], e["envelope_id"]),
             )
+            channels.append(self._channel_record(cid, ch, rows, manifests))
             for seq, e in enumerate(rows, start=1):
                 envelopes.append({"channel_id": cid, "seq": seq, "envelope": Envelope(**e).to_dict()})
         if any(e["event_data"] for e in self.envelopes.values()):
             self._note("envelopes", "envelopes carry no content in a trace: their text reads " + NOT_IN_FILE)
         return Bundle(
-            header={"format": FORMAT, "version": VERSION, "channel_id": channels[0]["channel_id"] if channels else "", "notes": self.notes},
+            header={
+                "format": FORMAT,
+                "version": VERSION,
+                "channel_id": channels[0]["channel_id"] if channels else "",
+                "notes": self.notes,
+            },
             agents=self._agents(),
             channels=channels,
             envelopes=envelopes,
             turns=self.turns,
         )
+
+    def _channel_record(
+        self, cid: str, ch: dict[str, Any], rows: list[dict[str, Any]], manifests: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A channel's metadata from its span: its participants are everyone its envelopes and turns name."""
+        turns = (t["agent_id"] for t in self.turns if t["channel_id"] == cid)
+        named = [
+            ch["creator"],
+            *(e["sender_id"] for e in rows),
+            *(x for e in rows for x in e["audience"] or []),
+            *turns,
+        ]
+        people = list(dict.fromkeys(p for p in named if p))
+        ctype = (
+            ch["type"] if ch["type"] in manifests else ("conversation" if len(people) <= 2 else "discussion")
+        )
+        if ch["type"] != ctype:
+            self._note(
+                "type",
+                f"a channel of type {ch['type'] or 'unknown'!r} (not one this ag2net has) is shown as a {ctype}",
+            )
+        created = _iso(ch["start"]) or (rows[0]["created_at"] if rows else "")
+        return {
+            "channel_id": cid,
+            "manifest": manifests[ctype],
+            "creator_id": ch["creator"] or (people[0] if people else ""),
+            "participants": [
+                {"agent_id": p, "role": _role(manifests[ctype], n), "order": n, "joined_at": created}
+                for n, p in enumerate(people)
+            ],
+            "state": ch["state"] if ch["state"] in ("closed", "expired", "active", "pending") else "closed",
+            "created_at": created,
+            "closed_at": _iso(ch["end"]) or None,
+            "labels": {"label": ch["label"]} if ch["label"] else {},
+        }
 
     def _agents(self) -> list[dict[str, Any]]:
         from ag2net.identity import Passport, Resume, Rule
@@ -346,9 +389,23 @@ class _Builder:
                 name, unnamed = f"agent-{agent_id[-6:]}", unnamed + 1
             taken.add(agent_id)
             passport = Passport(name=name).to_dict() | {"agent_id": agent_id}
-            out.append({"agent_id": agent_id, "name": name, "kind": "agent", "passport": passport, "resume": Resume().to_dict(), "rule": Rule().to_dict(), "skill_md": None, "owners": []})
+            out.append(
+                {
+                    "agent_id": agent_id,
+                    "name": name,
+                    "kind": "agent",
+                    "passport": passport,
+                    "resume": Resume().to_dict(),
+                    "rule": Rule().to_dict(),
+                    "skill_md": None,
+                    "owners": [],
+                }
+            )
         if unnamed:
-            self._note("names", f"{unnamed} participant(s) have no name in the file: they are shown by their id's tail (agent-…)")
+            self._note(
+                "names",
+                f"{unnamed} participant(s) have no name in the file: they are shown by their id's tail (agent-…)",
+            )
         return out
 
 
@@ -357,7 +414,23 @@ def _role(manifest: dict[str, Any], order: int) -> str:
     return str(roles[0] if order == 0 else roles[-1])
 
 
-def _turn_record(s: dict[str, Any], agent_id: str, cid: str, chats: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+def _usage(chats: list[dict[str, Any]]) -> dict[str, int]:
+    """A turn's tokens: its model calls' usage summed."""
+    usage = {"input": 0, "output": 0}
+    for c in chats:
+        for key, name in (
+            ("input", "gen_ai.usage.input_tokens"),
+            ("output", "gen_ai.usage.output_tokens"),
+            ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
+        ):
+            if isinstance(c["attrs"].get(name), int):
+                usage[key] = usage.get(key, 0) + c["attrs"][name]
+    return usage
+
+
+def _turn_record(
+    s: dict[str, Any], agent_id: str, cid: str, chats: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A turn record from an ``invoke_agent`` span and its ``chat``/``execute_tool`` children."""
     from ag2net.client.turns import TurnRecord
     from ag2net.events import TextInput
@@ -376,12 +449,7 @@ def _turn_record(s: dict[str, Any], agent_id: str, cid: str, chats: list[dict[st
         view=_json_attr(a, "ag2net.turn.view") or {},
         error=s["error"],
     ).to_dict()
-    usage = {"input": 0, "output": 0}
-    for c in chats:
-        for key, name in (("input", "gen_ai.usage.input_tokens"), ("output", "gen_ai.usage.output_tokens"), ("cache_read", "gen_ai.usage.cache_read.input_tokens")):
-            if isinstance(c["attrs"].get(name), int):
-                usage[key] = usage.get(key, 0) + c["attrs"][name]
-    record["tokens"] = usage
+    record["tokens"] = _usage(chats)
     record["token_method"] = str(first.get("ag2net.usage.method") or "from the trace")
     model = first.get("gen_ai.request.model") or a.get("gen_ai.request.model")
     record["model_params"] = {"model": model} if model else {}
@@ -390,7 +458,9 @@ def _turn_record(s: dict[str, Any], agent_id: str, cid: str, chats: list[dict[st
         {
             "id": str(t["attrs"].get("gen_ai.tool.call.id") or ""),
             "name": str(t["attrs"].get("gen_ai.tool.name") or t["name"].removeprefix("execute_tool ")),
-            "arguments": str(t["attrs"].get("gen_ai.tool.call.arguments") or ("{}" if content else NOT_IN_FILE)),
+            "arguments": str(
+                t["attrs"].get("gen_ai.tool.call.arguments") or ("{}" if content else NOT_IN_FILE)
+            ),
             "result": t["attrs"].get("gen_ai.tool.call.result", None if content else NOT_IN_FILE),
             "is_error": bool(t["error"]),
         }
@@ -398,22 +468,42 @@ def _turn_record(s: dict[str, Any], agent_id: str, cid: str, chats: list[dict[st
     ]
     defs = _json_attr(first, "gen_ai.tool.definitions")
     if isinstance(defs, list):
-        record["tools"] = [{"type": "function", "function": {k: d.get(k) for k in ("name", "description", "parameters") if d.get(k) is not None}} for d in defs if isinstance(d, dict)]
+        record["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    k: d.get(k) for k in ("name", "description", "parameters") if d.get(k) is not None
+                },
+            }
+            for d in defs
+            if isinstance(d, dict)
+        ]
     else:
-        record["tools"] = [{"type": "function", "function": {"name": n}} for n in first.get("ag2net.chat.tools_offered") or []]
+        record["tools"] = [
+            {"type": "function", "function": {"name": n}}
+            for n in first.get("ag2net.chat.tools_offered") or []
+        ]
     if not content:
         record["inputs"] = [TextInput(NOT_IN_FILE).to_dict()]
         record["_content"] = False
         return record
     system = _json_attr(first, "gen_ai.system_instructions")
     if isinstance(system, list):
-        record["system_prompt"] = "\n".join(str(p.get("content") or "") for p in system if isinstance(p, dict))
+        record["system_prompt"] = "\n".join(
+            str(p.get("content") or "") for p in system if isinstance(p, dict)
+        )
     history = _events(messages)
     if history and history[-1]["type"] == "model_request":
         record["inputs"] = history.pop()["parts"]
     record["history"] = history
     last = _json_attr(chats[-1]["attrs"], "gen_ai.output.messages") if chats else None
-    texts = [p.get("content") for m in last or [] if isinstance(m, dict) for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "text"]
+    texts = [
+        p.get("content")
+        for m in last or []
+        if isinstance(m, dict)
+        for p in m.get("parts") or []
+        if isinstance(p, dict) and p.get("type") == "text"
+    ]
     record["reply"] = "\n".join(str(t) for t in texts if t) or None
     record["_content"] = True
     return record
@@ -443,11 +533,23 @@ def _events(messages: list[Any]) -> list[dict[str, Any]]:
             elif kind == "tool_call":
                 names[str(p.get("id"))] = str(p.get("name") or "")
                 args = p.get("arguments")
-                out.append(ToolCallEvent(str(p.get("name") or ""), args if isinstance(args, str) else json.dumps(args), id=str(p.get("id"))))
+                out.append(
+                    ToolCallEvent(
+                        str(p.get("name") or ""),
+                        args if isinstance(args, str) else json.dumps(args),
+                        id=str(p.get("id")),
+                    )
+                )
             elif kind == "tool_call_response":
                 pid = str(p.get("id"))
                 response = p.get("response")
-                out.append(ToolResultEvent(pid, names.get(pid, ""), response if isinstance(response, str) else json.dumps(response)))
+                out.append(
+                    ToolResultEvent(
+                        pid,
+                        names.get(pid, ""),
+                        response if isinstance(response, str) else json.dumps(response),
+                    )
+                )
     return [e.to_dict() for e in out]
 
 

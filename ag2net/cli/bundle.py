@@ -9,20 +9,119 @@ sentence on stderr and exit code 2.
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from ag2net.bundle import Bundle, BundleError, Redactor, collect
 from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
+from ag2net.store import MemoryStore
 
 app = typer.Typer(add_completion=False)
+
+ALL = 10_000_000
+
+
+@dataclass(slots=True)
+class Source:
+    """A database's records, read once: ``channel_id`` is the channel the bundle is for."""
+
+    channel_id: str
+    labels: dict[str, str]
+    agents: list[dict[str, Any]]
+    channels: list[dict[str, Any]]
+    wal: dict[str, list[dict[str, Any]]]
+    turns: list[dict[str, Any]]
+    tasks: list[dict[str, Any]]
+
+    async def store(self) -> MemoryStore:
+        """The records in a ``MemoryStore`` (``collect`` reads them there)."""
+        store = MemoryStore()
+        for record in self.agents:
+            await store.put_agent(record)
+        for md in self.channels:
+            await store.put_channel(md)
+        for channel_id, rows in self.wal.items():
+            for data in rows:
+                await store.append(
+                    channel_id, str(data.get("envelope_id")), json.dumps(data, ensure_ascii=False)
+                )
+        for record in self.turns:
+            await store.put_turn(record)
+        for record in self.tasks:
+            await store.put_task(record)
+        return store
+
+
+def read_source(db: str, channel: str) -> Source:
+    """The records of the database at ``db`` (a path or a URL), read once read-only, for the channel
+    ``channel`` names (a label, a tail, an id or a prefix); ``BundleError`` (one sentence) otherwise."""
+    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
+    from ag2net.store import is_database_url
+
+    path = None if is_database_url(db) else Path(db)
+    if path is not None and not path.exists():
+        raise BundleError(f"--db {db!r} does not exist; give the path of an ag2net database")
+    if path is not None and path.is_dir():
+        raise BundleError(f"--db {db!r} is a directory; give the path of an ag2net database file")
+    try:
+        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+            cid = reader.resolve(channel).channel_id
+            if isinstance(reader, PostgresWalReader):
+                agents = reader._run(reader._store.load_agents())
+                turns = list(reversed(reader._run(reader._store.list_turns(limit=ALL))))
+                tasks = reader._run(reader._store.load_tasks())
+            else:
+                conn = reader._conn
+                agents = [json.loads(r[0]) for r in conn.execute("SELECT record FROM agents ORDER BY ord")]
+                turns = [json.loads(r[0]) for r in conn.execute("SELECT record FROM turns ORDER BY ord")]
+                tasks = [json.loads(r[0]) for r in conn.execute("SELECT record FROM tasks ORDER BY ord")]
+            wal = {
+                md.channel_id: [
+                    data for _, data in reader.envelopes(md.channel_id, 1, reader.wal_count(md.channel_id))
+                ]
+                for md in reader.channels
+            }
+            channels = [md.to_dict() for md in reader.channels]
+            labels = dict(reader.labels)
+    except WalReadError as exc:
+        raise BundleError(str(exc)) from None
+    return Source(cid, labels, agents, channels, wal, turns, tasks)
+
+
+async def make_bundle(
+    db: str,
+    channel: str,
+    *,
+    follow_causation: bool = False,
+    first_seq: int | None = None,
+    last_seq: int | None = None,
+    redact: str | list[str] | None = None,
+) -> Bundle:
+    """The bundle of ``channel`` (a label, a tail, an id or a prefix) of the database ``db`` (a SQLite path or a
+    ``postgresql://`` URL, opened read-only); write it with ``ag2net.bundle.write_bundle``."""
+    redactor = Redactor.parse(redact)
+    source = await asyncio.to_thread(read_source, db, channel)
+    return await collect(
+        await source.store(),
+        source.channel_id,
+        follow_causation=follow_causation,
+        first_seq=first_seq,
+        last_seq=last_seq,
+        redactor=redactor,
+        labels=source.labels,
+    )
 
 
 def _check_output(output: str) -> Path:
     path = Path(output).expanduser()
     if path.is_dir():
-        raise UsageProblem(f"-o {output!r} is a directory; give the path of the bundle file to write, e.g. repro.ag2b")
+        raise UsageProblem(
+            f"-o {output!r} is a directory; give the path of the bundle file to write, e.g. repro.ag2b"
+        )
     if not path.parent.is_dir():
         raise UsageProblem(f"-o {output!r}: the directory {str(path.parent)!r} does not exist")
     return path
@@ -34,7 +133,9 @@ def _check_range(first: int | None, last: int | None) -> None:
     if last is not None and last < 1:
         raise UsageProblem(f"--to must be a seq, 1 or more; got {last}")
     if first is not None and last is not None and first > last:
-        raise UsageProblem(f"--from {first} is after --to {last}; give --from SEQ --to SEQ with --from <= --to")
+        raise UsageProblem(
+            f"--from {first} is after --to {last}; give --from SEQ --to SEQ with --from <= --to"
+        )
 
 
 @app.command("bundle")
@@ -49,7 +150,10 @@ def bundle_cmd(
     ],
     db: ReadOnlyDb,
     output: Annotated[
-        str, typer.Option("--output", "-o", help="The bundle file to write (e.g. repro.ag2b).", show_default=False)
+        str,
+        typer.Option(
+            "--output", "-o", help="The bundle file to write (e.g. repro.ag2b).", show_default=False
+        ),
     ],
     follow_causation: Annotated[
         bool,
@@ -77,26 +181,22 @@ def bundle_cmd(
     """Write one channel of a database as a repro bundle: its WAL, the identities, skills and rules it needs,
     every turn record and the recorded tool results; open it with ag2net tui --open FILE. Never writes the
     database."""
-    from ag2net.bundle import BundleError, RedactionError, Redactor, collect, read_source, write_bundle
+    from ag2net.bundle import RedactionError, write_bundle
 
     try:
         path = _check_output(output)
         _check_range(first_seq, last_seq)
-        redactor = Redactor.parse(redact)
-        source = read_source(db, channel)
-
-        async def build():  # noqa: ANN202
-            return await collect(
-                await source.store(),
-                source.channel_id,
+        Redactor.parse(redact)  # a bad pattern is refused before the database is read
+        bundle = asyncio.run(
+            make_bundle(
+                db,
+                channel,
                 follow_causation=follow_causation,
                 first_seq=first_seq,
                 last_seq=last_seq,
-                redactor=redactor,
-                labels=source.labels,
+                redact=redact,
             )
-
-        bundle = asyncio.run(build())
+        )
         write_bundle(bundle, path)
     except (UsageProblem, BundleError, RedactionError) as exc:
         fail(str(exc))
@@ -111,7 +211,7 @@ def bundle_cmd(
     )
 
 
-__all__ = ["app", "bundle_cmd"]
+__all__ = ["Source", "app", "bundle_cmd", "make_bundle", "read_source"]
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ from tui_network import until
 from typer.testing import CliRunner
 
 from ag2net import Hub, HubClient
-from ag2net.bundle import make_bundle, write_bundle
+from ag2net.bundle import write_bundle
 from ag2net.bundle.traces_in import NOT_IN_FILE
 from ag2net.cli import app as cli_app
+from ag2net.cli.bundle import make_bundle
 from ag2net.store import SqliteStore
 from tui import launch as launch_module
 from tui.app import WorkbenchApp
@@ -100,7 +101,10 @@ async def show_turn(app: WorkbenchApp, pilot: Any, cid: str, agent_id: str) -> s
     view = app.projected_view
     await until(lambda: view.data is not None and view.data.channel_id == cid, timeout=10)
     view.select_participant(agent_id)
-    await until(lambda: view.data is not None and view.data.participant_id == agent_id and view.data.turn is not None, timeout=10)
+    await until(
+        lambda: view.data is not None and view.data.participant_id == agent_id and view.data.turn is not None,
+        timeout=10,
+    )
     view.query_one("#pv-tabs", TabbedContent).active = "pv-tab-turn"
     await pilot.pause()
     return plain(view.query_one("#pv-turn", Static).content)
@@ -111,7 +115,11 @@ async def test_open_a_bundle_shows_its_channels_tail_and_a_turn_read_only(demo_d
     research = steps["consult_research"]
     bundle = await make_bundle(str(db), research, follow_causation=True)
     path = write_bundle(bundle, tmp_path / "repro.ag2b")
-    before = hashlib.sha256(path.read_bytes()).digest(), path.stat().st_mtime_ns, sorted(p.name for p in tmp_path.iterdir())
+    before = (
+        hashlib.sha256(path.read_bytes()).digest(),
+        path.stat().st_mtime_ns,
+        sorted(p.name for p in tmp_path.iterdir()),
+    )
     researcher = next(a["agent_id"] for a in bundle.agents if a["name"] == "researcher")
     expected = {md["channel_id"] for md in bundle.channels}
 
@@ -130,7 +138,11 @@ async def test_open_a_bundle_shows_its_channels_tail_and_a_turn_read_only(demo_d
     assert seen["connection"] == "bundle repro.ag2b · read-only: an in-memory copy, nothing is saved"
     assert seen["title"] == "repro bundle repro.ag2b (read-only copy: posts are not saved)"
     assert any("not saved to the file" in n for n in seen["notes"])
-    after = hashlib.sha256(path.read_bytes()).digest(), path.stat().st_mtime_ns, sorted(p.name for p in tmp_path.iterdir())
+    after = (
+        hashlib.sha256(path.read_bytes()).digest(),
+        path.stat().st_mtime_ns,
+        sorted(p.name for p in tmp_path.iterdir()),
+    )
     assert after == before  # nothing written to the file or beside it
 
 
@@ -166,7 +178,11 @@ def ag2_records(otlp: dict[str, Any]) -> list[dict[str, Any]]:
                         "status_message": s["status"].get("message"),
                         "attributes": _attrs(s["attributes"]),
                         "events": [
-                            {"name": e["name"], "at": _iso(int(e["timeUnixNano"])), "attributes": _attrs(e["attributes"])}
+                            {
+                                "name": e["name"],
+                                "at": _iso(int(e["timeUnixNano"])),
+                                "attributes": _attrs(e["attributes"]),
+                            }
                             for e in s.get("events") or []
                         ],
                         "links": [],
@@ -182,7 +198,9 @@ def _iso(ns: int) -> str:
 
 
 @pytest.mark.parametrize("layout", ["otlp-json", "ag2-spans-jsonl"])
-async def test_open_traces_shows_channels_tail_and_turns_and_says_what_the_file_lacks(demo_db, tmp_path, layout) -> None:
+async def test_open_traces_shows_channels_tail_and_turns_and_says_what_the_file_lacks(
+    demo_db, tmp_path, layout
+) -> None:
     db, steps = demo_db
     pairing = steps["pairing"]
     runner = CliRunner()
@@ -232,7 +250,10 @@ async def test_open_traces_shows_channels_tail_and_turns_and_says_what_the_file_
     assert seen["rows"] >= len(envelope_spans)
     assert seen["label"] == f"conversation·{pairing[-4:]}"
     assert seen["turns"] == critic_turns > 1  # the critic's turns there, each from its invoke_agent span
-    assert f"Turn {critic_turns} of {critic_turns}" in seen["turn"] and "decisions go to an audit table" in seen["turn"]
+    assert (
+        f"Turn {critic_turns} of {critic_turns}" in seen["turn"]
+        and "decisions go to an audit table" in seen["turn"]
+    )
     assert seen["connection"].startswith("traces ") and "read-only" in seen["connection"]
     notes = " ".join(seen["notes"])
     assert "envelopes carry no content in a trace" in notes and NOT_IN_FILE in notes
@@ -247,7 +268,11 @@ async def test_traces_without_content_say_so_in_the_turn(demo_db, tmp_path) -> N
     doc = json.loads(export.read_text(encoding="utf-8"))
     spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     critic_id = next(
-        a["value"]["stringValue"] for s in spans if s["name"] == "invoke_agent critic" for a in s["attributes"] if a["key"] == "gen_ai.agent.id"
+        a["value"]["stringValue"]
+        for s in spans
+        if s["name"] == "invoke_agent critic"
+        for a in s["attributes"]
+        if a["key"] == "gen_ai.agent.id"
     )
 
     async def check(app: WorkbenchApp, pilot: Any, seen: dict[str, Any]) -> None:
@@ -255,7 +280,11 @@ async def test_traces_without_content_say_so_in_the_turn(demo_db, tmp_path) -> N
 
     seen = await open_in_workbench(export, check)
     count = critic_turn_count(db, pairing, critic_id)
-    assert f"Turn {count} of {count}" in seen["turn"] and NOT_IN_FILE in seen["turn"] and "reply: (none)" in seen["turn"]
+    assert (
+        f"Turn {count} of {count}" in seen["turn"]
+        and NOT_IN_FILE in seen["turn"]
+        and "reply: (none)" in seen["turn"]
+    )
     assert any("exported without message content" in n for n in seen["notes"])
 
 
@@ -281,7 +310,10 @@ def test_bad_open_input_is_one_sentence_with_exit_code_2(tmp_path) -> None:
         result = runner.invoke(cli_app, ["tui", *args])
         lines = [ln for ln in result.output.strip().splitlines() if ln.strip()]
         assert result.exit_code == 2 and len(lines) == 1, (args, result.output)
-        assert lines[0].startswith("Error: ") and needle in lines[0] and "Traceback" not in result.output, (args, lines)
+        assert lines[0].startswith("Error: ") and needle in lines[0] and "Traceback" not in result.output, (
+            args,
+            lines,
+        )
 
 
 async def test_web_open_serves_the_file_on_an_in_memory_hub(demo_db, tmp_path, capsys) -> None:
