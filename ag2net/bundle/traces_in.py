@@ -326,6 +326,12 @@ class _Builder:
             channels.append(self._channel_record(cid, ch, rows, manifests))
             for seq, e in enumerate(rows, start=1):
                 envelopes.append({"channel_id": cid, "seq": seq, "envelope": Envelope(**e).to_dict()})
+        if any(md["manifest"]["type"] == "consulting" for md in channels):
+            self._note(
+                "delegate",
+                "a trace has no envelope depths or texts, so the causation tree does not link a delegate call to "
+                "the consulting channel it opened",
+            )
         if any(e["event_data"] for e in self.envelopes.values()):
             self._note("envelopes", "envelopes carry no content in a trace: their text reads " + NOT_IN_FILE)
         return Bundle(
