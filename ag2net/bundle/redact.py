@@ -98,8 +98,9 @@ class Redactor:
         for part in parts:
             if part == "keys":
                 rules += [Rule("key", re.compile(p)) for p in KEY_PATTERNS]
-                values = sorted({v for k in SECRET_ENV if len(v := env.get(k, "").strip()) >= 8}, key=len)
-                rules += [Rule("key", re.compile(re.escape(v))) for v in reversed(values)]
+                found = {str(env.get(k) or "").strip() for k in SECRET_ENV}
+                values: list[str] = sorted((v for v in found if len(v) >= 8), key=len, reverse=True)
+                rules += [Rule("key", re.compile(re.escape(v))) for v in values]
                 kinds.append("keys")
             elif part == "emails":
                 rules.append(Rule("email", re.compile(EMAIL_PATTERN)))

@@ -75,6 +75,9 @@ async def open_in_workbench(path: Path, check) -> dict[str, Any]:
     async def no_hub(path):  # --open never opens a database
         raise AssertionError("open_hub called for --open")
 
+    async def no_network(func, hub):
+        raise AssertionError("run_network called for --open")
+
     original = WorkbenchApp.run_async
     WorkbenchApp.run_async = drive  # type: ignore[method-assign]
     try:
@@ -88,7 +91,7 @@ async def open_in_workbench(path: Path, check) -> dict[str, Any]:
             token=None,
             operator_token=None,
             open_hub=no_hub,
-            run_network=no_hub,
+            run_network=no_network,
             open_path=path,
         )
     finally:
@@ -242,7 +245,9 @@ async def test_open_traces_shows_channels_tail_and_turns_and_says_what_the_file_
         await until(lambda: app.tail.row_count >= len(envelope_spans), timeout=10)
         seen["rows"] = app.tail.row_count
         seen["turn"] = await show_turn(app, pilot, pairing, critic_id)
-        seen["turns"] = len(app.projected_view.data.turns)
+        data = app.projected_view.data
+        assert data is not None
+        seen["turns"] = len(data.turns)
         seen["label"] = app.channel_list.label_of(pairing)
 
     seen = await open_in_workbench(path, check)
