@@ -59,16 +59,10 @@ class Source:
 def read_source(db: str, channel: str) -> Source:
     """The records of the database at ``db`` (a path or a URL), read once read-only, for the channel
     ``channel`` names (a label, a tail, an id or a prefix); ``BundleError`` (one sentence) otherwise."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
-    from ag2net.store import is_database_url
+    from ag2net.cli.wal import PostgresWalReader, WalReadError, open_reader
 
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        raise BundleError(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        raise BundleError(f"--db {db!r} is a directory; give the path of an ag2net database file")
     try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+        with open_reader(db) as reader:
             cid = reader.resolve(channel).channel_id
             if isinstance(reader, PostgresWalReader):
                 agents = reader._run(reader._store.load_agents())
