@@ -172,9 +172,10 @@ def bundle_cmd(
         ),
     ] = None,
 ) -> None:
-    """Write one channel of a database as a repro bundle: its WAL, the identities, skills and rules it needs,
-    every turn record and the recorded tool results; open it with ag2net tui --open FILE. Never writes the
-    database."""
+    """Write a channel of a database as a repro bundle to share (redacted on request); never writes the database.
+
+    The bundle holds its WAL, the identities, skills and rules it needs, every turn record and the recorded
+    tool results; open it with: ag2net tui --open FILE."""
     from ag2net.bundle import RedactionError, write_bundle
 
     try:
