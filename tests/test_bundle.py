@@ -253,3 +253,31 @@ def test_every_bad_input_is_one_sentence_with_exit_code_2(demo, tmp_path):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     assert "not an ag2net database" in one_sentence(*run("bundle", "--db", str(empty), cid, "-o", out))
+
+
+async def test_a_postgres_database_by_url_gives_the_same_records_as_sqlite(pg_server, demo):
+    from ag2net.store import open_store
+
+    url = await pg_server.fresh_url()
+    hub = await Hub.open(open_store(url), **quiet())
+    hc = HubClient.local(hub)
+    try:
+        network = await run_demo(hc)
+        cid = next(c for c, step in network.steps.items() if step == "pairing")
+    finally:
+        await hc.close()
+        await hub.close()
+    bundle = await make_bundle(url, cid, follow_causation=True)
+    assert [md["channel_id"] for md in bundle.channels] == [cid]
+    assert len(bundle.envelopes) == 20 and len(bundle.turns) == 15
+    assert sorted(a["name"] for a in bundle.agents) == ["coder", "critic"]
+    assert "password" not in json.dumps(bundle.header) and url not in json.dumps(bundle.header)
+
+    replayed = await open_bundle_hub(bundle)
+    try:
+        async with await fork(replayed, cid, 1) as box:
+            assert compare(await replay(replayed, box, timeout=60)).verdict == (
+                "completed: 20 of 20 envelopes reproduced"
+            )
+    finally:
+        await replayed.close()
