@@ -56,28 +56,32 @@ class Source:
         return store
 
 
-def read_source(db: str, channel: str) -> Source:
+def read_source(db: str, channel: str, *, everything: bool = True) -> Source:
     """The records of the database at ``db`` (a path or a URL), read once read-only, for the channel
-    ``channel`` names (a label, a tail, an id or a prefix); ``BundleError`` (one sentence) otherwise."""
+    ``channel`` names (a label, a tail, an id or a prefix); ``BundleError`` (one sentence) otherwise.
+    Without ``everything`` only that channel's WAL and turn records are read (no causation to follow)."""
     from ag2net.cli.wal import PostgresWalReader, WalReadError, open_reader
 
     try:
         with open_reader(db) as reader:
             cid = reader.resolve(channel).channel_id
+            only = None if everything else cid
             if isinstance(reader, PostgresWalReader):
                 agents = reader._run(reader._store.load_agents())
-                turns = list(reversed(reader._run(reader._store.list_turns(limit=ALL))))
+                turns = list(reversed(reader._run(reader._store.list_turns(channel_id=only, limit=ALL))))
                 tasks = reader._run(reader._store.load_tasks())
             else:
                 conn = reader._conn
                 agents = [json.loads(r[0]) for r in conn.execute("SELECT record FROM agents ORDER BY ord")]
-                turns = [json.loads(r[0]) for r in conn.execute("SELECT record FROM turns ORDER BY ord")]
+                query = "SELECT record FROM turns WHERE ? IS NULL OR channel_id = ? ORDER BY ord"
+                turns = [json.loads(r[0]) for r in conn.execute(query, (only, only))]
                 tasks = [json.loads(r[0]) for r in conn.execute("SELECT record FROM tasks ORDER BY ord")]
             wal = {
                 md.channel_id: [
                     data for _, data in reader.envelopes(md.channel_id, 1, reader.wal_count(md.channel_id))
                 ]
                 for md in reader.channels
+                if everything or md.channel_id == cid
             }
             channels = [md.to_dict() for md in reader.channels]
             labels = dict(reader.labels)
@@ -98,7 +102,7 @@ async def make_bundle(
     """The bundle of ``channel`` (a label, a tail, an id or a prefix) of the database ``db`` (a SQLite path or a
     ``postgresql://`` URL, opened read-only); write it with ``ag2net.bundle.write_bundle``."""
     redactor = Redactor.parse(redact)
-    source = await asyncio.to_thread(read_source, db, channel)
+    source = await asyncio.to_thread(read_source, db, channel, everything=follow_causation)
     return await collect(
         await source.store(),
         source.channel_id,
