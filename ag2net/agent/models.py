@@ -49,6 +49,9 @@ class ModelCall:
     prior: int = 0
     round: int = 0
     params: dict[str, Any] = field(default_factory=dict)
+    #: What the model answered this call, when the model (or the agent) keeps it here: its usage, response
+    #: id and finish reason reach the turn record's ``rounds`` from it. Not part of the request (``digest``).
+    response: ModelResponse | None = field(default=None, compare=False, repr=False)
 
     @property
     def tool_names(self) -> list[str]:
@@ -123,13 +126,31 @@ def _copy_event(event: BaseEvent) -> BaseEvent:
     return copy.copy(event)
 
 
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
+"""The usage keys a response carries: OpenAI's names, the nested details flattened (``cached_tokens`` from
+``prompt_tokens_details``, ``reasoning_tokens`` from ``completion_tokens_details``); a server that reports
+prompt-cache writes adds ``cache_creation_tokens``."""
+
+PROVIDER = "provider"
+"""``ModelResponse.usage_method`` (and ``TurnRecord.token_method``) of figures the model's server reported."""
+
+
 @dataclass(slots=True)
 class ModelResponse:
-    """What a model answered: text, tool calls (possibly both), and token usage."""
+    """What a model answered: text, tool calls (possibly both), and token usage.
+
+    ``usage`` has the keys of ``USAGE_KEYS`` that are known; ``usage_method`` says where they came from:
+    ``"provider"`` (the server reported them) or a counter's method (``"heuristic"``, ``"tiktoken:…"``)
+    when they are an estimate. ``response_id`` and ``finish_reason`` are the server's when it gave them;
+    ``retries`` has one sentence per failed attempt that was retried before this answer came."""
 
     content: str | None = None
     tool_calls: list[ToolCallEvent] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    usage_method: str = PROVIDER
+    response_id: str | None = None
+    finish_reason: str | None = None
+    retries: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -162,8 +183,9 @@ class ScriptedModel:
     number; with ``loop=True`` the script starts again from its first turn instead (tool calls are
     re-issued with fresh ids). Every received call is recorded, as a snapshot, in ``calls``.
 
-    ``usage`` (unless a turn is a ``ModelResponse`` carrying its own) is estimated with
-    ``ag2net.agent.tokens`` so demo figures look plausible.
+    ``usage`` (unless a turn is a ``ModelResponse`` carrying its own, which counts as the provider's) is
+    estimated with ``ag2net.agent.tokens`` so demo figures look plausible, and labelled so (``usage_method``).
+    Each answer is kept on the call it answers (``ModelCall.response``).
     """
 
     def __init__(self, *turns: Turn, name: str = "scripted", loop: bool = False) -> None:
@@ -208,7 +230,8 @@ class ScriptedModel:
                 raise turn
         response = self._as_response(turn, index + 1, fresh_ids)
         if not response.usage:
-            response.usage = _estimate_usage(request, response)
+            response.usage, response.usage_method = _estimate_usage(request, response)
+        request.response = response
         return response
 
     def _as_response(self, turn: Any, number: int, fresh_ids: bool) -> ModelResponse:
@@ -231,16 +254,19 @@ class ScriptedModel:
         return ToolCallEvent(call.name, call.arguments, uuid.uuid4().hex if fresh_id else call.id)
 
 
-def _estimate_usage(request: ModelCall, response: ModelResponse) -> dict[str, int]:
+def _estimate_usage(request: ModelCall, response: ModelResponse) -> tuple[dict[str, int], str]:
     breakdown = estimate_call(request)
     completion = estimate_tokens(response.content or "") + sum(
         estimate_tokens(f"{c.name}{c.arguments}") for c in response.tool_calls
     )
     prompt = int(breakdown["total"])
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return usage, str(breakdown["method"])
 
 
 __all__ = [
+    "PROVIDER",
+    "USAGE_KEYS",
     "Model",
     "ModelCall",
     "ModelError",

@@ -18,7 +18,7 @@ from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, 
 from ag2net.breakpoints import ACTIONS, TURN, Decision
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.client.channel import Channel
-from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds
+from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds, turn_usage
 from ag2net.envelope import (
     EV_CHANNEL_INVITE,
     EV_PACKET,
@@ -291,7 +291,9 @@ def _fill_from_calls(
     approvals: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> None:
     """Copy what the model actually received (its first call) and the tool traffic into the record (a call a
-    person approved, denied or edited carries ``approval``: ``{"action", "by", "reason"[, "arguments"]}``)."""
+    person approved, denied or edited carries ``approval``: ``{"action", "by", "reason"[, "arguments"]}``), each
+    call's answer into ``rounds`` (its usage as the server reported it, response id, finish reason, retries)
+    and the turn's token totals into ``tokens`` (``token_method``: ``"provider"`` or the estimate's method)."""
     from ag2net.agent.tokens import default_counter
 
     counter = default_counter()
@@ -304,7 +306,9 @@ def _fill_from_calls(
         record.inputs = list(first.inputs)
         record.model_params = dict(first.params)
     record.rounds = turn_rounds(calls, events)
-    record.token_method = counter.method
+    record.parts_method = counter.method
+    totals, record.token_method = turn_usage(calls, counter)
+    record.tokens.update(totals)
     record.tokens.update(
         {
             "system": counter.count_system(record.system_prompt),

@@ -31,7 +31,12 @@ class TurnRecord(Record):
     view: dict[str, Any] = field(default_factory=dict)
     reply: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: The parts of what the first call was sent (``system``, ``history``, ``tools``, ``input``) and the reply
+    #: (``output``), counted by ag2net (``parts_method``); and the turn's totals over all its model calls
+    #: (``prompt``, ``completion``, ``cached``, ``reasoning``, ``total``; ``cache_creation`` when reported).
     tokens: dict[str, int] = field(default_factory=dict)
+    #: How the totals were counted: ``"provider"`` (every call's usage as the server reported it), a counter's
+    #: method (``"heuristic"``, ``"tiktoken:…"``: estimated) or ``"provider+heuristic"`` (some of each).
     token_method: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     reply_envelope_id: str | None = None
@@ -47,6 +52,9 @@ class TurnRecord(Record):
     #: ``answer``, ``skip``; a ``continue`` is kept too), ``by`` (their name), an edit's ``changed``
     #: (``["messages", "system_prompt"]``). ``operator_label`` words it ("answered by alice").
     operator: dict[str, Any] = field(default_factory=dict)
+    #: How the parts in ``tokens`` were counted (``"heuristic"`` or ``"tiktoken:…"``); records from before
+    #: provider usage have it empty, and their ``token_method`` is that count's.
+    parts_method: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnRecord:
@@ -74,6 +82,7 @@ class TurnRecord(Record):
             rounds=[dict(r) for r in data.get("rounds") or []],
             model_params=dict(data.get("model_params") or {}),
             operator=dict(data.get("operator") or {}),
+            parts_method=data.get("parts_method") or "",
         )
 
 
@@ -117,8 +126,80 @@ def turn_rounds(calls: list[Any], events: list[BaseEvent]) -> list[dict[str, Any
     rounds = []
     for n, call in enumerate(calls):
         answer = answers[n] if n < len(answers) else {"tool_calls": [], "content": None}
-        rounds.append({"request": call.digest(), **answer})
+        rounds.append({"request": call.digest(), **answer, **_answered_with(call)})
     return rounds
+
+
+def _answered_with(call: Any) -> dict[str, Any]:
+    """What a round keeps of a call's answer (``ModelCall.response``): ``usage`` when the server reported it
+    (never an estimate), ``response_id``, ``finish_reason`` and the retried failures' sentences."""
+    from ag2net.agent.models import PROVIDER
+
+    response = getattr(call, "response", None)
+    if response is None:
+        return {}
+    out: dict[str, Any] = {}
+    if response.usage and response.usage_method == PROVIDER:
+        out["usage"] = dict(response.usage)
+    if response.response_id:
+        out["response_id"] = str(response.response_id)
+    if response.finish_reason:
+        out["finish_reason"] = str(response.finish_reason)
+    if response.retries:
+        out["retries"] = list(response.retries)
+    return out
+
+
+_TOTALS = {
+    "prompt_tokens": "prompt",
+    "completion_tokens": "completion",
+    "cached_tokens": "cached",
+    "reasoning_tokens": "reasoning",
+    "cache_creation_tokens": "cache_creation",
+}
+
+
+def turn_usage(calls: list[Any], counter: Any) -> tuple[dict[str, int], str]:
+    """The turn's token totals over its model calls and how they were counted (``TurnRecord.token_method``).
+
+    A call whose answer carries the server's usage counts as reported (``"provider"``); any other call is
+    estimated with ``counter`` (what it was sent, and the text and tool calls it answered), or with the
+    estimate its model made. The totals have ``prompt``, ``completion``, ``cached``, ``reasoning``, ``total``
+    (and ``cache_creation`` when a server reported it)."""
+    from ag2net.agent.models import PROVIDER
+
+    totals = {"prompt": 0, "completion": 0, "cached": 0, "reasoning": 0}
+    methods: list[str] = []
+    for call in calls:
+        response = getattr(call, "response", None)
+        if response is not None and response.usage:
+            usage, method = response.usage, response.usage_method or PROVIDER
+        else:
+            usage, method = _estimate(call, response, counter), counter.method
+        methods.append(PROVIDER if method == PROVIDER else method)
+        for key, name in _TOTALS.items():
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[name] = totals.get(name, 0) + value
+    totals["total"] = totals["prompt"] + totals["completion"]
+    estimated = sorted({m for m in methods if m != PROVIDER})
+    if not methods:
+        return totals, counter.method
+    if not estimated:
+        return totals, PROVIDER
+    if len(estimated) == len(set(methods)):
+        return totals, estimated[0]
+    return totals, f"{PROVIDER}+{estimated[0]}"
+
+
+def _estimate(call: Any, response: Any, counter: Any) -> dict[str, int]:
+    prompt = int(counter.count_call(call)["total"])
+    completion = 0
+    if response is not None:
+        completion = counter.count(response.content or "") + sum(
+            counter.count(c.name + c.arguments) for c in response.tool_calls
+        )
+    return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
 def recorded_view_spec(view: Any, metadata: Any = None, participant_id: str = "") -> dict[str, Any]:
@@ -267,4 +348,5 @@ __all__ = [
     "project_for",
     "recorded_view_spec",
     "turn_rounds",
+    "turn_usage",
 ]
