@@ -11,6 +11,11 @@ Example ``~/.config/ag2net/workbench.toml``::
     "tail.follow" = "f"
     "app.compose" = "ctrl+e"
 
+    [prices."gpt-4o"]            # dollars per million tokens (see ag2net.costs); over the built-in table
+    input = 2.50
+    cached_input = 1.25
+    output = 10.00
+
 Errors are one sentence naming the key and the file.
 """
 
@@ -66,6 +71,21 @@ def screenshot_failure(folder: Path, error: BaseException) -> str:
     return f"the screenshot was not saved in {folder} ({reason}); make the folder writable or start the workbench elsewhere"
 
 
+class PriceSetting(BaseModel):
+    """One model's prices in ``[prices."MODEL"]``: dollars per million tokens (``cached_input`` defaults to
+    ``input``; ``cache_write`` only for providers that bill cache writes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+
+PRICE_KEYS = ("input", "cached_input", "output", "cache_write")
+
+
 class Settings(BaseModel):
     """Everything the workbench reads from its settings file."""
 
@@ -77,6 +97,7 @@ class Settings(BaseModel):
     human_name: str = "me"
     keys: dict[str, str] = Field(default_factory=dict)
     first_page: int = Field(default=500, ge=10, le=100_000)
+    prices: dict[str, PriceSetting] = Field(default_factory=dict)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("database", mode="before")
@@ -93,6 +114,27 @@ class Settings(BaseModel):
             if not keys.strip():
                 raise ValueError(f'key for {binding_id!r} is empty; write e.g. "{binding_id}" = "f"')
         return value
+
+    def price_table(self, environ: Any = None) -> Any:
+        """The price table the workbench costs turns with: the built-in prices, this file's ``[prices]`` over
+        them, ``AG2NET_PRICES`` over both (``ag2net.costs.price_table``). A bad ``AG2NET_PRICES`` raises
+        ``SettingsError`` in one sentence naming the variable."""
+        from ag2net.costs import Price, price_table
+
+        mine = {
+            model: Price(
+                input=entry.input,
+                cached_input=entry.input if entry.cached_input is None else entry.cached_input,
+                output=entry.output,
+                cache_write=entry.cache_write,
+                source=f"settings file {self.source or default_config_path()}",
+            )
+            for model, entry in self.prices.items()
+        }
+        try:
+            return price_table(mine, environ=environ)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
 
     @property
     def drafts_path(self) -> Path:
@@ -120,6 +162,11 @@ def load_settings(path: Path | str | None = None, *, must_exist: bool = False) -
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden" and len(error["loc"]) == 3 and error["loc"][0] == "prices":
+            raise SettingsError(
+                f"unknown key {key!r} in {file}; a model's prices are {', '.join(PRICE_KEYS)} (dollars per "
+                "million tokens)"
+            ) from None
         if error["type"] == "extra_forbidden":
             known = ", ".join(k for k in Settings.model_fields if k != "source")
             raise SettingsError(f"unknown key {key!r} in {file}; known keys are {known}") from None
@@ -197,6 +244,8 @@ def keymap_conflicts(settings: Settings, app_class: type, classes: Iterable[type
 
 
 __all__ = [
+    "PRICE_KEYS",
+    "PriceSetting",
     "Settings",
     "SettingsError",
     "check_keymap",
