@@ -41,6 +41,8 @@ from ag2net.agent.budget import normalize_model
 
 PRICES_ENV = "AG2NET_PRICES"
 PROVIDER = "provider"
+NO_CALL = "no model call"
+"""``TurnTokens.method`` of a turn that called no model (a person answered in the agent's place)."""
 PER = 1_000_000
 
 
@@ -251,6 +253,8 @@ def turn_tokens(record: Any) -> TurnTokens:
             cache_creation=_int(tokens.get("cache_creation")),
             method=method,
         )
+    if not tokens and _get(record, "model_calls", None) == 0:
+        return TurnTokens(prompt=0, cached=0, completion=0, method=NO_CALL)
     prompt = sum(_int(tokens.get(k)) for k in ("system", "history", "tools", "input"))
     return TurnTokens(prompt=prompt, cached=0, completion=_int(tokens.get("output")), method=method)
 
@@ -274,13 +278,15 @@ class TurnCost:
 
     @property
     def estimated(self) -> bool:
-        return not self.tokens.provider
+        return not self.tokens.provider and self.tokens.method != NO_CALL
 
     @property
     def label(self) -> str:
         """``$0.0123 (provider)``, ``~$0.0123 (estimate, heuristic)``, ``no price for model 'llama3'``."""
         if self.dollars is None:
             return self.reason
+        if self.tokens.method == NO_CALL:
+            return "$0 (no model call)"
         if self.tokens.provider:
             return f"{format_dollars(self.dollars)} (provider usage)"
         return f"~{format_dollars(self.dollars)} (estimate, {self.tokens.method})"
@@ -428,6 +434,7 @@ def format_dollars(dollars: float) -> str:
 
 __all__ = [
     "BUILTIN_PRICES",
+    "NO_CALL",
     "PRICES_ENV",
     "CostSum",
     "Price",

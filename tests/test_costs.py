@@ -104,6 +104,13 @@ def test_an_old_record_is_costed_from_its_counted_parts():
     assert turn_cost(old, price_table(environ={})).estimated
 
 
+def test_a_turn_a_person_answered_cost_nothing_and_says_so():
+    answered = TurnRecord(channel_id="c", agent_id="a", trigger_envelope_id="e", model_calls=0, reply="done")
+    answered.model_params = {"model": "gpt-4o"}
+    cost = turn_cost(answered, price_table(environ={}))
+    assert (cost.dollars, cost.label, cost.estimated) == (0.0, "$0 (no model call)", False)
+
+
 def test_costs_add_up_per_agent_and_per_channel():
     table = price_table(environ={})
     records = [
