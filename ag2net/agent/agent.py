@@ -516,7 +516,10 @@ class _ToolLoop:
                 params=self.params,
             )
             self.calls.append(call)
-            return await self.model.complete(call)
+            response = await self.model.complete(call)
+            if call.response is None:  # any model's answer reaches the turn record's rounds (usage, id)
+                call.response = response
+            return response
 
         return complete
 

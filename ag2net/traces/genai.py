@@ -47,6 +47,14 @@ ATTR_TURN_ID = "ag2.network.turn_id"
 
 #: Values of ``gen_ai.output.messages[].finish_reason`` the conventions name.
 FINISH_REASONS = ("stop", "length", "content_filter", "tool_call", "error")
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_call",
+    "function_call": "tool_call",
+}
+"""A provider's ``finish_reason`` (``rounds[n].finish_reason``) in the conventions' words."""
 
 _TRUE = {"1", "true", "yes", "on", "span_only", "span_and_event"}
 
@@ -244,7 +252,7 @@ def rounds_of(record: dict[str, Any]) -> list[Round]:
         if last:  # tool calls no round names (a record cut short) belong to the last call
             answered += [c for i, c in calls.items() if str(i) not in used]
         content = entry.get("content")
-        finish = "tool_call" if answered else "stop"
+        finish = _FINISH.get(str(entry.get("finish_reason") or ""), "tool_call" if answered else "stop")
         if last and record.get("error"):
             finish = "error"
         out.append(
