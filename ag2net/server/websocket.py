@@ -377,6 +377,12 @@ class WsServer:
             await self.hub.detach_endpoint(endpoint)
 
     async def shutdown(self) -> None:
+        waiting = getattr(self.hub, "waiting", None)
+        if waiting is not None and any(item.state == "waiting" for item in waiting.items.values()):
+            # what is held is answered while its senders are still connected (the hub's close would
+            # answer it too, but by then their sockets are gone and they read a lost connection)
+            self.hub.stepping.stop()
+            await asyncio.sleep(0.1)  # the answers' frames go out before the connections close
         for endpoint in list(self.endpoints.values()):
             await endpoint.shutdown()
 
