@@ -118,6 +118,7 @@ class Admission:
             and self.append_group is not None
             and not lock.held_here
             and not is_protocol_event(env.event_type)
+            and (lock.busy or lock.waiting)  # a free lock, nobody queued: this post is a group of one
         ):
             return await self._admit_queued(lock, env)
         async with lock:

@@ -168,6 +168,7 @@ class Delivery(DeliveryBook):
         bindings = self.bindings
         mailboxes = self.mailboxes
         unacked = self.unacked
+        fired = self.pressure_fired
         for rid in targets:
             endpoint = bindings.get(rid)
             if endpoint is None:
@@ -177,9 +178,16 @@ class Delivery(DeliveryBook):
                 if pending is None:
                     pending = unacked[rid] = set()
                 pending.add(envelope_id)
-                rec = agents[rid]
-                if rec.rule.limits.inbox.max_pending > 0:
-                    self.check_pressure(rid, rec, len(pending))
+                inbox = agents[rid].rule.limits.inbox
+                cap = inbox.max_pending
+                if cap > 0:
+                    # check_pressure's test, inline: it acts only at or past the high-water mark, or to
+                    # re-arm a recipient that fired before
+                    high = inbox.high_water
+                    if high is None:
+                        high = max(1, int(0.8 * cap))
+                    if high > 0 and (len(pending) >= high or rid in fired):
+                        self.check_pressure(rid, agents[rid], len(pending))
             mailbox = mailboxes.get(rid)
             if mailbox is None:
                 mailbox = mailboxes[rid] = Mailbox(rid, endpoint, self.dispatch_failed)

@@ -54,7 +54,7 @@ class Mailbox:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
-            if not waiter.done():
+            if not waiter.done():  # cancelled with its pump (a loop shutting down)
                 waiter.set_result(None)
         elif self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._pump())
@@ -68,21 +68,28 @@ class Mailbox:
 
     async def _pump(self) -> None:
         loop = asyncio.get_running_loop()
+        urgent, normal = self._levels[0], self._levels[1]
+        recipient_id = self.recipient_id
         while True:
-            envelope = self._pop()
-            if envelope is None:
-                waiter = self._waiter = loop.create_future()
-                await waiter
-                continue
+            # the common case first: nothing urgent, the next normal envelope (else _pop's full order)
+            if normal and not urgent:
+                self._size -= 1
+                envelope = normal.popleft()
+            else:
+                envelope = self._pop()
+                if envelope is None:
+                    waiter = self._waiter = loop.create_future()
+                    await waiter
+                    continue
             endpoint = self.endpoint
             if endpoint is None:
                 continue
             try:
-                await endpoint.notify(self.recipient_id, envelope)
+                await endpoint.notify(recipient_id, envelope)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a broken endpoint must not stop other deliveries
-                await self.on_failed(envelope, self.recipient_id, exc)
+                await self.on_failed(envelope, recipient_id, exc)
 
     def clear(self) -> None:
         for level in self._levels:

@@ -243,8 +243,10 @@ class LocalLinkClient:
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
     ) -> None:
-        hub = self._need_hub()
-        self.attach()
+        hub = self.hub
+        if hub is None or not self._attached:  # one per delivery: the attached case without a call
+            hub = self._need_hub()
+            self.attach()
         hub.handle_receipt(self._endpoint, envelope_id, status, recipient_id, channel_id, reason)
 
     def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:

@@ -40,6 +40,7 @@ import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from ag2net.ids import utc_now
@@ -216,6 +217,10 @@ class SqliteStore(SqlStore):
         self._block_reader: sqlite3.Connection | None = None  # read_wal_block's, opened on first use
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: The writer's time inside transactions (seconds, fsync included) and their number, since
+        #: construction: what ``bench/hub.py`` compares with the event loop's time (a pipelining ceiling).
+        self.commit_seconds = 0.0
+        self.commits = 0
         self._reset_writer_state()
 
     def _reset_writer_state(self) -> None:
@@ -500,6 +505,15 @@ class SqliteStore(SqlStore):
     # --- the writer: execution (loop thread or writer thread, never both) ---
 
     def _write_batch(self, ops: list[Op]) -> list:
+        """``_write_transaction``, timed (``commit_seconds``, ``commits``); only the writer updates them."""
+        start = perf_counter()
+        try:
+            return self._write_transaction(ops)
+        finally:
+            self.commit_seconds += perf_counter() - start
+            self.commits += 1
+
+    def _write_transaction(self, ops: list[Op]) -> list:
         """Apply ``ops`` in one transaction; if it fails for any reason, retry them one by one.
 
         One caller's bad write (a constraint, text SQLite cannot bind, a fault raised by the database)
