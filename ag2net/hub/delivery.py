@@ -182,11 +182,10 @@ class Delivery(DeliveryBook):
                 cap = inbox.max_pending
                 if cap > 0:
                     # check_pressure's test, inline: it acts only at or past the high-water mark, or to
-                    # re-arm a recipient that fired before
+                    # re-arm a recipient that fired before (``pending`` holds one at least, so the mark's
+                    # floor of 1 needs no max; a mark <= 0 is check_pressure's to ignore)
                     high = inbox.high_water
-                    if high is None:
-                        high = max(1, int(0.8 * cap))
-                    if high > 0 and (len(pending) >= high or rid in fired):
+                    if rid in fired or len(pending) >= (int(0.8 * cap) if high is None else high):
                         self.check_pressure(rid, agents[rid], len(pending))
             mailbox = mailboxes.get(rid)
             if mailbox is None:
