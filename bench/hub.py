@@ -5,6 +5,12 @@ Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside 
   participant (a human) consumes every delivery; envelopes/s until the last delivery, and the time
   per envelope of the first and the last tenth of the run.
 - ``e2e_pipelined``: the same with 64 posts in flight.
+  Each e2e line also gives the store writer's transactions (``envelopes_per_transaction``), its share of the
+  wall time (``writer_busy_share``, fsync included) and the loop's (``loop_busy_share``); with the writer
+  thread (fsync) ``overlap_ceiling_envelopes_per_s`` = envelopes / max(writer, loop): what overlapping
+  admission with the commits could reach at best with groups of that size. A group split in two to
+  overlap halves ``envelopes_per_transaction``: with a fixed window (64 in flight) that only pays while a
+  transaction costs less than admitting half a group.
 - ``fanout``: 2,000 broadcasts to 20 participants (deliveries/s).
 - ``read_wal``: read_wal of the 20,000-envelope channel (cold from the store and warm from the cache).
 - ``hydrate``: reopen a database holding 100,000 envelopes in 100 channels, after a clean close (adapter
