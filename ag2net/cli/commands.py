@@ -30,6 +30,7 @@ MOUNTED: dict[str, str] = {
     "mcp": "ag2net.mcp.cli:app",
     "export": "ag2net.cli.export:app",
     "bundle": "ag2net.cli.bundle:app",
+    "eval": "ag2net.eval.cli:app",
 }
 """Commands other packages own: name → ``module:typer_app`` (a Typer app with exactly that one command)."""
 

@@ -122,12 +122,17 @@ class Override:
     """What to change for one agent in the replay (None keeps the original).
 
     ``tools``: tool name (or ``"*"``) → tool policy (``ToolPolicy`` or its text); unnamed tools are
-    ``recorded``."""
+    ``recorded``. ``live``: the model a turn no recording answers calls (minimal replay; ``model`` instead
+    answers every turn); ``attach_plugin=False`` attaches the agent without the network plugin;
+    ``skill_md`` replaces its skill card in the sandbox."""
 
     view: Any = None
     system_prompt: str | None = None
     model: Any = None
     tools: dict[str, Any] = field(default_factory=dict)
+    live: Any = None
+    attach_plugin: bool | None = None
+    skill_md: str | None = None
 
 
 # ----------------------------------------------------------------------------------------- tools
@@ -537,16 +542,17 @@ async def _attach(
     done = next((i for i, t in enumerate(mine) if t.replayed), len(mine))
     name = hub.name_for(agent_id)
     recorded = [t.record for t in mine]
-    model = (
-        override.model
-        if override.model is not None
-        else ReplayModel(recorded, name=f"replay-{name}", start=done, agent_name=name)
+    model = override.model or ReplayModel(
+        recorded, name=f"replay-{name}", start=done, agent_name=name, live=override.live
     )
     driver.models[agent_id] = model
     basis = recorded[min(done, len(recorded) - 1)]
     system = override.system_prompt if override.system_prompt is not None else _own_prompt(basis, name)
     agent = Agent(name, model, system_prompt=system)
-    agent_client = await client.attach(agent, name, attach_default_handler=False)
+    if override.skill_md is not None:
+        await hub.set_skill(agent_id, override.skill_md)
+    plugin = override.attach_plugin is not False
+    agent_client = await client.attach(agent, name, attach_default_handler=False, attach_plugin=plugin)
     plugin_names = {t.name for t in agent.tools}
     adapter_names = adapter_tools()
     own = _own_tools(recorded, plugin_names | adapter_names)
@@ -649,10 +655,13 @@ def _own_prompt(record: dict[str, Any], name: str) -> str:
 
 
 async def _settle(hub: Hub, cid: str, count: int, deadline: float, *, exact: bool = True) -> None:
-    """Wait until the channel holds ``count`` envelopes (at least, unless ``exact``) and nothing is queued."""
+    """Wait until the channel holds ``count`` envelopes (at least, unless ``exact``) and nothing is queued;
+    or more than ``count`` (the envelopes up to it are then fixed, however busy the agents stay)."""
     loop = asyncio.get_running_loop()
     while loop.time() < deadline:
         n = hub.wal_count(cid)
+        if n > count:
+            return
         if n >= count and not any(len(m) for m in hub.delivery.mailboxes.values()):
             await asyncio.sleep(0.002)
             if hub.wal_count(cid) == n:
@@ -690,13 +699,15 @@ def _tool_names(turn: dict[str, Any]) -> list[str]:
     return [t.get("function", {}).get("name", "") for t in turn.get("tools") or []]
 
 
-def _answered_by(result: ReplayResult, agent_id: str, record: dict[str, Any] | None) -> str:
+def _answered_by(result: ReplayResult, agent_id: str, record: dict[str, Any] | None, n: int = 0) -> str:
     model = result.models.get(agent_id)
     if record is None:
         return ""
     if isinstance(model, ReplayModel):
-        if record.get("error"):
+        if record.get("error") and model.live is None:
             return "no answer: the replay model has no recorded reply for this request"
+        if n < len(model.marks) and model.marks[n] == "live":
+            return f"the model {getattr(model.live, 'name', None) or type(model.live).__name__}"
         return "the recording"
     name = getattr(model, "name", None) or type(model).__name__
     return f"the model {name}"
@@ -717,7 +728,7 @@ def _compare_turns(result: ReplayResult) -> list[dict[str, Any]]:
                 "agent_id": agent_id,
                 "turn": offset + n + 1,
                 "started_at": (a or b or {}).get("started_at"),
-                "answered_by": _answered_by(result, agent_id, b),
+                "answered_by": _answered_by(result, agent_id, b, n),
                 # "answered by alice", "edited by bob (messages)": a person stepped into the original turn
                 "operator": operator_label(a) if a is not None else "",
             }

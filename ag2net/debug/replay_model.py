@@ -131,7 +131,12 @@ class ReplayModel:
     ``turns`` are the agent's recorded turns in the channel, in order; ``start`` the index of the first
     one after the fork (the turns before it are done). ``params`` are the recorded model's parameters
     (part of the request). ``answered`` lists, per turn this model took, the recorded turn it answered
-    with; ``diverged`` says why it stopped answering (None while it answers)."""
+    with; ``diverged`` says why it stopped answering (None while it answers).
+
+    Minimal replay: with a ``live`` model, a turn whose request no recording answers (or a tool round
+    whose request differs from the recorded round's) is passed to ``live`` instead of failing. ``marks``
+    says, per turn taken, ``"recorded"`` (⟲) or ``"live"`` (●); ``live_calls`` counts the model calls
+    ``live`` answered and ``live_usage`` sums the usage they reported."""
 
     def __init__(
         self,
@@ -141,8 +146,14 @@ class ReplayModel:
         start: int = 0,
         agent_name: str = "",
         params: dict[str, Any] | None = None,
+        live: Any = None,
     ) -> None:
         self.name = name
+        self.live = live
+        self.marks: list[str] = []
+        self.live_calls = 0
+        self.live_usage: dict[str, float] = {}
+        self._live_turn = False
         self.turns = turns
         self.next_turn = start
         self.agent_name = agent_name
@@ -164,14 +175,35 @@ class ReplayModel:
         refusal.events = list(request.turn_events)  # type: ignore[attr-defined]
         return refusal
 
+    async def _ask_live(self, request: ModelCall) -> ModelResponse:
+        """A call no recording answers, passed to the ``live`` model (counted, with its usage)."""
+        if not self._live_turn:
+            self._live_turn, self.current = True, None
+            if self.marks:
+                self.marks[-1] = "live"
+            else:  # pragma: no cover - a tool round always follows a first request
+                self.marks.append("live")
+        self.live_calls += 1
+        response = await self.live.complete(request)
+        for key, value in (getattr(response, "usage", None) or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.live_usage[key] = self.live_usage.get(key, 0) + value
+        return response
+
     async def complete(self, request: ModelCall) -> ModelResponse:
         if request.round == 0:
             self._calls = []
+            self._live_turn = False
         self._calls.append(request)
+        if self._live_turn:
+            return await self._ask_live(request)
         if request.round == 0:
             digest = request.digest()
             order = [*range(self.next_turn, len(self.turns)), *range(0, self.next_turn)]
             found = next((i for i in order if self._digests[i] == digest), None)
+            if found is None and self.live is not None:
+                self.marks.append("live")
+                return await self._ask_live(request)
             if found is None:
                 expected = self.turns[self.next_turn] if self.next_turn < len(self.turns) else None
                 if expected is None:
@@ -184,12 +216,15 @@ class ReplayModel:
             self.next_turn = found + 1
             self.current = self.turns[found]
             self.answered.append({"turn": found + 1, "turn_id": self.current.get("turn_id")})
+            self.marks.append("recorded")
         turn = self.current
         if turn is None:
             raise self._refuse("a tool round came without a first request this model answered", request)
         rounds = list(turn.get("rounds") or [])
         if request.round > 0 and request.round < len(rounds):
             want = rounds[request.round].get("request")
+            if want and request.digest() != want and self.live is not None:
+                return await self._ask_live(request)
             if want and request.digest() != want:
                 raise self._refuse(
                     f"turn {self.next_turn}, round {request.round + 1}: a tool result differs from the recorded one",
