@@ -17,7 +17,7 @@ that AG2's ``ag2.eval`` reads, and a baseline comparison for a CI gate.
 
 from __future__ import annotations
 
-from ag2net.eval.cohort import Member, SelectionError, Selector, fork_point, read_cohort
+from ag2net.eval.cohort import Member, SelectionError, Selector, fork_point, read_cohort, snapshot
 from ag2net.eval.run import EvalRun, Outcome, RunComparison, compare_runs, load_run
 from ag2net.eval.runner import Settings, evaluate, replay_member
 from ag2net.eval.scorers import (
@@ -63,6 +63,7 @@ __all__ = [
     "read_cohort",
     "replay_member",
     "scorer",
+    "snapshot",
     "tokens_total",
     "tool_called",
     "turn_count",

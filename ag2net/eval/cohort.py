@@ -175,6 +175,43 @@ def _read(reader: Any, sel: Selector, failed: set[str] | None, postgres: bool) -
     return members
 
 
+async def _op(source: Any, name: str, **params: Any) -> Any:
+    if hasattr(source, "call"):  # a HubClient (the workbench's operator client), over whichever link
+        return await source.call(name, **params)
+    return await source.handle_op(None, name, params)
+
+
+async def snapshot(source: Any, channel_id: str, label: str = "") -> Member:
+    """One channel of a live hub (a ``Hub`` or an operator ``HubClient``) read into a snapshot, through the
+    ordinary read ops, as ``read_cohort`` reads one from a database: the workbench's cohorts."""
+    from ag2net.naming import channel_label
+
+    md = await _op(source, "get_channel", channel_id=channel_id)
+    envelopes = list(await _op(source, "read_wal", channel_id=channel_id, since=0, until=None))
+    turns = list(await _op(source, "list_turns", channel_id=channel_id, limit=1_000_000))
+    people = list(md.participant_ids())
+    people += [e.sender_id for e in envelopes if e.sender_id not in people]
+    agents: dict[str, dict[str, Any]] = {}
+    for pid in people:
+        try:
+            passport = await _op(source, "get_agent", name_or_id=pid)
+        except Exception:
+            continue  # an agent that has left: its envelopes stay, its identity is gone
+        resume = await _op(source, "get_resume", agent_id=pid)
+        rule = await _op(source, "get_rule", agent_id=pid)
+        agents[pid] = {
+            "agent_id": pid,
+            "name": passport.name,
+            "passport": passport.to_dict(),
+            "resume": resume.to_dict(),
+            "rule": rule.to_dict(),
+            "skill_md": await _op(source, "get_skill", agent_id=pid),
+        }
+    turns.sort(key=lambda t: (t.get("started_at") or "", t.get("turn_id") or ""))
+    src = SnapshotSource(md, envelopes, agents, turns)
+    return Member(src, label or channel_label(md.manifest.type, channel_id))
+
+
 def fork_point(envelopes: list[Envelope], at: str | None = None, names: dict[str, str] | None = None) -> int:
     """The seq to fork at (the prefix holds envelopes 1..seq): after the first substantive envelope, or
     after the first of ``at`` = ``type:EVENT_TYPE`` / ``sender:NAME``; 0 when there is none."""
@@ -208,4 +245,5 @@ __all__ = [
     "fork_point",
     "parse_fork_at",
     "read_cohort",
+    "snapshot",
 ]

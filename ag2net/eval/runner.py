@@ -72,8 +72,9 @@ def _marks(result: Any, names: dict[str, str]) -> tuple[dict[str, list[str]], in
     return marks, live_calls, live_tokens
 
 
-async def replay_member(member: Member, variant: Variant, settings: Settings) -> Replayed:
-    """Fork ``member`` at its fork point and replay it under ``variant``; the sandbox is closed after."""
+async def replay_pair(member: Member, variant: Variant, settings: Settings) -> tuple[int, Any, Any, Any]:
+    """Fork ``member`` at its fork point, replay it under ``variant`` and compare: ``(at, ReplayResult,
+    Comparison, the sandbox channel's final metadata)``; the sandbox is closed after."""
     src, cid = member.source, member.channel_id
     names = _agents(member)
     at = fork_point(src.envelopes, settings.fork_at, names)
@@ -87,9 +88,14 @@ async def replay_member(member: Member, variant: Variant, settings: Settings) ->
             step_timeout=settings.step_timeout,
             timeout=settings.timeout,
         )
-        diff = compare(result)
-        md = box.hub.lookup_channel(cid)
-        state, reason = md.state.value, str(md.close_reason or "")
+        return at, result, compare(result), box.hub.lookup_channel(cid).copy()
+
+
+async def replay_member(member: Member, variant: Variant, settings: Settings) -> Replayed:
+    """Fork ``member`` at its fork point and replay it under ``variant``: what its scorers read."""
+    cid = member.channel_id
+    at, result, diff, md = await replay_pair(member, variant, settings)
+    state, reason = md.state.value, str(md.close_reason or "")
     marks, live, live_tokens = _marks(result, result.names)
     return Replayed(
         label=member.label,
@@ -175,4 +181,4 @@ async def evaluate(
     )
 
 
-__all__ = ["Progress", "Settings", "evaluate", "replay_member"]
+__all__ = ["Progress", "Settings", "evaluate", "replay_member", "replay_pair"]
