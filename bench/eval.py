@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ag2net import Hub, HubClient  # noqa: E402
-from ag2net.demo import CONVERSATION_TURNS, start_demo  # noqa: E402
-from ag2net.eval import Selector, Settings, Variant, builtin, evaluate, read_cohort  # noqa: E402
-from ag2net.ids import IdMint  # noqa: E402
-from ag2net.store import SqliteStore  # noqa: E402
+from ag2net import Hub, HubClient
+from ag2net.demo import CONVERSATION_TURNS, start_demo
+from ag2net.eval import Selector, Settings, Variant, builtin, evaluate, read_cohort
+from ag2net.ids import IdMint
+from ag2net.store import SqliteStore
 
 BUDGET_S = 30.0
 
@@ -60,7 +60,7 @@ def rss_mib() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--channels", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
@@ -72,7 +72,8 @@ def main() -> None:
         members = read_cohort(str(db), Selector(types=["conversation"], limit=args.channels))
         sizes = sorted({len(m.source.envelopes) for m in members})
         rss_before = rss_mib()
-        scorers = [builtin("reproduced"), builtin("closed:max_turns"), builtin("turns"), builtin("live")]
+        specs = ("reproduced", "closed:max_turns", "turns", "live")
+        scorers = [builtin(spec) for spec in specs]
         cpu0, wall0 = time.process_time(), time.perf_counter()
         run = asyncio.run(
             evaluate(members, Variant(), scorers, settings=Settings(concurrency=args.concurrency))
@@ -94,7 +95,9 @@ def main() -> None:
         "reproduced": run.pass_rate("reproduced"),
         "errors": totals["errors"],
         "budget_s": BUDGET_S,
-        "within_budget": wall <= BUDGET_S and totals["live_calls"] == 0 and run.pass_rate("reproduced") == 1.0,
+        "within_budget": wall <= BUDGET_S
+        and totals["live_calls"] == 0
+        and run.pass_rate("reproduced") == 1.0,
     }
     print(json.dumps(figures))
 

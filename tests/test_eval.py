@@ -78,7 +78,9 @@ def test_only_the_changed_agents_turns_are_live_and_counted(demo):
         # the critic's brain answers as the recording did, so nobody else's request changed
         assert outcome.identical, outcome.verdict
         assert "live" in outcome.marks["critic"]
-        assert all(k == "recorded" for name, kinds in outcome.marks.items() if name != "critic" for k in kinds)
+        assert all(
+            k == "recorded" for name, kinds in outcome.marks.items() if name != "critic" for k in kinds
+        )
         assert outcome.live == outcome.marks["critic"].count("live")
         assert 0 < outcome.live_tokens < outcome.full_tokens
     discussion = run.outcomes[0]
@@ -100,7 +102,9 @@ def test_a_regression_is_named_with_how_far_each_scorer_moved(demo, tmp_path):
     cohort = read_cohort(str(db), Selector(types=["conversation"]))
     base = asyncio.run(evaluate(cohort, Variant(), _scorers()))
     worse = asyncio.run(
-        evaluate(cohort, Variant("view", {"critic": WINDOW}, live=ScriptedModel("ok.", loop=True)), _scorers())
+        evaluate(
+            cohort, Variant("view", {"critic": WINDOW}, live=ScriptedModel("ok.", loop=True)), _scorers()
+        )
     )
     base.save(tmp_path / "base.json")
     again = load_run(tmp_path / "base.json")
@@ -121,9 +125,9 @@ def test_selectors_choose_by_type_time_participants_label_tag_channel_and_failed
     }
     pairing = read_cohort(str(db), Selector(labels={"intent": "pairing"}))
     assert [m.channel_id for m in pairing] == [steps["pairing"]]
-    assert [m.channel_id for m in read_cohort(str(db), Selector(tags=["intent"], types=["conversation"]))] == [
-        steps["pairing"]
-    ]
+    assert [
+        m.channel_id for m in read_cohort(str(db), Selector(tags=["intent"], types=["conversation"]))
+    ] == [steps["pairing"]]
     both = read_cohort(str(db), Selector(participants=["critic", "coder"]))
     assert steps["pairing"] in {m.channel_id for m in both} and len(both) < 6
     assert len(read_cohort(str(db), Selector(limit=2))) == 2
@@ -132,7 +136,9 @@ def test_selectors_choose_by_type_time_participants_label_tag_channel_and_failed
     ]
     first = str(everything[0].source.metadata.created_at)
     assert len(read_cohort(str(db), Selector(since=first, until=first[:10]))) == 6
-    with pytest.raises(SelectionError, match=r"no channel of the database matches the selector \(type nope\)"):
+    with pytest.raises(
+        SelectionError, match=r"no channel of the database matches the selector \(type nope\)"
+    ):
         read_cohort(str(db), Selector(types=["nope"]))
     with pytest.raises(SelectionError, match="created 2999"):
         read_cohort(str(db), Selector(since="2999"))
@@ -193,7 +199,8 @@ def test_scorers_custom_sync_and_async_judge_and_a_failing_scorer(demo):
         asyncio.run(evaluate(cohort, Variant(), [critic_spoke, critic_spoke]))
     with pytest.raises(ValueError, match="--judge-model"):
         builtin("judge")
-    assert builtin("nope") is None
+    with pytest.raises(ValueError, match="'nope' is not a built-in scorer; choose from contains:TEXT"):
+        builtin("nope")
 
 
 def test_other_axes_model_system_attach_plugin_and_tool_policy(demo):
@@ -212,7 +219,7 @@ def test_other_axes_model_system_attach_plugin_and_tool_policy(demo):
         evaluate(cohort, Variant("attach_plugin", {"coder": False}, live=BrainLive(steps)), _scorers())
     )
     assert "live" in bare.outcomes[0].marks["coder"]
-    tools = asyncio.run(evaluate(cohort, Variant("tool", {"coder": {"say": "static:\"ok\""}}), _scorers()))
+    tools = asyncio.run(evaluate(cohort, Variant("tool", {"coder": {"say": 'static:"ok"'}}), _scorers()))
     assert tools.outcomes[0].error is None
     with pytest.raises(ValueError, match="axis 'colour' is not one of view, model"):
         Variant("colour", {"coder": 1})
@@ -222,7 +229,9 @@ def test_the_sqlite_source_is_opened_read_only_and_never_written(demo):
     db, _ = demo
     before = fingerprint(db)
     cohort = read_cohort(str(db), Selector())
-    asyncio.run(evaluate(cohort, Variant("view", {"critic": WINDOW}, live=ScriptedModel("x", loop=True)), _scorers()))
+    asyncio.run(
+        evaluate(cohort, Variant("view", {"critic": WINDOW}, live=ScriptedModel("x", loop=True)), _scorers())
+    )
     assert fingerprint(db) == before
 
 
@@ -239,7 +248,7 @@ async def test_a_postgres_cohort_replays_and_the_database_is_not_written(pg_serv
         try:
             rows = []
             for table in ("channels", "wal", "turns", "agents"):
-                rows.append(await conn.fetch(f"SELECT * FROM {table} ORDER BY 1"))  # noqa: S608
+                rows.append(await conn.fetch(f"SELECT * FROM {table} ORDER BY 1"))
             return [[tuple(r) for r in t] for t in rows]
         finally:
             await conn.close()

@@ -45,7 +45,9 @@ def demo(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     db = folder / "demo.db"
     steps = record_demo_file(db)
     base = folder / "base.json"
-    done = run_cli("--db", str(db), "--type", "conversation", "--type", "discussion", *SCORERS, "--out", str(base))
+    done = run_cli(
+        "--db", str(db), "--type", "conversation", "--type", "discussion", *SCORERS, "--out", str(base)
+    )
     assert done.returncode == 0, done.stderr
     return db, steps, base
 
@@ -79,7 +81,18 @@ def test_a_view_change_that_fails_a_scorer_is_a_regression_with_exit_1(demo, tmp
     assert md.startswith("## ag2net eval: view critic=") and "**2 regression(s)**" in md
     assert f"`{label}` **reproduced**" in md
     assert fingerprint(db) == before
-    same = run_cli("--db", str(db), "--type", "conversation", "--type", "discussion", *SCORERS, "--baseline", str(base), "--fail-on-regression")
+    same = run_cli(
+        "--db",
+        str(db),
+        "--type",
+        "conversation",
+        "--type",
+        "discussion",
+        *SCORERS,
+        "--baseline",
+        str(base),
+        "--fail-on-regression",
+    )
     assert same.returncode == 0, same.stderr
     assert "no regression: no channel flipped pass → fail" in same.stdout
 
@@ -107,7 +120,17 @@ def test_a_scorer_module_of_the_working_folder(demo, tmp_path):
         "def plain(ch):\n"
         "    return 3\n"
     )
-    done = run_cli("--db", str(db), "--type", "conversation", "--scorer", "my_scorers:long_enough", "--scorer", "my_scorers:plain", cwd=tmp_path)
+    done = run_cli(
+        "--db",
+        str(db),
+        "--type",
+        "conversation",
+        "--scorer",
+        "my_scorers:long_enough",
+        "--scorer",
+        "my_scorers:plain",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "long_enough=pass plain=3" in done.stdout
 
@@ -115,17 +138,35 @@ def test_a_scorer_module_of_the_working_folder(demo, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--scorer", "no_such_module:f"], "--scorer 'no_such_module:f': module 'no_such_module' cannot be imported"),
+        (
+            ["--scorer", "no_such_module:f"],
+            "--scorer 'no_such_module:f': module 'no_such_module' cannot be imported",
+        ),
         (["--scorer", "frobnicate"], "--scorer 'frobnicate' is neither a built-in"),
-        (["--scorer", "turns", "--type", "nope"], "no channel of the database matches the selector (type nope)"),
-        (["--scorer", "turns", "--view", "critic=no_such_view"], "--view 'critic=no_such_view': unknown view 'no_such_view'"),
+        (
+            ["--scorer", "turns", "--type", "nope"],
+            "no channel of the database matches the selector (type nope)",
+        ),
+        (
+            ["--scorer", "turns", "--view", "critic=no_such_view"],
+            "--view 'critic=no_such_view': unknown view 'no_such_view'",
+        ),
         (["--scorer", "turns", "--view", "nobody=full_transcript"], "'nobody' takes part in none of the"),
-        (["--scorer", "turns", "--view", "critic=full_transcript", "--model", "coder=scripted"], "an evaluation varies one axis"),
+        (
+            ["--scorer", "turns", "--view", "critic=full_transcript", "--model", "coder=scripted"],
+            "an evaluation varies one axis",
+        ),
         (["--scorer", "turns", "--fail-on-regression"], "--fail-on-regression compares with a baseline"),
-        (["--scorer", "turns", "--baseline", "/nonexistent/run.json"], "--baseline: cannot read the run file"),
+        (
+            ["--scorer", "turns", "--baseline", "/nonexistent/run.json"],
+            "--baseline: cannot read the run file",
+        ),
         (["--scorer", "turns", "--failed", "turns"], "--failed 'turns' must look like SCORER@RUN.json"),
         (["--scorer", "judge"], "--scorer 'judge': --scorer judge needs a model"),
-        (["--scorer", "turns", "--fork-at", "seq:3"], "--fork-at 'seq:3' must look like type:EVENT_TYPE or sender:NAME"),
+        (
+            ["--scorer", "turns", "--fork-at", "seq:3"],
+            "--fork-at 'seq:3' must look like type:EVENT_TYPE or sender:NAME",
+        ),
         (["--scorer", "turns", "--concurrency", "0"], "--concurrency must be 1 or more, got 0"),
         ([], "give at least one --scorer"),
     ],

@@ -43,7 +43,9 @@ def test_ag2_load_run_and_run_diff_read_two_saved_runs(ag2_python, tmp_path):  #
     scorers = [builtin("closed:max_turns"), builtin("turns"), builtin("reproduced")]
     base = asyncio.run(evaluate(cohort, Variant(), scorers))
     view = {"name": "windowed_summary", "recent_n": 2}
-    cur = asyncio.run(evaluate(cohort, Variant("view", {"critic": view}, live=ScriptedModel("ok.", loop=True)), scorers))
+    cur = asyncio.run(
+        evaluate(cohort, Variant("view", {"critic": view}, live=ScriptedModel("ok.", loop=True)), scorers)
+    )
     base.save(tmp_path / "base.json")
     cur.save(tmp_path / "cur.json")
     script = tmp_path / "read.py"
@@ -73,5 +75,7 @@ def _imported_by_eval() -> set[str]:
     """The modules ``import ag2net.eval`` loads in a fresh interpreter (ag2 must not be one of them)."""
     root = Path(__file__).resolve().parent.parent
     code = "import sys, ag2net.eval, ag2net.eval.cli; print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    ).stdout
     return set(out.split())

@@ -22,7 +22,7 @@ from ag2net.cli.replay import parse_model, parse_params, parse_tool_policy, pars
 from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
 from ag2net.eval.cohort import Member, Selector, parse_fork_at, read_cohort
 from ag2net.eval.run import EvalRun, compare_runs, load_run
-from ag2net.eval.scorers import BUILTINS, Scorer, builtin, scorer
+from ag2net.eval.scorers import BUILTINS, Scorer, find_builtin, scorer
 from ag2net.eval.variant import Variant
 
 app = typer.Typer(add_completion=False)
@@ -42,7 +42,9 @@ def _read_text(option: str, text: str, file: str) -> str:
         return Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageProblem(f"{option} {text!r}: cannot read {file!r} ({reason}); give a UTF-8 text file") from None
+        raise UsageProblem(
+            f"{option} {text!r}: cannot read {file!r} ({reason}); give a UTF-8 text file"
+        ) from None
 
 
 def parse_axis(options: dict[str, list[str]]) -> tuple[str | None, dict[str, Any]]:
@@ -68,11 +70,15 @@ def parse_axis(options: dict[str, list[str]]) -> tuple[str | None, dict[str, Any
         agent, rest = _pair(f"--{axis.replace('_', '-')}", text, f"AGENT={_EXAMPLES[axis]}")
         if axis == "view":
             name, _, params = rest.partition(":")
-            changes[agent] = parse_view(name, parse_params(params, where=f"--view {text!r}"), where=f"--view {text!r}")
+            changes[agent] = parse_view(
+                name, parse_params(params, where=f"--view {text!r}"), where=f"--view {text!r}"
+            )
         elif axis == "model":
             model = parse_model(rest, where=f"--model {text!r}")
             if model is None:
-                raise UsageProblem(f"--model {text!r}: replay is no change; give scripted[:TEXT] or openai:NAME")
+                raise UsageProblem(
+                    f"--model {text!r}: replay is no change; give scripted[:TEXT] or openai:NAME"
+                )
             changes[agent] = model
         elif axis in ("system", "skill"):
             changes[agent] = _read_text(f"--{axis}", text, rest)
@@ -100,7 +106,9 @@ def parse_live(texts: list[str]) -> Any:
         key, spec = (agent.strip(), spec) if eq else ("*", text)
         model = parse_model(spec, where=f"--live {text!r}")
         if model is None:
-            raise UsageProblem(f"--live {text!r}: give scripted[:TEXT] or openai:NAME (replay is the default)")
+            raise UsageProblem(
+                f"--live {text!r}: give scripted[:TEXT] or openai:NAME (replay is the default)"
+            )
         live[key] = model
     return live or None
 
@@ -108,7 +116,7 @@ def parse_live(texts: list[str]) -> Any:
 def load_scorer(spec: str, judge_model: Any) -> Scorer:
     """A built-in scorer, or ``module:function`` (a ``@scorer`` or a plain function) from the current folder."""
     try:
-        found = builtin(spec, judge_model=judge_model)
+        found = find_builtin(spec, judge_model=judge_model)
     except ValueError as exc:
         raise UsageProblem(f"--scorer {spec!r}: {exc}") from None
     if found is not None:
@@ -120,9 +128,13 @@ def load_scorer(spec: str, judge_model: Any) -> Scorer:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageProblem(f"--scorer {spec!r}: module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH") from None
+        raise UsageProblem(
+            f"--scorer {spec!r}: module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
+        ) from None
     except Exception as exc:
-        raise UsageProblem(f"--scorer {spec!r}: module {module_name!r} failed while importing: {type(exc).__name__}: {exc}") from None
+        raise UsageProblem(
+            f"--scorer {spec!r}: module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         sys.path.pop(0)
     fn = getattr(module, attr, None)
@@ -158,55 +170,120 @@ def _selector(types, since, until, participant, label, tag, channel, failed, lim
         pair = (key, run)
     if limit is not None and limit < 1:
         raise UsageProblem(f"--limit must be 1 or more, got {limit}")
-    return Selector(list(types or []), since, until, list(participant or []), labels, list(tag or []), list(channel or []), pair, limit)
+    return Selector(
+        list(types or []),
+        since,
+        until,
+        list(participant or []),
+        labels,
+        list(tag or []),
+        list(channel or []),
+        pair,
+        limit,
+    )
 
 
-def _progress_run(members: list[Member], variant: Variant, scorers: list[Scorer], settings: Any, source: str) -> EvalRun:
+def _progress_run(
+    members: list[Member], variant: Variant, scorers: list[Scorer], settings: Any, source: str
+) -> EvalRun:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ag2net.eval.runner import evaluate
 
     console = Console(stderr=True)
-    columns = (TextColumn("[bold]eval[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("[bold]eval[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
         task = bar.add_task(variant.name[:40], total=len(members))
 
         def step(done: int, total: int, outcome: Any) -> None:
             bar.update(task, completed=done)
 
-        return asyncio.run(evaluate(members, variant, scorers, settings=settings, progress=step, source=source))
+        return asyncio.run(
+            evaluate(members, variant, scorers, settings=settings, progress=step, source=source)
+        )
 
 
 @app.command("eval")
 def eval_cmd(
     db: ReadOnlyDb,
-    channel_type: Annotated[list[str] | None, typer.Option("--type", help="Channels of this type (repeat for several).")] = None,
-    since: Annotated[str | None, typer.Option(help="Channels created at or after this time (ISO-8601 UTC).")] = None,
-    until: Annotated[str | None, typer.Option(help="Channels created at or before this time (a prefix: 2026-12-02).")] = None,
-    participant: Annotated[list[str] | None, typer.Option(help="Channels this agent takes part in (repeat: all of them).")] = None,
-    label: Annotated[list[str] | None, typer.Option(help="KEY=VALUE: channels with this label, e.g. intent=pairing.")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Channels with this tag (a label key, or a word of the tags label).")] = None,
-    channel: Annotated[list[str] | None, typer.Option(help="This channel (label, id's last digits or id; repeat).")] = None,
-    failed: Annotated[str | None, typer.Option(help="SCORER@RUN.json: the channels that scorer failed in that run.")] = None,
+    channel_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Channels of this type (repeat for several).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Channels created at or after this time (ISO-8601 UTC).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Channels created at or before this time (a prefix: 2026-12-02).")
+    ] = None,
+    participant: Annotated[
+        list[str] | None, typer.Option(help="Channels this agent takes part in (repeat: all of them).")
+    ] = None,
+    label: Annotated[
+        list[str] | None, typer.Option(help="KEY=VALUE: channels with this label, e.g. intent=pairing.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(help="Channels with this tag (a label key, or a word of the tags label)."),
+    ] = None,
+    channel: Annotated[
+        list[str] | None, typer.Option(help="This channel (label, id's last digits or id; repeat).")
+    ] = None,
+    failed: Annotated[
+        str | None, typer.Option(help="SCORER@RUN.json: the channels that scorer failed in that run.")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many channels (the first ones).")] = None,
     view: Annotated[list[str] | None, typer.Option(help="AGENT=NAME[:k=v,...]: the view axis.")] = None,
-    model: Annotated[list[str] | None, typer.Option(help="AGENT=scripted[:TEXT]|openai:NAME: the model axis.")] = None,
+    model: Annotated[
+        list[str] | None, typer.Option(help="AGENT=scripted[:TEXT]|openai:NAME: the model axis.")
+    ] = None,
     system: Annotated[list[str] | None, typer.Option(help="AGENT=FILE: the system prompt axis.")] = None,
-    attach_plugin: Annotated[list[str] | None, typer.Option(help="AGENT=true|false: the attach_plugin axis.")] = None,
+    attach_plugin: Annotated[
+        list[str] | None, typer.Option(help="AGENT=true|false: the attach_plugin axis.")
+    ] = None,
     skill: Annotated[list[str] | None, typer.Option(help="AGENT=FILE: the skill card axis.")] = None,
-    tool: Annotated[list[str] | None, typer.Option(help="AGENT.TOOL=recorded|live|static:JSON: the tool policy axis.")] = None,
-    live: Annotated[list[str] | None, typer.Option(help="[AGENT=]scripted[:TEXT]|openai:NAME: the model a turn no recording answers calls.")] = None,
-    scorer_spec: Annotated[list[str] | None, typer.Option("--scorer", help=f"A scorer: {BUILTINS}, or module:function (repeat).")] = None,
-    judge_model: Annotated[str | None, typer.Option(help="The model of --scorer judge: scripted[:TEXT] or openai:NAME.")] = None,
-    fork_at: Annotated[str | None, typer.Option(help="Fork after the first envelope of type:EVENT_TYPE or sender:NAME (default: the first substantive one).")] = None,
+    tool: Annotated[
+        list[str] | None, typer.Option(help="AGENT.TOOL=recorded|live|static:JSON: the tool policy axis.")
+    ] = None,
+    live: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="[AGENT=]scripted[:TEXT]|openai:NAME: the model a turn no recording answers calls."
+        ),
+    ] = None,
+    scorer_spec: Annotated[
+        list[str] | None, typer.Option("--scorer", help=f"A scorer: {BUILTINS}, or module:function (repeat).")
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option(help="The model of --scorer judge: scripted[:TEXT] or openai:NAME.")
+    ] = None,
+    fork_at: Annotated[
+        str | None,
+        typer.Option(
+            help="Fork after the first envelope of type:EVENT_TYPE or sender:NAME (default: the first substantive one)."
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(help="Replay at most this many channels at once.")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds each channel's replay may take.")] = 60.0,
-    out: Annotated[Path | None, typer.Option(help="Save the run as JSON (AG2's ag2.eval.load_run reads it).")] = None,
+    turns: Annotated[int, typer.Option("--turns", help="Stop each channel's replay after this many turns.")] = 200,
+    out: Annotated[
+        Path | None, typer.Option(help="Save the run as JSON (AG2's ag2.eval.load_run reads it).")
+    ] = None,
     baseline: Annotated[Path | None, typer.Option(help="A saved run to compare with.")] = None,
-    fail_on_regression: Annotated[bool, typer.Option(help="Exit 1 when a channel flipped pass→fail against --baseline.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run (and the comparison) as one JSON object.")] = False,
-    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown report to this file (for CI logs).")] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option(help="Exit 1 when a channel flipped pass→fail against --baseline.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run (and the comparison) as one JSON object.")
+    ] = False,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Write a Markdown report to this file (for CI logs).")
+    ] = None,
 ) -> None:
     """Replay recorded channels under one change (a view, model, prompt, plugin, skill or tool policy), score them."""
     from ag2net.eval.report import json_report, markdown_report, text_report
@@ -215,12 +292,21 @@ def eval_cmd(
     try:
         if concurrency < 1:
             raise UsageProblem(f"--concurrency must be 1 or more, got {concurrency}")
+        if turns < 1:
+            raise UsageProblem(f"--turns must be 1 or more, got {turns}")
         if not timeout > 0:
             raise UsageProblem(f"--timeout must be more than 0 seconds, got {timeout}")
         if fail_on_regression and baseline is None:
             raise UsageProblem("--fail-on-regression compares with a baseline; add --baseline RUN.json")
         axis, changes = parse_axis(
-            {"view": view or [], "model": model or [], "system": system or [], "attach_plugin": attach_plugin or [], "skill": skill or [], "tool": tool or []}
+            {
+                "view": view or [],
+                "model": model or [],
+                "system": system or [],
+                "attach_plugin": attach_plugin or [],
+                "skill": skill or [],
+                "tool": tool or [],
+            }
         )
         judge = parse_model(judge_model, where=f"--judge-model {judge_model!r}") if judge_model else None
         scorers = [load_scorer(s, judge) for s in scorer_spec or []]
@@ -233,7 +319,13 @@ def eval_cmd(
             except ValueError as exc:
                 raise UsageProblem(f"--baseline: {exc}") from None
         selector = _selector(channel_type, since, until, participant, label, tag, channel, failed, limit)
-        settings = Settings(fork_at=parse_fork_at(fork_at), timeout=timeout, step_timeout=min(10.0, timeout), concurrency=concurrency)
+        settings = Settings(
+            fork_at=parse_fork_at(fork_at),
+            timeout=timeout,
+            step_timeout=min(10.0, timeout),
+            turn_budget=turns,
+            concurrency=concurrency,
+        )
         members = read_cohort(db, selector)
         if axis is not None:
             _check_agents(members, changes, axis)

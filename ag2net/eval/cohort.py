@@ -91,7 +91,9 @@ def failed_in_run(path: str, key: str) -> set[str]:
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise SelectionError(f"--failed {key}@{path}: cannot read the run file ({exc}); give a run JSON") from None
+        raise SelectionError(
+            f"--failed {key}@{path}: cannot read the run file ({exc}); give a run JSON"
+        ) from None
     failed: set[str] = set()
     keys: set[str] = set()
     for task in doc.get("tasks") or []:

@@ -45,7 +45,9 @@ def moves_lines(diff: RunComparison) -> list[str]:
     lines = []
     for key, (kind, before, after) in diff.moves.items():
         if kind == "pass rate":
-            lines.append(f"{key}: pass rate {_pct(before)} → {_pct(after)} ({(after - before) * 100:+.1f} points)")
+            lines.append(
+                f"{key}: pass rate {_pct(before)} → {_pct(after)} ({(after - before) * 100:+.1f} points)"
+            )
         else:
             lines.append(f"{key}: mean {_num(before)} → {_num(after)} ({after - before:+.2f})")
     return lines
@@ -82,18 +84,29 @@ def comparison_lines(diff: RunComparison) -> list[str]:
     else:
         lines.append("  no regression: no channel flipped pass → fail")
     if diff.improvements:
-        lines.append(f"  {len(diff.improvements)} fixed, fail → pass: " + ", ".join(f"{f.label} {f.key}" for f in diff.improvements))
+        lines.append(
+            f"  {len(diff.improvements)} fixed, fail → pass: "
+            + ", ".join(f"{f.label} {f.key}" for f in diff.improvements)
+        )
     if diff.only_current or diff.only_baseline:
-        lines.append(f"  not compared: {len(diff.only_current)} only in this run, {len(diff.only_baseline)} only in the baseline")
+        lines.append(
+            f"  not compared: {len(diff.only_current)} only in this run, {len(diff.only_baseline)} only in the baseline"
+        )
     return lines
 
 
-def markdown_report(run: EvalRun, diff: RunComparison | None = None, others: list[EvalRun] | None = None) -> str:
+def markdown_report(
+    run: EvalRun, diff: RunComparison | None = None, others: list[EvalRun] | None = None
+) -> str:
     runs = [*(others or []), run]
     header, rows = leaderboard(runs)
     out = [f"## ag2net eval: {run.variant}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
-    out += ["", "| channel | fork | " + " | ".join(run.scorers) + " | live |", "|" + "---|" * (len(run.scorers) + 3)]
+    out += [
+        "",
+        "| channel | fork | " + " | ".join(run.scorers) + " | live |",
+        "|" + "---|" * (len(run.scorers) + 3),
+    ]
     for o in run.outcomes:
         cells = []
         for key in run.scorers:
@@ -117,10 +130,23 @@ def json_report(run: EvalRun, diff: RunComparison | None = None) -> dict[str, An
         doc["baseline"] = {
             "run_id": diff.baseline.run_id,
             "moves": {k: {"measure": m, "before": b, "after": a} for k, (m, b, a) in diff.moves.items()},
-            "regressions": [{"scorer": f.key, "channel": f.label, "channel_id": f.channel_id, "why": f.after} for f in diff.regressions],
-            "fixed": [{"scorer": f.key, "channel": f.label, "channel_id": f.channel_id} for f in diff.improvements],
+            "regressions": [
+                {"scorer": f.key, "channel": f.label, "channel_id": f.channel_id, "why": f.after}
+                for f in diff.regressions
+            ],
+            "fixed": [
+                {"scorer": f.key, "channel": f.label, "channel_id": f.channel_id} for f in diff.improvements
+            ],
         }
     return doc
 
 
-__all__ = ["comparison_lines", "marks_text", "json_report", "leaderboard", "markdown_report", "moves_lines", "text_report"]
+__all__ = [
+    "comparison_lines",
+    "json_report",
+    "leaderboard",
+    "markdown_report",
+    "marks_text",
+    "moves_lines",
+    "text_report",
+]

@@ -109,7 +109,9 @@ class Outcome:
             live_tokens=int(meta.get("live_tokens") or 0),
             full_tokens=int(meta.get("full_rerun_tokens") or 0),
             marks=dict(meta.get("answered") or {}),
-            scores={f["key"]: Score(f.get("score"), f.get("comment") or "") for f in task.get("feedback") or []},
+            scores={
+                f["key"]: Score(f.get("score"), f.get("comment") or "") for f in task.get("feedback") or []
+            },
             error=None if not exc else f"{exc.get('type')}: {exc.get('message')}",
             duration_ms=int(task.get("duration_ms") or 0),
         )
@@ -147,7 +149,7 @@ class EvalRun:
         return sum(verdicts) / len(verdicts) if verdicts else None
 
     def mean(self, key: str) -> float | None:
-        nums = [float(s.score) for o in self.outcomes if _numeric(s := o.scores.get(key))]
+        nums = [v for o in self.outcomes if (v := _number(o.scores.get(key))) is not None]
         return sum(nums) / len(nums) if nums else None
 
     def totals(self) -> dict[str, int]:
@@ -168,7 +170,11 @@ class EvalRun:
             "label": self.variant,
             "created_at": self.created_at,
             "duration_ms": self.duration_ms,
-            "suite": {"name": f"ag2net cohort ({self.axis or 'no change'})", "size": len(tasks), "source": self.source},
+            "suite": {
+                "name": f"ag2net cohort ({self.axis or 'no change'})",
+                "size": len(tasks),
+                "source": self.source,
+            },
             "target": "ag2net.eval:replay",
             "concurrency": self.concurrency,
             "tasks": tasks,
@@ -179,9 +185,14 @@ class EvalRun:
         pass_rate = {k: r for k in self.scorers if (r := self.pass_rate(k)) is not None}
         stats = {}
         for key in self.scorers:
-            nums = sorted(float(s.score) for o in self.outcomes if _numeric(s := o.scores.get(key)))
+            nums = sorted(v for o in self.outcomes if (v := _number(o.scores.get(key))) is not None)
             if nums:
-                stats[key] = {"mean": sum(nums) / len(nums), "p50": _pct(nums, 0.5), "p95": _pct(nums, 0.95), "n": len(nums)}
+                stats[key] = {
+                    "mean": sum(nums) / len(nums),
+                    "p50": _pct(nums, 0.5),
+                    "p95": _pct(nums, 0.95),
+                    "n": len(nums),
+                }
         live = self.totals()["live_tokens"]
         return {
             "pass_rate": pass_rate,
@@ -195,7 +206,9 @@ class EvalRun:
     def save(self, path: str | Path) -> Path:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        target.write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
         return target
 
     @classmethod
@@ -226,13 +239,19 @@ def load_run(path: str | Path) -> EvalRun:
     except ValueError as exc:
         raise ValueError(f"the run file {str(path)!r} is not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
-        raise ValueError(f"the run file {str(path)!r} is not a run (no tasks list); give a file `ag2net eval --out` wrote")
+        raise ValueError(
+            f"the run file {str(path)!r} is not a run (no tasks list); give a file `ag2net eval --out` wrote"
+        )
     return EvalRun.from_dict(doc)
 
 
 def _numeric(score: Any) -> bool:
     value = getattr(score, "score", None)
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(score: Any) -> float | None:
+    return float(score.score) if _numeric(score) else None
 
 
 def _pct(values: list[float], p: float) -> float:

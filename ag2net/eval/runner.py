@@ -68,7 +68,7 @@ def _marks(result: Any, names: dict[str, str]) -> tuple[dict[str, list[str]], in
             live_calls += sum(int(t.get("model_calls") or 1) for t in mine)
             live_tokens += sum(turn_tokens(t) for t in mine)
         if mine:
-            marks[names.get(agent_id, agent_id)] = kinds
+            marks[str(names.get(agent_id) or agent_id)] = kinds
     return marks, live_calls, live_tokens
 
 

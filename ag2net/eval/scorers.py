@@ -152,7 +152,9 @@ def scorer(fn: Callable[[Replayed], Any] | None = None, *, key: str | None = Non
 def final_text_contains(text: str, *, key: str | None = None) -> Scorer:
     def check(ch: Replayed) -> Score:
         ok = text in ch.final_text
-        return Score(ok, f"the final message {'contains' if ok else 'lacks'} {text!r}: {ch.final_text[:80]!r}")
+        return Score(
+            ok, f"the final message {'contains' if ok else 'lacks'} {text!r}: {ch.final_text[:80]!r}"
+        )
 
     return Scorer(key or f"contains:{text}", check)
 
@@ -181,7 +183,9 @@ def closed_with(reason: str | None = None, *, key: str | None = None) -> Scorer:
     return Scorer(key or ("closed" if reason is None else f"closed:{reason}"), check)
 
 
-def tool_called(name: str, *, agent: str | None = None, called: bool = True, key: str | None = None) -> Scorer:
+def tool_called(
+    name: str, *, agent: str | None = None, called: bool = True, key: str | None = None
+) -> Scorer:
     def check(ch: Replayed) -> Score:
         n = sum(1 for c in ch.tool_calls(agent) if c.get("name") == name)
         return Score((n > 0) == called, f"{name} was called {n} time(s)")
@@ -225,7 +229,9 @@ JUDGE_PROMPT = (
 )
 
 
-def judge_scorer(model: Any, rubric: str = "the conversation reaches a useful conclusion", *, key: str = "judge"):
+def judge_scorer(
+    model: Any, rubric: str = "the conversation reaches a useful conclusion", *, key: str = "judge"
+):
     """An LLM judge: ``model`` (any ag2net model: ``scripted`` in tests, ``openai:NAME``) reads the replayed
     transcript and the rubric and answers PASS/FAIL or a number; the rest of its answer is the comment."""
     from ag2net.agent import Agent
@@ -261,8 +267,16 @@ def parse_verdict(text: str) -> Score:
 BUILTINS = "contains:TEXT, matches:REGEX, closed[:REASON], turns, tokens, cost, live, reproduced, tool:NAME, no-tool:NAME, judge[:RUBRIC]"
 
 
-def builtin(spec: str, *, judge_model: Any = None) -> Scorer | None:
-    """The built-in scorer ``spec`` names (see the module docstring), or None when it names none."""
+def builtin(spec: str, *, judge_model: Any = None) -> Scorer:
+    """The built-in scorer ``spec`` names (see the module docstring); ``ValueError`` when it names none."""
+    found = find_builtin(spec, judge_model=judge_model)
+    if found is None:
+        raise ValueError(f"{spec!r} is not a built-in scorer; choose from {BUILTINS}")
+    return found
+
+
+def find_builtin(spec: str, *, judge_model: Any = None) -> Scorer | None:
+    """The built-in scorer ``spec`` names, or None when it names none."""
     word, colon, arg = spec.partition(":")
     simple = {"turns": turn_count, "tokens": tokens_total, "cost": cost_total, "live": live_calls}
     if word in simple and not colon:
@@ -279,7 +293,9 @@ def builtin(spec: str, *, judge_model: Any = None) -> Scorer | None:
         return tool_called(arg, called=word == "tool")
     if word == "judge":
         if judge_model is None:
-            raise ValueError("--scorer judge needs a model to judge with; add --judge-model scripted:PASS or openai:NAME")
+            raise ValueError(
+                "--scorer judge needs a model to judge with; add --judge-model scripted:PASS or openai:NAME"
+            )
         return judge_scorer(judge_model, arg or "the conversation reaches a useful conclusion")
     return None
 
@@ -295,6 +311,7 @@ __all__ = [
     "cost_total",
     "final_text_contains",
     "final_text_matches",
+    "find_builtin",
     "judge_scorer",
     "live_calls",
     "parse_verdict",
@@ -302,7 +319,7 @@ __all__ = [
     "scorer",
     "tokens_total",
     "tool_called",
-    "turn_count",
     "turn_cost",
+    "turn_count",
     "turn_tokens",
 ]

@@ -98,13 +98,21 @@ class EvaluateScreen(Screen[None]):
         yield Static("Evaluate a change across channels", id="ev-title")
         with Horizontal(id="ev-top"):
             yield SelectionList[str](
-                *[(self._row(cid), cid, cid in self.preselected) for cid in self.channel_ids], id="ev-channels"
+                *[(self._row(cid), cid, cid in self.preselected) for cid in self.channel_ids],
+                id="ev-channels",
             )
             with Vertical(id="ev-side"):
                 yield Select(AXIS_CHOICES, value="", allow_blank=False, id="ev-axis")
-                yield Input(placeholder="change: critic=windowed_summary:recent_n=2 (; between agents)", id="ev-change")
-                yield Input(placeholder="live model: scripted[:TEXT] or openai:NAME (blank: none)", id="ev-live")
-                yield Input(placeholder="more scorers: contains:TEXT, tool:NAME, module:function", id="ev-more")
+                yield Input(
+                    placeholder="change: critic=windowed_summary:recent_n=2 (; between agents)",
+                    id="ev-change",
+                )
+                yield Input(
+                    placeholder="live model: scripted[:TEXT] or openai:NAME (blank: none)", id="ev-live"
+                )
+                yield Input(
+                    placeholder="more scorers: contains:TEXT, tool:NAME, module:function", id="ev-more"
+                )
             yield SelectionList[str](*[(n, n, on) for n, on in SCORER_CHOICES], id="ev-scorers")
         yield Static("", id="ev-error")
         yield ProgressBar(total=None, show_eta=False, id="ev-progress")
@@ -151,7 +159,9 @@ class EvaluateScreen(Screen[None]):
         names = {self.source.name_for(p) for cid in channels for p, _ in self._participants(cid)}
         for agent in changes:
             if agent not in names:
-                raise UsageProblem(f"{agent!r} takes part in none of the ticked channels ({', '.join(sorted(names))})")
+                raise UsageProblem(
+                    f"{agent!r} takes part in none of the ticked channels ({', '.join(sorted(names))})"
+                )
         return channels, Variant(name, changes, live=live), [load_scorer(s, None) for s in specs]
 
     def _participants(self, cid: str) -> list[tuple[str, str]]:
@@ -191,7 +201,9 @@ class EvaluateScreen(Screen[None]):
         members = [await snapshot(self._hub(), cid, self.source.label_for(cid)) for cid in channels]
         self.members = {m.channel_id: m for m in members}
         bar.update(total=2 * len(members), progress=0)
-        settings = Settings(timeout=self.timeout, step_timeout=min(10.0, self.timeout), concurrency=self.concurrency)
+        settings = Settings(
+            timeout=self.timeout, step_timeout=min(10.0, self.timeout), concurrency=self.concurrency
+        )
         runs = []
         for n, v in enumerate((Variant(), variant)):
 
