@@ -168,6 +168,8 @@ def test_a_scorer_module_of_the_working_folder(demo, tmp_path):
             "--fork-at 'seq:3' must look like type:EVENT_TYPE or sender:NAME",
         ),
         (["--scorer", "turns", "--concurrency", "0"], "--concurrency must be 1 or more, got 0"),
+        (["--scorer", "turns", "--turns", "0"], "--turns must be 1 or more, got 0"),
+        (["--scorer", "turns", "--live", "gpt"], "--live 'gpt': model 'gpt' is not one of"),
         ([], "give at least one --scorer"),
     ],
 )
