@@ -132,17 +132,11 @@ def _matches(md: Any, sel: Selector, ids: dict[str, str], failed: set[str] | Non
 
 def read_cohort(db: str, selector: Selector) -> list[Member]:
     """The channels of ``db`` the selector matches, each read into a snapshot (see the module docstring)."""
-    from ag2net.cli.wal import PostgresWalReader, WalReader, WalReadError
-    from ag2net.store import is_database_url
+    from ag2net.cli.wal import PostgresWalReader, WalReadError, open_reader
 
-    path = None if is_database_url(db) else Path(db)
-    if path is not None and not path.exists():
-        raise SelectionError(f"--db {db!r} does not exist; give the path of an ag2net database")
-    if path is not None and path.is_dir():
-        raise SelectionError(f"--db {db!r} is a directory; give the path of an ag2net database file")
     failed = failed_in_run(selector.failed[1], selector.failed[0]) if selector.failed else None
     try:
-        with WalReader(path) if path is not None else PostgresWalReader(db) as reader:
+        with open_reader(db) as reader:
             return _read(reader, selector, failed, isinstance(reader, PostgresWalReader))
     except WalReadError as exc:
         raise SelectionError(str(exc)) from None
