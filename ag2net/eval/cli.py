@@ -270,7 +270,9 @@ def eval_cmd(
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Replay at most this many channels at once.")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds each channel's replay may take.")] = 60.0,
-    turns: Annotated[int, typer.Option("--turns", help="Stop each channel's replay after this many turns.")] = 200,
+    turns: Annotated[
+        int, typer.Option("--turns", help="Stop each channel's replay after this many turns.")
+    ] = 200,
     out: Annotated[
         Path | None, typer.Option(help="Save the run as JSON (AG2's ag2.eval.load_run reads it).")
     ] = None,
