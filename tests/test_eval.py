@@ -260,3 +260,30 @@ async def test_a_postgres_cohort_replays_and_the_database_is_not_written(pg_serv
     assert run.outcomes[0].identical and run.outcomes[0].live > 0
     assert await contents() == before
     assert json.loads(json.dumps(run.to_dict()))["tasks"][0]["task_id"] == steps["pairing"]
+
+
+def test_live_calls_count_their_tokens_and_cost_against_a_full_rerun(demo):
+    from ag2net.agent.models import ModelResponse
+
+    db, _ = demo
+    (member,) = read_cohort(str(db), Selector(types=["conversation"]))
+    for turn in member.source.turns:  # a recording whose provider reported usage and cost per turn
+        turn["usage"] = {"total_tokens": 1000, "cost": 0.002}
+    after_fork = [t for t in member.source.turns if t["started_at"] > member.source.envelopes[3].created_at]
+    answer = ModelResponse("ok.", usage={"total_tokens": 7, "cost": 0.0001})
+    variant = Variant("view", {"critic": WINDOW}, live=ScriptedModel(answer, loop=True))
+    run = asyncio.run(evaluate([member], variant, [builtin("cost"), builtin("tokens")]))
+    (outcome,) = run.outcomes
+    assert outcome.live > 0
+    assert outcome.live_tokens == 7 * outcome.live
+    assert outcome.live_cost == pytest.approx(0.0001 * outcome.live)
+    assert outcome.full_tokens == 1000 * len(after_fork)
+    assert outcome.full_cost == pytest.approx(0.002 * len(after_fork))
+    cost = outcome.scores["cost"]
+    assert cost.score == pytest.approx(0.0001 * outcome.live) and "for a full rerun" in cost.comment
+    totals = run.totals()
+    assert totals["live_cost"] == outcome.live_cost and totals["full_rerun_cost"] == outcome.full_cost
+    plain = asyncio.run(
+        evaluate(read_cohort(str(db), Selector(types=["conversation"])), Variant(), [builtin("cost")])
+    )
+    assert plain.outcomes[0].scores["cost"].score is None

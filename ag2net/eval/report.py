@@ -58,6 +58,11 @@ def text_report(run: EvalRun, diff: RunComparison | None = None) -> list[str]:
     lines = [
         f"{run.variant}: {t['channels']} channel(s), {t['turns']} turn(s), {t['live_calls']} live model call(s), "
         f"{t['live_tokens']} live tokens of {t['full_rerun_tokens']} for a full rerun"
+        + (
+            f", cost {t['live_cost'] or 0} of {t['full_rerun_cost']}"
+            if t["full_rerun_cost"] is not None
+            else ""
+        )
         + (f", {t['errors']} could not be replayed" if t["errors"] else "")
     ]
     for o in run.outcomes:

@@ -39,6 +39,8 @@ class Outcome:
     live: int = 0
     live_tokens: int = 0
     full_tokens: int = 0
+    live_cost: float | None = None
+    full_cost: float | None = None
     marks: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -49,6 +51,7 @@ class Outcome:
         self.at_seq, self.verdict, self.identical = replayed.at_seq, replayed.verdict, replayed.identical
         self.turns, self.live, self.marks = len(replayed.turns), replayed.live, replayed.marks
         self.live_tokens, self.full_tokens = replayed.live_tokens, replayed.full_tokens
+        self.live_cost, self.full_cost = replayed.live_cost, replayed.full_cost
 
     def passed(self, key: str) -> bool | None:
         score = self.scores.get(key)
@@ -80,6 +83,8 @@ class Outcome:
                 "live_calls": self.live,
                 "live_tokens": self.live_tokens,
                 "full_rerun_tokens": self.full_tokens,
+                "live_cost": self.live_cost,
+                "full_rerun_cost": self.full_cost,
                 "answered": self.marks,
             },
             "duration_ms": self.duration_ms,
@@ -108,6 +113,8 @@ class Outcome:
             live=int(meta.get("live_calls") or 0),
             live_tokens=int(meta.get("live_tokens") or 0),
             full_tokens=int(meta.get("full_rerun_tokens") or 0),
+            live_cost=meta.get("live_cost"),
+            full_cost=meta.get("full_rerun_cost"),
             marks=dict(meta.get("answered") or {}),
             scores={
                 f["key"]: Score(f.get("score"), f.get("comment") or "") for f in task.get("feedback") or []
@@ -152,7 +159,7 @@ class EvalRun:
         nums = [v for o in self.outcomes if (v := _number(o.scores.get(key))) is not None]
         return sum(nums) / len(nums) if nums else None
 
-    def totals(self) -> dict[str, int]:
+    def totals(self) -> dict[str, Any]:
         return {
             "channels": len(self.outcomes),
             "errors": sum(1 for o in self.outcomes if o.error),
@@ -160,6 +167,8 @@ class EvalRun:
             "live_calls": sum(o.live for o in self.outcomes),
             "live_tokens": sum(o.live_tokens for o in self.outcomes),
             "full_rerun_tokens": sum(o.full_tokens for o in self.outcomes),
+            "live_cost": _total([o.live_cost for o in self.outcomes]),
+            "full_rerun_cost": _total([o.full_cost for o in self.outcomes]),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,6 +257,12 @@ def load_run(path: str | Path) -> EvalRun:
 def _numeric(score: Any) -> bool:
     value = getattr(score, "score", None)
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _total(values: list[float | None]) -> float | None:
+    """The sum of the values recorded (None when none was)."""
+    known = [v for v in values if v is not None]
+    return round(sum(known), 6) if known else None
 
 
 def _number(score: Any) -> float | None:

@@ -24,7 +24,7 @@ from ag2net.debug import compare, fork, replay
 from ag2net.debug.replay_model import ReplayModel
 from ag2net.eval.cohort import Member, fork_point
 from ag2net.eval.run import EvalRun, Outcome
-from ag2net.eval.scorers import Replayed, Scorer, turn_tokens
+from ag2net.eval.scorers import Replayed, Scorer, turn_cost, turn_tokens
 from ag2net.eval.variant import Variant
 
 Progress = Callable[[int, int, Outcome], Any]
@@ -49,27 +49,38 @@ def _agents(member: Member) -> dict[str, str]:
     return {a: src.name_for(a) for a in ids if a in src.agents}
 
 
-def _marks(result: Any, names: dict[str, str]) -> tuple[dict[str, list[str]], int, int]:
-    """Per agent name, ``recorded``/``live`` per replayed turn; the live model calls; their tokens."""
+def _cost(turns: list[dict[str, Any]]) -> float | None:
+    costs = [c for t in turns if (c := turn_cost(t)) is not None]
+    return round(sum(costs), 6) if costs else None
+
+
+def _marks(result: Any, names: dict[str, str]) -> tuple[dict[str, list[str]], int, int, float | None]:
+    """Per agent name, ``recorded``/``live`` per replayed turn; the live model calls, their tokens and
+    their cost (None when neither the live models nor the turn records reported one)."""
     marks: dict[str, list[str]] = {}
     live_calls = live_tokens = 0
+    costs: list[float] = []
     for agent_id, model in result.models.items():
         mine = [t for t in result.replayed_turns if t.get("agent_id") == agent_id]
         if isinstance(model, ReplayModel):
             kinds = list(model.marks[: len(mine)])
             live_calls += model.live_calls
+            live = [t for t, k in zip(mine, kinds, strict=False) if k == "live"]
             usage = model.live_usage.get("total_tokens")
-            if usage is not None:
-                live_tokens += int(usage)
-            else:
-                live_tokens += sum(turn_tokens(t) for t, k in zip(mine, kinds, strict=False) if k == "live")
+            live_tokens += int(usage) if usage is not None else sum(turn_tokens(t) for t in live)
+            cost = model.live_usage.get("cost")
         else:  # a replacement model answers every turn of its agent
             kinds = ["live"] * len(mine)
+            live = mine
             live_calls += sum(int(t.get("model_calls") or 1) for t in mine)
             live_tokens += sum(turn_tokens(t) for t in mine)
+            cost = None
+        cost = cost if cost is not None else _cost(live)
+        if cost is not None:
+            costs.append(float(cost))
         if mine:
             marks[str(names.get(agent_id) or agent_id)] = kinds
-    return marks, live_calls, live_tokens
+    return marks, live_calls, live_tokens, round(sum(costs), 6) if costs else None
 
 
 async def replay_pair(member: Member, variant: Variant, settings: Settings) -> tuple[int, Any, Any, Any]:
@@ -96,7 +107,7 @@ async def replay_member(member: Member, variant: Variant, settings: Settings) ->
     cid = member.channel_id
     at, result, diff, md = await replay_pair(member, variant, settings)
     state, reason = md.state.value, str(md.close_reason or "")
-    marks, live, live_tokens = _marks(result, result.names)
+    marks, live, live_tokens, live_cost = _marks(result, result.names)
     return Replayed(
         label=member.label,
         channel_id=cid,
@@ -116,6 +127,8 @@ async def replay_member(member: Member, variant: Variant, settings: Settings) ->
         marks=marks,
         live_tokens=live_tokens,
         full_tokens=sum(turn_tokens(t) for t in result.original_turns),
+        live_cost=live_cost,
+        full_cost=_cost(result.original_turns),
     )
 
 

@@ -65,6 +65,8 @@ class Replayed:
     marks: dict[str, list[str]] = field(default_factory=dict)
     live_tokens: int = 0
     full_tokens: int = 0
+    live_cost: float | None = None
+    full_cost: float | None = None
 
     def name_for(self, agent_id: str) -> str:
         return self.names.get(agent_id, agent_id)
@@ -206,11 +208,17 @@ def tokens_total(*, key: str = "tokens") -> Scorer:
 
 
 def cost_total(*, key: str = "cost") -> Scorer:
+    """What the replay's live model calls cost (their reported usage, else their turn records'), against a
+    full rerun of the recorded turns; no signal when nothing recorded a cost."""
+
     def check(ch: Replayed) -> Score:
-        costs = [c for t in ch.turns if (c := turn_cost(t)) is not None]
-        if not costs:
-            return Score(None, "no turn recorded a cost (usage without cost)")
-        return Score(round(sum(costs), 6), f"{len(costs)} of {len(ch.turns)} turn(s) recorded a cost")
+        if ch.live_cost is None and ch.full_cost is None:
+            return Score(
+                None, "no cost recorded: neither the live calls nor the recorded turns report usage.cost"
+            )
+        live = ch.live_cost or 0.0
+        full = "unknown" if ch.full_cost is None else f"{ch.full_cost:g}"
+        return Score(round(live, 6), f"live calls cost {live:g} against {full} for a full rerun")
 
     return Scorer(key, check)
 
