@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_eval_support import SEED, BrainLive, fingerprint, record_demo, record_demo_file, without_clock
@@ -270,7 +271,8 @@ def test_live_calls_count_their_tokens_and_cost_against_a_full_rerun(demo):
     for turn in member.source.turns:  # a recording whose provider reported usage and cost per turn
         turn["usage"] = {"total_tokens": 1000, "cost": 0.002}
     after_fork = [t for t in member.source.turns if t["started_at"] > member.source.envelopes[3].created_at]
-    answer = ModelResponse("ok.", usage={"total_tokens": 7, "cost": 0.0001})
+    usage: dict[str, Any] = {"total_tokens": 7, "cost": 0.0001}  # a provider reporting cost with usage
+    answer = ModelResponse("ok.", usage=usage)
     variant = Variant("view", {"critic": WINDOW}, live=ScriptedModel(answer, loop=True))
     run = asyncio.run(evaluate([member], variant, [builtin("cost"), builtin("tokens")]))
     (outcome,) = run.outcomes
