@@ -27,8 +27,6 @@ from ag2net.eval.variant import Variant
 
 app = typer.Typer(add_completion=False)
 
-Many = Annotated[list[str] | None, typer.Option()]
-
 
 def _pair(option: str, text: str, example: str) -> tuple[str, str]:
     agent, eq, rest = text.partition("=")
