@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from test_eval_support import SEED, BrainLive, fingerprint, record_demo, record_demo_file, without_clock
@@ -263,29 +263,39 @@ async def test_a_postgres_cohort_replays_and_the_database_is_not_written(pg_serv
     assert json.loads(json.dumps(run.to_dict()))["tasks"][0]["task_id"] == steps["pairing"]
 
 
-def test_live_calls_count_their_tokens_and_cost_against_a_full_rerun(demo):
-    from ag2net.agent.models import ModelResponse
+class Priced:
+    """A live model with a priced name that reports its usage as a provider would."""
 
+    params: ClassVar[dict[str, Any]] = {"model": "pricey-1"}
+    name = "pricey-1"
+
+    async def complete(self, request: Any) -> Any:
+        from ag2net.agent.models import ModelResponse
+
+        usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+        return ModelResponse("ok.", usage=usage)
+
+
+def test_live_calls_count_their_tokens_and_cost_against_a_full_rerun(demo, monkeypatch):
+    monkeypatch.setenv(
+        "AG2NET_PRICES", json.dumps({"pricey-1": {"input": 2.0, "cached_input": 1.0, "output": 8.0}})
+    )
     db, _ = demo
     (member,) = read_cohort(str(db), Selector(types=["conversation"]))
-    for turn in member.source.turns:  # a recording whose provider reported usage and cost per turn
-        turn["usage"] = {"total_tokens": 1000, "cost": 0.002}
-    after_fork = [t for t in member.source.turns if t["started_at"] > member.source.envelopes[3].created_at]
-    usage: dict[str, Any] = {"total_tokens": 7, "cost": 0.0001}  # a provider reporting cost with usage
-    answer = ModelResponse("ok.", usage=usage)
-    variant = Variant("view", {"critic": WINDOW}, live=ScriptedModel(answer, loop=True))
+    variant = Variant("view", {"critic": WINDOW}, live=Priced())
     run = asyncio.run(evaluate([member], variant, [builtin("cost"), builtin("tokens")]))
     (outcome,) = run.outcomes
-    assert outcome.live > 0
-    assert outcome.live_tokens == 7 * outcome.live
-    assert outcome.live_cost == pytest.approx(0.0001 * outcome.live)
-    assert outcome.full_tokens == 1000 * len(after_fork)
-    assert outcome.full_cost == pytest.approx(0.002 * len(after_fork))
+    assert outcome.live > 0 and sum(k.count("live") for k in outcome.marks.values()) == outcome.live
+    assert (
+        outcome.live_tokens == 1100 * outcome.live
+    )  # the provider's figures, from the replayed turn records
+    assert outcome.live_cost == pytest.approx(outcome.live * (1000 * 2.0 + 100 * 8.0) / 1_000_000)
+    assert outcome.full_tokens > 0 and outcome.full_cost is None  # the scripted demo's model has no price
     cost = outcome.scores["cost"]
-    assert cost.score == pytest.approx(0.0001 * outcome.live) and "for a full rerun" in cost.comment
-    totals = run.totals()
-    assert totals["live_cost"] == outcome.live_cost and totals["full_rerun_cost"] == outcome.full_cost
-    plain = asyncio.run(
-        evaluate(read_cohort(str(db), Selector(types=["conversation"])), Variant(), [builtin("cost")])
+    assert (
+        cost.score == pytest.approx(outcome.live_cost) and "against unknown for a full rerun" in cost.comment
     )
+    assert run.totals()["live_cost"] == outcome.live_cost
+    plain = asyncio.run(evaluate([member], Variant(), [builtin("cost")]))
     assert plain.outcomes[0].scores["cost"].score is None
+    assert plain.outcomes[0].scores["cost"].comment.startswith("no cost recorded")

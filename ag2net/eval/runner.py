@@ -56,31 +56,29 @@ def _cost(turns: list[dict[str, Any]]) -> float | None:
 
 def _marks(result: Any, names: dict[str, str]) -> tuple[dict[str, list[str]], int, int, float | None]:
     """Per agent name, ``recorded``/``live`` per replayed turn; the live model calls, their tokens and
-    their cost (None when neither the live models nor the turn records reported one)."""
+    their cost (None when no live turn's model has a price). A live turn of a ``ReplayModel`` is priced as
+    the live model's (the request kept the recorded model's parameters, to be matched)."""
+    from ag2net.agent.models import model_params
+
     marks: dict[str, list[str]] = {}
     live_calls = live_tokens = 0
-    costs: list[float] = []
+    live_turns: list[dict[str, Any]] = []
     for agent_id, model in result.models.items():
         mine = [t for t in result.replayed_turns if t.get("agent_id") == agent_id]
         if isinstance(model, ReplayModel):
             kinds = list(model.marks[: len(mine)])
             live_calls += model.live_calls
-            live = [t for t, k in zip(mine, kinds, strict=False) if k == "live"]
-            usage = model.live_usage.get("total_tokens")
-            live_tokens += int(usage) if usage is not None else sum(turn_tokens(t) for t in live)
-            cost = model.live_usage.get("cost")
+            params = model_params(model.live) if model.live is not None else {}
+            live = [{**t, "model_params": params} for t, k in zip(mine, kinds, strict=False) if k == "live"]
         else:  # a replacement model answers every turn of its agent
             kinds = ["live"] * len(mine)
             live = mine
             live_calls += sum(int(t.get("model_calls") or 1) for t in mine)
-            live_tokens += sum(turn_tokens(t) for t in mine)
-            cost = None
-        cost = cost if cost is not None else _cost(live)
-        if cost is not None:
-            costs.append(float(cost))
+        live_tokens += sum(turn_tokens(t) for t in live)
+        live_turns += live
         if mine:
             marks[str(names.get(agent_id) or agent_id)] = kinds
-    return marks, live_calls, live_tokens, round(sum(costs), 6) if costs else None
+    return marks, live_calls, live_tokens, _cost(live_turns)
 
 
 async def replay_pair(member: Member, variant: Variant, settings: Settings) -> tuple[int, Any, Any, Any]:

@@ -100,20 +100,19 @@ class Replayed:
 
 
 def turn_tokens(turn: dict[str, Any]) -> int:
-    """A turn's tokens: its provider usage when recorded, else its estimates (system, history, tools, input,
-    output)."""
-    usage = turn.get("usage") or {}
-    if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), (int, float)):
-        return int(usage["total_tokens"])
-    tokens = turn.get("tokens") or {}
-    return int(sum(v for k, v in tokens.items() if k != "total" and isinstance(v, (int, float))))
+    """A turn's tokens as ``ag2net.costs`` reads its record: prompt + completion over all its model calls
+    (the provider's figures when it reported them, else ag2net's count)."""
+    from ag2net.costs import turn_tokens as totals
+
+    tokens = totals(turn)
+    return tokens.prompt + tokens.completion
 
 
 def turn_cost(turn: dict[str, Any]) -> float | None:
-    """A turn's cost when its usage recorded one (``usage.cost``), else None."""
-    usage = turn.get("usage") or {}
-    cost = usage.get("cost") if isinstance(usage, dict) else None
-    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    """A turn's cost in dollars at the price table (``ag2net.costs``); None when its model has no price."""
+    from ag2net.costs import turn_cost as cost
+
+    return cost(turn).dollars
 
 
 @dataclass(slots=True)
