@@ -28,9 +28,12 @@ from tui.collector import IdleCollector
 from tui.commands import WorkbenchCommands
 from tui.debugger import DEBUG_ACTIONS, DEBUG_BINDING_CLASSES
 from tui.feed import LiveFeed
+from tui.screens.break_when import BreakWhenScreen
+from tui.screens.breakpoints import BreakpointsScreen
 from tui.screens.composer import EnvelopeComposer
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.fork import ForkForm
+from tui.screens.inbox import AskScreen, EditHeldScreen, InboxScreen
 from tui.screens.open_channel import OpenChannelForm
 from tui.screens.replay_compare import ReplayCompare
 from tui.settings import Settings, check_keymap, keymap_conflicts
@@ -87,6 +90,10 @@ the strip at the top switches.
 
 Debugging: **m** visibility matrix of the channel · **t** causation tree of the envelope · **S** protocol
 scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
+
+Stepping in: **w** *Waiting for you* (held posts, paused turns, approvals, your turns, invites) ·
+**b** *Break when…* on the tail's envelope, the channel, the peer or the agent's next turn; the
+palette lists the breakpoints and toggles step mode.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -146,6 +153,21 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             priority=True,
         ),
         Binding(
+            "w",
+            "inbox",
+            "Waiting",
+            id="app.inbox",
+            tooltip="Waiting for you: held posts, paused turns, approvals, your turns, invites",
+        ),
+        Binding(
+            "b",
+            "break_when",
+            "Break when…",
+            show=False,
+            id="app.break_when",
+            tooltip="Set a breakpoint on posts like the tail's envelope, the channel, the peer or the agent's turn",
+        ),
+        Binding(
             "F",
             "fork_here",
             "Fork here…",
@@ -155,7 +177,16 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         ),
     ]
     MAIN_SCREEN_ACTIONS = frozenset(
-        {"compose_envelope", "open_channel", "close_channel", "leave_field", "fork_here", "focus_pane"}
+        {
+            "compose_envelope",
+            "open_channel",
+            "close_channel",
+            "leave_field",
+            "fork_here",
+            "focus_pane",
+            "inbox",
+            "break_when",
+        }
     )
     """App actions that act on the main screen only: on a modal their keys go to the modal's widgets."""
 
@@ -194,6 +225,7 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
         """The chat, status and footer bars' height: toasts sit above them."""
         self.active_pane = "tail"
         """The pane that has (or last had) the keyboard: channels, tail, view or peers."""
+        self.init_stepping()
         self.middle = "tail"
         """What the middle shows in a medium-width terminal: the tail, or the right pane (view / peers)."""
         check_keymap(self.settings, self.binding_ids())
@@ -246,6 +278,11 @@ scrubber in the tail (**[** / **]** step, **{** / **}** state changes).
             ConfirmScreen,
             ForkForm,
             ReplayCompare,
+            InboxScreen,
+            AskScreen,
+            EditHeldScreen,
+            BreakWhenScreen,
+            BreakpointsScreen,
             *DEBUG_BINDING_CLASSES,
         ]
 

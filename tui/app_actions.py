@@ -14,7 +14,7 @@ from textual.events import DeliveryFailed
 from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError
 from ag2net.views import registered_views
-from tui.app_routing import FeedRouting
+from tui.app_stepping import SteppingIn
 from tui.commands import DomainCommand
 from tui.formatting import preview
 from tui.screens.composer import ChannelChoice, EnvelopeComposer
@@ -28,7 +28,7 @@ from tui.wording import humanize, namer_for, plural
 DemoStarter = Callable[[], Awaitable[Any]]
 
 
-class WorkbenchActions(FeedRouting):
+class WorkbenchActions(SteppingIn):
     """The actions the keys and the palette run (a base of ``WorkbenchApp``)."""
 
     # ------------------------------------------------------------------ composer
@@ -206,6 +206,7 @@ class WorkbenchActions(FeedRouting):
                 "Show all channels", "Clear the channel selection", lambda: self.channel_list.select(None)
             ),
         ]
+        commands += self.stepping_commands()
         commands += self.debug_commands()
         if self.selected_channel and self.check_action("close_channel", ()):
             commands.append(

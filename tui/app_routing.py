@@ -44,6 +44,7 @@ class FeedRouting(PaneLayout):
     """Where each message of the feed and the panes goes (a base of ``WorkbenchApp``)."""
 
     if TYPE_CHECKING:
+        edited: dict[str, str]
 
         def start_demo(self) -> None: ...
 
@@ -257,6 +258,7 @@ class FeedRouting(PaneLayout):
                 name_for=self.source.name_for,
                 participants=participants,
                 cause_label=cause_label,
+                edited_by=self.edited.get(envelope.envelope_id),
             )
         )
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
+import time
 from collections.abc import Coroutine
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -19,10 +21,18 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 from textual.worker import Worker
 
+from ag2net.breakpoints import Breakpoint, WaitingItem
 from ag2net.channel import ChannelMetadata
-from ag2net.envelope import ALL_EVENT_TYPES, Envelope
+from ag2net.envelope import (
+    ALL_EVENT_TYPES,
+    EV_CHANNEL_INVITE,
+    EV_CHANNEL_INVITE_ACK,
+    EV_CHANNEL_INVITE_REJECT,
+    Envelope,
+)
 from ag2net.errors import NetworkError
-from tui.models import ChannelRow, PeerInfo, TailItem
+from ag2net.ids import parse_time, utc_now
+from tui.models import ChannelRow, InboxEntry, PeerInfo, TailItem
 from tui.wording import plural
 
 if TYPE_CHECKING:
@@ -43,6 +53,17 @@ FAILURES = (NetworkError, TimeoutError)
 def _order(item: TailItem) -> str:
     # envelope ids are minted monotonically by the hub: lexical order is admission order
     return item[0].envelope_id
+
+
+def reply_within(metadata: ChannelMetadata) -> float | None:
+    """The seconds a channel's ``reply_within`` expectation gives a turn, or None when it has none."""
+    expectations = [*metadata.manifest.expectations, *(getattr(metadata, "expectations", None) or [])]
+    for expectation in expectations:
+        if getattr(expectation, "name", "") == "reply_within":
+            seconds = expectation.params.get("seconds")
+            if isinstance(seconds, (int, float)):
+                return float(seconds)
+    return None
 
 
 def _why(exc: BaseException) -> str:
@@ -203,6 +224,78 @@ class HumanAsked(FeedMessage):
         self.envelope = envelope
 
 
+class WaitingLoaded(FeedMessage):
+    """What waits on a person, read at startup (and after a reconnect): the hub's waiting items, the
+    breakpoints, and ``edited`` (``{envelope_id: by}`` of envelopes admitted by an edit at a breakpoint).
+    ``stepping`` is False when the hub does not answer the stepping-in ops (an older hub, no operator)."""
+
+    def __init__(
+        self,
+        feed: LiveFeed,
+        items: list[WaitingItem],
+        breakpoints: list[Breakpoint],
+        edited: dict[str, str],
+        *,
+        stepping: bool = True,
+    ) -> None:
+        super().__init__(feed)
+        self.items = items
+        self.breakpoints = breakpoints
+        self.edited = edited
+        self.stepping = stepping
+
+
+class WaitingChanged(FeedMessage):
+    """A waiting item was added, answered, cancelled or updated (observe kind ``waiting``)."""
+
+    def __init__(self, feed: LiveFeed, change: str, item: WaitingItem) -> None:
+        super().__init__(feed)
+        self.change = change
+        self.item = item
+
+
+class HeldEdited(FeedMessage):
+    """An envelope was admitted in place of a held one, edited by ``by`` (audit ``held_edited``)."""
+
+    def __init__(self, feed: LiveFeed, envelope_id: str, by: str) -> None:
+        super().__init__(feed)
+        self.envelope_id = envelope_id
+        self.by = by
+
+
+class BreakpointsChanged(FeedMessage):
+    """A breakpoint was set, changed or removed, or step mode changed (audit ``breakpoint_*`` /
+    ``step_mode``); ``record`` is the audit record."""
+
+    def __init__(self, feed: LiveFeed, record: dict[str, Any]) -> None:
+        super().__init__(feed)
+        self.record = record
+
+
+class YourTurns(FeedMessage):
+    """The channels where the hub expects the human to speak now, as inbox entries."""
+
+    def __init__(self, feed: LiveFeed, entries: list[InboxEntry]) -> None:
+        super().__init__(feed)
+        self.entries = entries
+
+
+class InviteSeen(FeedMessage):
+    """An invite for the human, who answers invites by hand (``auto_ack_invites=False``)."""
+
+    def __init__(self, feed: LiveFeed, envelope: Envelope) -> None:
+        super().__init__(feed)
+        self.envelope = envelope
+
+
+class InviteAnswered(FeedMessage):
+    """The human answered an invite of ``channel_id`` (an ack or a reject was admitted)."""
+
+    def __init__(self, feed: LiveFeed, channel_id: str) -> None:
+        super().__init__(feed)
+        self.channel_id = channel_id
+
+
 class RateTick(FeedMessage):
     """Envelopes observed during the last second."""
 
@@ -276,6 +369,7 @@ class LiveFeed:
         """Per channel, the highest seq and newest time observed since the last flush."""
         self._rate_count = 0
         self._peers_dirty = False
+        self._turns_dirty = False
         self._connection: dict[str, Any] | None = None
         self._connected = True
         self._reconnecting = False
@@ -345,6 +439,7 @@ class LiveFeed:
         if self.observe_enabled:
             self._run(self._observe(position), "observe", exclusive=True)
         self.load_peers()
+        self.load_waiting()
         await self.refresh_health()
         self._post(Ready(self))
         if self.load_history:  # after the first page is painted: its batches would delay that frame
@@ -463,6 +558,11 @@ class LiveFeed:
                     self.custom_types.add(env.event_type)
                 if source.addressed_to_human(env):
                     self._run(self._ask_human(env), "ask")
+                self._note_for_inbox(env)
+            elif event.kind == "waiting":
+                self._waiting_event(event.payload)
+            elif event.kind == "audit":
+                self._audit_event(event.payload)
             elif event.kind == "channel":
                 metadata = event.payload.get("metadata")
                 if isinstance(metadata, dict):
@@ -497,6 +597,97 @@ class LiveFeed:
         if self._peers_dirty:
             self._peers_dirty = False
             self.load_peers()
+        if self._turns_dirty:
+            self._turns_dirty = False
+            self._run(self._load_your_turns(), "turns", exclusive=True)
+
+    # ------------------------------------------------------------------ what waits on the human (issue 24)
+
+    def _note_for_inbox(self, env: Envelope) -> None:
+        """An admitted envelope may change the human's turns, bring an invite, or answer one."""
+        source = self.source
+        human = source.human_id
+        md = source.metadata.get(env.channel_id)
+        if md is not None and human in md.participant_ids():
+            self._turns_dirty = True
+        if env.event_type == EV_CHANNEL_INVITE:
+            if not source.human.auto_ack_invites and env.audience and human in env.audience:
+                self.flush()
+                self._post(InviteSeen(self, env))
+        elif env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT) and env.sender_id == human:
+            self._post(InviteAnswered(self, env.channel_id))
+
+    def _waiting_event(self, payload: dict[str, Any]) -> None:
+        raw = payload.get("item")
+        if not isinstance(raw, dict):
+            return
+        try:
+            item = WaitingItem.from_dict(raw)
+        except (TypeError, ValueError, KeyError):
+            return
+        self.flush()  # a released post's row lands before the held row goes
+        self._post(WaitingChanged(self, str(payload.get("change") or ""), item))
+
+    def _audit_event(self, record: dict[str, Any]) -> None:
+        kind = str(record.get("kind") or "")
+        if kind == "held_edited" and record.get("envelope_id"):
+            self._post(HeldEdited(self, str(record["envelope_id"]), str(record.get("by") or "")))
+        elif kind.startswith("breakpoint_") or kind == "step_mode":
+            self._post(BreakpointsChanged(self, record))
+
+    def load_waiting(self) -> Worker[None]:
+        """Read the hub's waiting items, breakpoints and edited envelopes (in a worker), then the
+        human's turns."""
+        return self._run(self._load_waiting(), "waiting", exclusive=True)
+
+    async def _load_waiting(self) -> None:
+        source = self.source
+        try:
+            items, breakpoints = await asyncio.gather(source.list_waiting(), source.list_breakpoints())
+            edited = await source.edited_envelopes()
+        except (*FAILURES, AttributeError) as exc:
+            # an older hub (unknown op; in process: no such method), a connection that is no operator,
+            # or a hub that is down
+            self._post(WaitingLoaded(self, [], [], {}, stepping=False))
+            if not isinstance(exc, TimeoutError) and "unknown op" not in str(exc):
+                logging.getLogger("tui.feed").info("the hub lists no waiting items: %s", exc)
+        else:
+            self._post(WaitingLoaded(self, items, breakpoints, edited))
+        await self._load_your_turns()
+
+    async def _load_your_turns(self) -> None:
+        source = self.source
+        try:
+            turns = await source.pending_turns()
+        except FAILURES:
+            return
+        if not self.live:
+            return
+        now, wall = self.app_clock(), parse_time(utc_now())
+        entries = []
+        for turn in turns:
+            data = turn if isinstance(turn, dict) else turn.to_dict()
+            cid = str(data.get("channel_id") or "")
+            md = source.metadata.get(cid)
+            if md is None or md.is_terminal():
+                continue
+            expected = str(data.get("expected_at") or "")
+            due = None
+            seconds = reply_within(md)
+            if seconds is not None and expected:
+                try:
+                    elapsed = (wall - parse_time(expected)).total_seconds()
+                except ValueError:
+                    elapsed = None
+                if elapsed is not None:
+                    due = now + seconds - elapsed
+            entries.append(InboxEntry(f"turn:{cid}", "your_turn", cid, source.human_id, expected, due=due))
+        self._post(YourTurns(self, entries))
+
+    def app_clock(self) -> float:
+        """The workbench's clock (the app's ``clock``: monotonic seconds), for countdowns."""
+        clock = getattr(self.app, "clock", None)
+        return float(clock()) if callable(clock) else time.monotonic()  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ rate, connection, health, peers
 
@@ -532,6 +723,7 @@ class LiveFeed:
         self._note_sizes(rows)
         self._post(ChannelsLoaded(self, rows))
         self.load_peers()
+        self.load_waiting()
         await self.refresh_health()
 
     async def refresh_health(self) -> None:
@@ -601,18 +793,26 @@ class LiveFeed:
 
 __all__ = [
     "AgentsChanged",
+    "BreakpointsChanged",
     "ChannelChanged",
     "ChannelsLoaded",
     "ConnectionChanged",
     "FeedBatch",
     "FeedMessage",
     "HealthChanged",
+    "HeldEdited",
     "HistoryBatch",
     "HumanAsked",
+    "InviteAnswered",
+    "InviteSeen",
     "LiveFeed",
     "PeersLoaded",
     "Progress",
     "RateTick",
     "Ready",
     "TurnRecorded",
+    "WaitingChanged",
+    "WaitingLoaded",
+    "YourTurns",
+    "reply_within",
 ]

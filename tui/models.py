@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ag2net.breakpoints import WaitingItem
 from ag2net.client.turns import TurnPreview, TurnRecord
 from ag2net.envelope import Envelope
 from ag2net.events import BaseEvent
@@ -176,12 +177,159 @@ class ProjectionData:
         return None
 
 
+# ---------------------------------------------------------------------------------------------- the inbox
+
+#: The kinds of inbox entries, in the order the inbox lists them: held posts, paused turns, approvals (the
+#: hub's waiting items), the human's own turns in channels, and invites waiting for an answer.
+INBOX_KINDS = ("held", "turn", "approval", "your_turn", "invite")
+
+
+@dataclass(slots=True)
+class InboxEntry:
+    """One thing waiting for the person at the keyboard.
+
+    ``key``: the hub's ``item_id`` for a held post, a paused turn or an approval; ``turn:CHANNEL`` for the
+    human's turn in a channel; ``invite:ENVELOPE_ID`` for an invite. ``item`` is the hub's
+    ``WaitingItem`` (None for the last two); ``envelope`` the held post (as it would be admitted) or the
+    invite; ``due``: when a ``reply_within`` runs out, on the workbench's clock (None when unknown).
+    """
+
+    key: str
+    kind: str
+    channel_id: str
+    agent_id: str
+    created_at: str = ""
+    item: WaitingItem | None = None
+    envelope: Envelope | None = None
+    due: float | None = None
+
+    @property
+    def would_be_seq(self) -> int | None:
+        seq = self.item.detail.get("would_be_seq") if self.item is not None else None
+        return seq if isinstance(seq, int) else None
+
+    @property
+    def refused(self) -> str:
+        return str(self.item.detail.get("refused") or "") if self.item is not None else ""
+
+
+def held_entry(item: WaitingItem, now: float) -> InboxEntry:
+    """The inbox entry of one of the hub's waiting items (its envelope read from ``detail``)."""
+    envelope = None
+    raw = item.detail.get("envelope")
+    if isinstance(raw, Envelope):
+        envelope = raw
+    elif isinstance(raw, dict):
+        try:
+            envelope = Envelope.from_dict(raw)
+        except (TypeError, ValueError, KeyError):
+            envelope = None
+    due = None
+    for deadline in item.detail.get("deadlines") or []:
+        left = deadline.get("seconds_left") if isinstance(deadline, dict) else None
+        if isinstance(left, (int, float)):
+            due = now + float(left) if due is None else min(due, now + float(left))
+    return InboxEntry(
+        item.item_id, item.kind, item.channel_id, item.agent_id, item.created_at, item, envelope, due
+    )
+
+
+class Inbox:
+    """Every ``InboxEntry`` by key, in arrival order; what the inbox screen lists and the status bar counts."""
+
+    __slots__ = ("_entries", "version")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, InboxEntry] = {}
+        self.version = 0
+        """Grows on every change (the screen and the tail repaint when it moved)."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def get(self, key: str) -> InboxEntry | None:
+        return self._entries.get(key)
+
+    def entries(self) -> list[InboxEntry]:
+        """The entries by kind (``INBOX_KINDS``), oldest first within a kind."""
+        order = {kind: i for i, kind in enumerate(INBOX_KINDS)}
+        return sorted(self._entries.values(), key=lambda e: order.get(e.kind, len(order)))
+
+    def held(self) -> list[InboxEntry]:
+        """The held posts, oldest first."""
+        return [e for e in self._entries.values() if e.kind == "held"]
+
+    def put(self, entry: InboxEntry) -> bool:
+        """Add or replace ``entry``; True when its key is new."""
+        new = entry.key not in self._entries
+        self._entries[entry.key] = entry
+        self.version += 1
+        return new
+
+    def drop(self, key: str) -> InboxEntry | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.version += 1
+        return entry
+
+    def apply(self, change: str, item: WaitingItem, now: float) -> bool:
+        """One ``waiting`` event of the observe stream; True when it added an entry not listed before."""
+        if change in ("answered", "cancelled") or item.state != "waiting":
+            self.drop(item.item_id)
+            return False
+        return self.put(held_entry(item, now))
+
+    def set_waiting(self, items: Iterable[WaitingItem], now: float) -> list[InboxEntry]:
+        """The hub's waiting items as listed now (replacing those held before); returns the new ones."""
+        keep = {e.key: e for e in self._entries.values() if e.kind not in ("held", "turn", "approval")}
+        before = self._entries
+        self._entries = keep
+        fresh = []
+        for item in items:
+            if item.state != "waiting":
+                continue
+            entry = held_entry(item, now)
+            self._entries[entry.key] = entry
+            if entry.key not in before:
+                fresh.append(entry)
+        self.version += 1
+        return fresh
+
+    def set_your_turns(self, entries: Iterable[InboxEntry]) -> list[InboxEntry]:
+        """The human's turns as the hub lists them now; returns the ones not listed before."""
+        fresh = []
+        wanted = {e.key: e for e in entries}
+        for key in [k for k, e in self._entries.items() if e.kind == "your_turn" and k not in wanted]:
+            del self._entries[key]
+        for key, entry in wanted.items():
+            old = self._entries.get(key)
+            if old is None:
+                fresh.append(entry)
+            elif old.due is not None and entry.due is None:
+                entry.due = old.due
+            self._entries[key] = entry
+        self.version += 1
+        return fresh
+
+    def drop_channel(self, channel_id: str, kind: str) -> None:
+        """Forget the entries of ``kind`` in ``channel_id`` (an invite answered, a channel closed)."""
+        for key in [k for k, e in self._entries.items() if e.kind == kind and e.channel_id == channel_id]:
+            self.drop(key)
+
+
 __all__ = [
+    "INBOX_KINDS",
     "ActivityLedger",
     "ChannelRow",
+    "Inbox",
+    "InboxEntry",
     "PeerInfo",
     "ProjectionData",
     "TailItem",
     "TailRow",
     "channel_labels_for",
+    "held_entry",
 ]

@@ -10,10 +10,16 @@ import heapq
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from ag2net.breakpoints import Breakpoint, WaitingItem
 from ag2net.channel import ChannelMetadata, ParticipantRole
 from ag2net.client import HubClient, HumanClient
 from ag2net.client.turns import project_for
-from ag2net.envelope import EV_TEXT, Envelope
+from ag2net.envelope import (
+    EV_CHANNEL_INVITE_REJECT,
+    EV_TEXT,
+    Envelope,
+    invite_ack,
+)
 from ag2net.errors import AccessDeniedError, NetworkError, ProtocolError
 from ag2net.views import view_from_spec
 from tui.formatting import channel_label, channel_labels
@@ -347,6 +353,81 @@ class HubSource:
             replay,
             turns=turns,
             turns_capped=len(newest_first) >= TURN_LIMIT,
+        )
+
+    # ------------------------------------------------------------------ stepping in (issue 24)
+    # Breakpoints, step mode and what waits on a person. Every answer names the human at the keyboard as
+    # ``by`` (the WebSocket server puts the connection's identity there anyway).
+
+    @property
+    def by(self) -> str:
+        """Who answers from this workbench: the human's name."""
+        return self.human.name
+
+    async def break_on(self, spec: str, *, on: str = "envelope", enabled: bool = True) -> Breakpoint:
+        """Set a breakpoint (bad spec: the hub's one sentence, as a ``ProtocolError``)."""
+        return await self.hc.break_on(spec, on=on, enabled=enabled, by=self.by)
+
+    async def list_breakpoints(self) -> list[Breakpoint]:
+        return await self.hc.list_breakpoints()
+
+    async def set_breakpoint(self, breakpoint_id: str, enabled: bool) -> Breakpoint:
+        return await self.hc.set_breakpoint(breakpoint_id, enabled)
+
+    async def remove_breakpoint(self, breakpoint_id: str) -> None:
+        await self.hc.remove_breakpoint(breakpoint_id)
+
+    async def step_mode(self, channel_id: str | None, on: bool) -> dict[str, Any]:
+        """Hold every substantive post of ``channel_id`` (None: of the network) until released."""
+        answer = await self.hc.step_mode(channel_id, on)
+        return answer if isinstance(answer, dict) else {}
+
+    async def pause_expectations(self, channel_id: str, paused: bool) -> dict[str, Any]:
+        answer = await self.hc.pause_expectations(channel_id, paused)
+        return answer if isinstance(answer, dict) else {}
+
+    async def list_waiting(self, channel_id: str | None = None) -> list[WaitingItem]:
+        return await self.hc.list_waiting(channel_id=channel_id)
+
+    async def answer_waiting(self, item_id: str, action: str, **fields: Any) -> WaitingItem:
+        """Answer one waiting item as the human (``fields``: reason, envelope, audience, messages,
+        system_prompt, text, arguments; an envelope given as a dict is read as one)."""
+        envelope = fields.get("envelope")
+        if isinstance(envelope, dict):
+            fields["envelope"] = Envelope.from_dict(envelope)
+        fields.pop("by", None)
+        return await self.hc.answer_waiting(item_id, action, by=self.by, **fields)
+
+    async def pending_turns(self) -> list[Any]:
+        """The channels where the hub expects the human to speak (``PendingTurn`` records or dicts)."""
+        return await self.hc.pending_turns_for(self.human_id)
+
+    async def edited_envelopes(self, limit: int = 10_000) -> dict[str, str]:
+        """``{envelope_id: by}`` of the envelopes admitted by an edit at a breakpoint (the audit log's
+        ``held_edited`` records, the newest ``limit`` of them at most)."""
+        try:
+            rows = await self.hc.list_audit(since=0, limit=None)
+        except (ProtocolError, AccessDeniedError):
+            return {}
+        edited: dict[str, str] = {}
+        for _position, record in rows[-limit:] if len(rows) > limit else rows:
+            if record.get("kind") == "held_edited" and record.get("envelope_id"):
+                edited[str(record["envelope_id"])] = str(record.get("by") or "")
+        return edited
+
+    async def accept_invite(self, invite: Envelope) -> str:
+        return await self.human.post_envelope(invite_ack(invite, self.human_id))
+
+    async def decline_invite(self, invite: Envelope, reason: str = "") -> str:
+        return await self.human.post_envelope(
+            Envelope(
+                channel_id=invite.channel_id,
+                sender_id=self.human_id,
+                audience=None,
+                event_type=EV_CHANNEL_INVITE_REJECT,
+                event_data={"channel_id": invite.channel_id, "reason": reason or "declined"},
+                causation_id=invite.envelope_id,
+            )
         )
 
 

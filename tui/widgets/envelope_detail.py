@@ -111,6 +111,7 @@ The envelope exactly as stored in the WAL.
         & #detail-cause Button { min-width: 0; height: 1; border: none; margin: 0 1 0 0; }
         & #detail-json { height: 1fr; border: none; }
         & #detail-hint { height: 1; color: $text-muted; }
+        & #detail-edited { color: $text-warning; text-style: bold; }
         & Footer { dock: bottom; }
     }
     """
@@ -133,8 +134,11 @@ The envelope exactly as stored in the WAL.
         participants: Sequence[str] | None = None,
         cause_label: str | None = None,
         history: Sequence[DetailState] = (),
+        edited_by: str | None = None,
     ) -> None:
         super().__init__()
+        self.edited_by = edited_by
+        """Who edited this envelope at a breakpoint before it was admitted (None: it was not edited)."""
         self.envelope = envelope
         self.seq = seq
         self.channel_label = channel_label
@@ -166,6 +170,8 @@ The envelope exactly as stored in the WAL.
                     ("priority", f"{env.priority}   depth {env.depth}   ttl {env.ttl_seconds or '—'}"),
                     ("task / trace", f"{env.task_id or '—'} / {env.trace_id or '—'}"),
                 ]
+                if self.edited_by is not None:
+                    rows.append(("operator", f"edited at a breakpoint by {self.edited_by or 'an operator'}"))
                 for key, value in rows:
                     with Horizontal(classes="detail-row"):
                         yield Label(key, classes="field-name")
@@ -176,6 +182,8 @@ The envelope exactly as stored in the WAL.
                                 classes="field-value",
                                 id="detail-type",
                             )
+                        elif key == "operator":
+                            yield Label(Text(value), classes="field-value", id="detail-edited")
                         else:
                             yield Label(Text(value), classes="field-value")
             sentence, names = visibility_names(env, name_for, self.participants)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -27,6 +27,8 @@ from ag2net.filtering import FilterSpec
 from tui.formatting import FAMILIES
 from tui.models import TailRow
 from tui.tail_model import DEFAULT_LIMIT, TailModel
+from tui.widgets.tail_held import HeldLines, HeldRow
+from tui.widgets.tail_keys import TAIL_BINDINGS, TAIL_COMPONENT_CLASSES, TAIL_CSS, TAIL_HELP
 from tui.widgets.tail_lines import (
     Columns,
     ColumnWidths,
@@ -66,123 +68,13 @@ class TailMessage(Message):
         return self.replaceable and isinstance(message, type(self)) and message.tail is self.tail
 
 
-class EnvelopeTail(TailReach, QuietRepaint, can_focus=True):
+class EnvelopeTail(HeldLines, TailReach, QuietRepaint, can_focus=True):
     """Every admitted envelope, newest at the bottom; follows the end until you scroll up."""
 
-    HELP = """\
-## WAL tail
-
-Every envelope the hub admits, in order. While **following**, new rows scroll in; moving up or
-scrolling up pauses and counts *N new*; **End** (or **f**) resumes.
-
-**Enter** opens an envelope · **/** filter · **s** search, then **n** / **N** · **x** clears · **:** go to seq
-
-The tail reaches the whole WAL: **g**, **:** *seq*, scrolling and search read older (or newer) pages
-from the store on demand (a *loading older…* row shows meanwhile); **End** comes back to live.
-**:** *label* (`:discussion·7d80`) shows that channel.
-
-Query terms (ANDed, `-` negates, commas mean OR): `type:ag2.msg` `family:custom`
-`sender:planner` `to:critic` `to:all` `text:"two words"` `re:/x.+y/i` `seq:10-20`
-`channel:discussion·7d80` (a label as the channel column shows it; `.` works for `·`).
-The header's right end counts the rows shown and says *match k of n* while searching.
-"""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False, id="tail.cursor_up"),
-        Binding("down,j", "cursor_down", "Down", show=False, id="tail.cursor_down"),
-        Binding("pageup", "page_up", "Page up", show=False, id="tail.page_up"),
-        Binding("pagedown", "page_down", "Page down", show=False, id="tail.page_down"),
-        Binding("home,g", "cursor_home", "First", show=False, id="tail.home"),
-        Binding("end,G", "cursor_end", "Last + follow", show=False, id="tail.end"),
-        Binding(
-            "enter", "open_envelope", "Open", id="tail.open", tooltip="Open the envelope under the cursor"
-        ),
-        Binding(
-            "f",
-            "toggle_follow",
-            "Follow",
-            id="tail.follow",
-            tooltip="Follow new envelopes (or pause following)",
-        ),
-        Binding(
-            "slash",
-            "request_query('filter')",
-            "Filter",
-            id="tail.filter",
-            tooltip="Filter rows by a query",
-            priority=True,  # resolved when the app reads it: the keys typed after it reach the bar
-        ),
-        Binding(
-            "s",
-            "request_query('search')",
-            "Search",
-            id="tail.search",
-            tooltip="Search rows (then n / N)",
-            priority=True,
-        ),
-        Binding("n", "search_next", "Next match", id="tail.search_next", tooltip="Next search match"),
-        Binding(
-            "N", "search_prev", "Prev match", show=False, id="tail.search_prev", tooltip="Previous match"
-        ),
-        Binding(
-            "x", "clear_query", "Clear filter", id="tail.clear_filter", tooltip="Clear the filter and search"
-        ),
-        Binding(
-            "colon",
-            "request_query('goto')",
-            "Go to seq",
-            id="tail.goto",
-            tooltip="Jump to a sequence number",
-            priority=True,
-        ),
-    ]
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "envelope-tail--header",
-        "envelope-tail--cursor",
-        "envelope-tail--seq",
-        "envelope-tail--time",
-        "envelope-tail--label",
-        "envelope-tail--sender",
-        "envelope-tail--audience",
-        "envelope-tail--preview",
-        "envelope-tail--match",
-        *(f"envelope-tail--{family}" for family in FAMILIES),
-    }
-
-    DEFAULT_CSS = """
-    EnvelopeTail {
-        background: $surface;
-        color: $foreground;
-        overflow-x: hidden;
-        overflow-y: auto;
-        &:focus { background-tint: $foreground 4%; }
-        & > .envelope-tail--header { background: $panel; color: $text-muted; text-style: bold; }
-        & > .envelope-tail--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-        }
-        &:focus > .envelope-tail--cursor {
-            background: $block-cursor-background;
-            color: $block-cursor-foreground;
-            text-style: $block-cursor-text-style;
-        }
-        & > .envelope-tail--seq { color: $text-muted; }
-        & > .envelope-tail--time { color: $text-muted; }
-        & > .envelope-tail--label { color: $text-secondary; }
-        & > .envelope-tail--sender { color: $foreground; text-style: bold; }
-        & > .envelope-tail--audience { color: $text-muted; text-style: italic; }
-        & > .envelope-tail--preview { color: $foreground; }
-        & > .envelope-tail--match { color: $text-warning; text-style: bold reverse; }
-        & > .envelope-tail--text { color: $text-primary; }
-        & > .envelope-tail--packet { color: $text-secondary; }
-        & > .envelope-tail--channel { color: $text-muted; }
-        & > .envelope-tail--task { color: $text-warning; }
-        & > .envelope-tail--expectation { color: $text-error; }
-        & > .envelope-tail--context { color: $text-success; }
-        & > .envelope-tail--custom { color: $text-accent; }
-    }
-    """
+    HELP = TAIL_HELP
+    BINDINGS: ClassVar[list[BindingType]] = TAIL_BINDINGS
+    COMPONENT_CLASSES: ClassVar[set[str]] = TAIL_COMPONENT_CLASSES
+    DEFAULT_CSS = TAIL_CSS
 
     following: var[bool] = var(True)
     """True while new rows scroll into view; False once the user moves away from the end."""
@@ -228,6 +120,13 @@ The header's right end counts the rows shown and says *match k of n* while searc
             super().__init__(tail)
             self.channel_id = channel_id
 
+    class HeldOpened(TailMessage):
+        """A held post's row was clicked (the app opens it in the inbox)."""
+
+        def __init__(self, tail: EnvelopeTail, held: HeldRow) -> None:
+            super().__init__(tail)
+            self.held = held
+
     class CursorMoved(TailMessage):
         """The cursor went to another row (keys, click, search, go to, follow); read ``cursor_row``."""
 
@@ -263,6 +162,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
         self._trail = 0
         """1 when the last virtual line is the "newer envelopes" row (a window paged away from live)."""
         self._widths = ColumnWidths()
+        self._init_held()
 
     # ------------------------------------------------------------------ public API
 
@@ -606,6 +506,8 @@ The header's right end counts the rows shown and says *match k of n* while searc
             self._move_cursor_to_line(line)
             if event.chain >= 2:
                 self.action_open_envelope()
+        elif (held := self.held_at(line, self.visible_count + self._trail)) is not None:
+            self.post_message(self.HeldOpened(self, held))
 
     def on_resize(self, event: events.Resize) -> None:
         self._strips.clear()
@@ -663,6 +565,9 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 return self._render_marker(
                     newer_text(self.paging, self._searched, self.newer_count), width, styles
                 )
+            held = self.held_at(line, self.visible_count + self._trail)
+            if held is not None:
+                return self._render_held(held, width, styles)
             return Strip.blank(width, self.rich_style)
         index = self.model.index_at(line)
         is_cursor = index == self._cursor_abs()
@@ -698,6 +603,19 @@ The header's right end counts the rows shown and says *match k of n* while searc
         strip = Strip(list(text.render(self.app.console)))
         return strip.adjust_cell_length(width, styles["base"])
 
+    def _render_held(self, held: HeldRow, width: int, styles: dict[str, Style]) -> Strip:
+        text = row_text(
+            held.as_row(),
+            self._columns(width),
+            width,
+            label=held.channel,
+            name_for=self.name_for,
+            matched=False,
+            styles=styles,
+            held=True,
+        )
+        return Strip(list(text.render(self.app.console))).adjust_cell_length(width, styles["base"])
+
     def _render_marker(self, text: str, width: int, styles: dict[str, Style]) -> Strip:
         line = Text(fit(text, width), style=styles["audience"], end="")
         return Strip(list(line.render(self.app.console))).adjust_cell_length(width, styles["base"])
@@ -710,7 +628,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
                 "header": get("envelope-tail--header"),
                 "cursor": get("envelope-tail--cursor"),
             }
-            for name in ("seq", "time", "label", "sender", "audience", "preview", "match", *FAMILIES):
+            for name in ("seq", "time", "label", "sender", "audience", "preview", "match", "held", *FAMILIES):
                 styles[name] = get(f"envelope-tail--{name}", partial=True)
             self._styles = styles
         return self._styles
@@ -724,6 +642,7 @@ The header's right end counts the rows shown and says *match k of n* while searc
 
     def _view_changed(self, keep: int | None) -> None:
         """After the shown rows changed: keep the cursor on its envelope (or the nearest row before it)."""
+        self._held_filters_changed()
         if not self.following and keep is not None:
             line = self.model.line_of(keep)
             self._cursor = None if line is None else self.model.index_at(line)
@@ -744,7 +663,8 @@ The header's right end counts the rows shown and says *match k of n* while searc
         if (lead, trail) != (self._lead, self._trail):
             repaint = True
         self._set_virtual_size(
-            Size(self._width, self.visible_count + 1 + self._lead + self._trail), repaint=repaint
+            Size(self._width, self.visible_count + 1 + self._lead + self._trail + self.held_count),
+            repaint=repaint,
         )
         if self._lead != lead and not self.following:
             # the "older" row came or went above the rows: they stay where they are on screen

@@ -1,4 +1,5 @@
-"""The status bar: connection, hub health, envelopes per second, and the tail's follow and filter state."""
+"""The status bar: connection, hub health, envelopes per second, what waits for you, and the tail's follow
+and filter state."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class StatusBar(Horizontal):
         & #status-rate-spark { width: 24; height: 1; margin: 0 1; }
         & #status-progress { color: $text-warning; max-width: 35%; }
         & #status-progress.-empty { display: none; }
+        & #status-waiting { background: $warning-muted; color: $text-warning; text-style: bold; }
+        & #status-waiting.-empty { display: none; }
     }
     StatusBar.-narrow {
         & #status-rate-spark { display: none; }
@@ -58,6 +61,9 @@ class StatusBar(Horizontal):
     pending: reactive[int] = reactive(0, repaint=False)
     filter_text: reactive[str] = reactive("", repaint=False)
     progress: reactive[str] = reactive("", repaint=False)
+    waiting: reactive[int] = reactive(0, repaint=False)
+    """Items waiting for the human ("Waiting for you": held posts, paused turns, approvals, turns,
+    invites); shown as ``⚑ N waiting`` while any is."""
 
     def __init__(self, *, window: int = 30, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -72,6 +78,7 @@ class StatusBar(Horizontal):
         yield Sparkline(list(self._rates), id="status-rate-spark")
         yield QuietLabel("", id="status-progress", classes="-empty")
         yield QuietLabel("", id="status-filter", classes="-empty")
+        yield QuietLabel("", id="status-waiting", classes="-empty")
         yield QuietLabel("", id="status-follow")
 
     def on_mount(self) -> None:
@@ -136,6 +143,9 @@ class StatusBar(Horizontal):
         prog = self.query_one("#status-progress", QuietLabel)
         prog.show(self.progress)
         prog.set_class(not self.progress, "-empty")
+        waiting = self.query_one("#status-waiting", QuietLabel)
+        waiting.show(f"⚑ {self.waiting:,} waiting · w")
+        waiting.set_class(not self.waiting, "-empty")
 
     def watch_connection(self) -> None:
         self._refresh_all()
@@ -165,6 +175,9 @@ class StatusBar(Horizontal):
         self._refresh_all()
 
     def watch_progress(self) -> None:
+        self._refresh_all()
+
+    def watch_waiting(self) -> None:
         self._refresh_all()
 
 

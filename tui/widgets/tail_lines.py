@@ -16,6 +16,9 @@ from tui.formatting import audience_label, event_family, preview, short_time, sh
 from tui.models import TailRow
 from tui.tail_model import TailModel
 
+HELD_MARK = "⏸ held"
+"""What a held post's row says where an admitted envelope's time goes."""
+
 Item = tuple[Envelope, int | None, str]
 """(envelope, seq, channel label): what the tail is given (a seq may be unknown)."""
 
@@ -186,14 +189,20 @@ def row_text(
     name_for: Callable[[str], str],
     matched: bool,
     styles: dict[str, Style],
+    held: bool = False,
 ) -> Text:
-    """One envelope's row: seq, time, channel ``label``, sender, type, audience and a preview in what is left."""
+    """One envelope's row: seq, time, channel ``label``, sender, type, audience and a preview in what is left.
+
+    A ``held`` row is a post held at a breakpoint: its would-be seq, and ``⏸ held`` where the time goes."""
     env = row.envelope
     text = Text(style=styles["base"], no_wrap=True, end="")
     seq = "·" if row.seq is None else str(row.seq)
     text.append(seq.rjust(c.seq)[-c.seq :], styles["match"] if matched else styles["seq"])
     text.append(" ")
-    text.append(fit(short_time(env.created_at)[: c.time], c.time), styles["time"])
+    if held:
+        text.append(fit(HELD_MARK, c.time), styles["held"])
+    else:
+        text.append(fit(short_time(env.created_at)[: c.time], c.time), styles["time"])
     text.append(" ")
     if c.channel:
         text.append(fit_label(label, c.channel), styles["label"])
