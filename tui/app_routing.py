@@ -258,7 +258,7 @@ class FeedRouting(PaneLayout):
                 name_for=self.source.name_for,
                 participants=participants,
                 cause_label=cause_label,
-                edited_by=self.edited.get(envelope.envelope_id),
+                operator_note=self.edited.get(envelope.envelope_id),
             )
         )
 

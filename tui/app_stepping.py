@@ -17,7 +17,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable
 
 from ag2net.breakpoints import Breakpoint
-from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError
 from tui.app_routing import FeedRouting
 from tui.commands import DomainCommand
@@ -68,7 +67,8 @@ class SteppingIn(FeedRouting):
         """Everything waiting for the human; the inbox screen lists it, the status bar counts it."""
         self.breakpoints: list[Breakpoint] = []
         self.edited: dict[str, str] = {}
-        """``{envelope_id: by}``: envelopes admitted by an edit at a breakpoint (the audit log says so)."""
+        """``{envelope_id: "edited at a breakpoint by NAME"}``: envelopes admitted by an edit (or a redirect)
+        at a breakpoint, as the audit log says."""
         self.step_channels: set[str] = set()
         """Channels in step mode as this workbench knows it (``NETWORK``: all of them)."""
         self.stepping = True
@@ -110,7 +110,7 @@ class SteppingIn(FeedRouting):
 
     @on(HeldEdited)
     def _held_edited(self, event: HeldEdited) -> None:
-        self.edited[event.envelope_id] = event.by
+        self.edited[event.envelope_id] = event.note
 
     @on(BreakpointsChanged)
     def _breakpoints_changed(self, event: BreakpointsChanged) -> None:
@@ -375,11 +375,14 @@ class SteppingIn(FeedRouting):
         key = channel_id or NETWORK
         on = key not in self.step_channels
         try:
-            await self.source.step_mode(channel_id, on)
+            answer = await self.source.step_mode(channel_id, on)
         except NetworkError as exc:
             self.notify(humanize(str(exc), namer_for(self)), severity="error")
             return
-        if on:
+        step = answer.get("step")
+        if isinstance(step, list):  # the hub's step mode now: channel ids, "*" for the network
+            self.step_channels = {str(s) for s in step}
+        elif on:
             self.step_channels.add(key)
         else:
             self.step_channels.discard(key)
@@ -389,10 +392,6 @@ class SteppingIn(FeedRouting):
         for screen in self.screen_stack:
             if isinstance(screen, BreakpointsScreen):
                 screen.show(self.breakpoints)
-
-    def edited_by(self, envelope: Envelope) -> str | None:
-        """Who edited ``envelope`` at a breakpoint before it was admitted (None: nobody)."""
-        return self.edited.get(envelope.envelope_id)
 
     def stepping_commands(self) -> list[DomainCommand]:
         """The palette's entries for stepping in."""

@@ -33,6 +33,7 @@ from ag2net.envelope import (
 from ag2net.errors import NetworkError
 from ag2net.ids import parse_time, utc_now
 from tui.models import ChannelRow, InboxEntry, PeerInfo, TailItem
+from tui.source import operator_note
 from tui.wording import plural
 
 if TYPE_CHECKING:
@@ -255,12 +256,13 @@ class WaitingChanged(FeedMessage):
 
 
 class HeldEdited(FeedMessage):
-    """An envelope was admitted in place of a held one, edited by ``by`` (audit ``held_edited``)."""
+    """An envelope was admitted in place of a held one, edited or redirected (audit ``held_edited`` /
+    ``held_redirected``); ``note`` says so: "edited at a breakpoint by ana"."""
 
-    def __init__(self, feed: LiveFeed, envelope_id: str, by: str) -> None:
+    def __init__(self, feed: LiveFeed, envelope_id: str, note: str) -> None:
         super().__init__(feed)
         self.envelope_id = envelope_id
-        self.by = by
+        self.note = note
 
 
 class BreakpointsChanged(FeedMessage):
@@ -599,7 +601,10 @@ class LiveFeed:
             self.load_peers()
         if self._turns_dirty:
             self._turns_dirty = False
-            self._run(self._load_your_turns(), "turns", exclusive=True)
+            # the function, not a coroutine: a worker cancelled before it starts leaves none unawaited
+            self.app.run_worker(
+                self._load_your_turns, name=f"{GROUP}-turns", group=f"{GROUP}-turns", exclusive=True
+            )
 
     # ------------------------------------------------------------------ what waits on the human (issue 24)
 
@@ -630,8 +635,9 @@ class LiveFeed:
 
     def _audit_event(self, record: dict[str, Any]) -> None:
         kind = str(record.get("kind") or "")
-        if kind == "held_edited" and record.get("envelope_id"):
-            self._post(HeldEdited(self, str(record["envelope_id"]), str(record.get("by") or "")))
+        note = operator_note(record)
+        if note:
+            self._post(HeldEdited(self, str(record["envelope_id"]), note))
         elif kind.startswith("breakpoint_") or kind == "step_mode":
             self._post(BreakpointsChanged(self, record))
 

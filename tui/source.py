@@ -403,16 +403,18 @@ class HubSource:
         return await self.hc.pending_turns_for(self.human_id)
 
     async def edited_envelopes(self, limit: int = 10_000) -> dict[str, str]:
-        """``{envelope_id: by}`` of the envelopes admitted by an edit at a breakpoint (the audit log's
-        ``held_edited`` records, the newest ``limit`` of them at most)."""
+        """``{envelope_id: "edited at a breakpoint by NAME"}`` of the envelopes admitted by an edit (or a
+        redirect) at a breakpoint: the audit log's ``held_edited`` / ``held_redirected`` records, the
+        newest ``limit`` of them at most."""
         try:
             rows = await self.hc.list_audit(since=0, limit=None)
         except (ProtocolError, AccessDeniedError):
             return {}
         edited: dict[str, str] = {}
         for _position, record in rows[-limit:] if len(rows) > limit else rows:
-            if record.get("kind") == "held_edited" and record.get("envelope_id"):
-                edited[str(record["envelope_id"])] = str(record.get("by") or "")
+            note = operator_note(record)
+            if note:
+                edited[str(record["envelope_id"])] = note
         return edited
 
     async def accept_invite(self, invite: Envelope) -> str:
@@ -431,6 +433,16 @@ class HubSource:
         )
 
 
+def operator_note(record: dict[str, Any]) -> str:
+    """ "edited at a breakpoint by NAME" for an audit record of an envelope admitted by an edit (or
+    "redirected at a breakpoint by NAME"); '' for any other record."""
+    kind = record.get("kind")
+    if kind not in ("held_edited", "held_redirected") or not record.get("envelope_id"):
+        return ""
+    verb = "edited" if kind == "held_edited" else "redirected"
+    return f"{verb} at a breakpoint by {record.get('by') or 'an operator'}"
+
+
 class _Newest(str):
     """Orders strings in reverse, so ``heapq`` pops the newest envelope id first."""
 
@@ -445,4 +457,4 @@ def _order(item: TailItem) -> str:
     return item[0].envelope_id
 
 
-__all__ = ["TURN_LIMIT", "HubSource", "channel_row"]
+__all__ = ["TURN_LIMIT", "HubSource", "channel_row", "operator_note"]

@@ -120,7 +120,10 @@ class BreakpointsScreen(ModalScreen[None]):
         self.query_one("#bp-step", Label).update(self.host.step_mode_text())
 
     def current_id(self) -> str | None:
-        table = self.table
+        tables = self.query("#bp-table")  # none while the screen is torn down
+        if not tables:
+            return None
+        table = tables.first(DataTable)
         if not table.row_count:
             return None
         try:

@@ -208,7 +208,10 @@ class InboxScreen(ModalScreen[None]):
 
     @property
     def current(self) -> InboxEntry | None:
-        index = self.option_list.highlighted
+        lists = self.query("#inbox-list")  # none while the screen is torn down
+        if not lists:
+            return None
+        index = lists.first(OptionList).highlighted
         if index is None or not 0 <= index < len(self._keys):
             return None
         return self.host.inbox.get(self._keys[index])

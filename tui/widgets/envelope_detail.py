@@ -134,11 +134,12 @@ The envelope exactly as stored in the WAL.
         participants: Sequence[str] | None = None,
         cause_label: str | None = None,
         history: Sequence[DetailState] = (),
-        edited_by: str | None = None,
+        operator_note: str | None = None,
     ) -> None:
         super().__init__()
-        self.edited_by = edited_by
-        """Who edited this envelope at a breakpoint before it was admitted (None: it was not edited)."""
+        self.operator_note = operator_note
+        """What an operator did to this envelope at a breakpoint before it was admitted ("edited at a
+        breakpoint by ana"), None when nothing."""
         self.envelope = envelope
         self.seq = seq
         self.channel_label = channel_label
@@ -170,8 +171,8 @@ The envelope exactly as stored in the WAL.
                     ("priority", f"{env.priority}   depth {env.depth}   ttl {env.ttl_seconds or '—'}"),
                     ("task / trace", f"{env.task_id or '—'} / {env.trace_id or '—'}"),
                 ]
-                if self.edited_by is not None:
-                    rows.append(("operator", f"edited at a breakpoint by {self.edited_by or 'an operator'}"))
+                if self.operator_note:
+                    rows.append(("operator", self.operator_note))
                 for key, value in rows:
                     with Horizontal(classes="detail-row"):
                         yield Label(key, classes="field-name")
