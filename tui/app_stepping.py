@@ -89,6 +89,10 @@ class SteppingIn(FeedRouting):
         new = self.inbox.apply(event.change, event.item, self.clock())
         entry = self.inbox.get(event.item.item_id)
         self._inbox_changed([entry] if new and entry is not None else [])
+        for screen in self.screen_stack:  # a paused turn's or an approval's screen: answered elsewhere?
+            changed = getattr(screen, "item_changed", None)
+            if callable(changed):
+                changed(event.item)
 
     @on(YourTurns)
     def _your_turns(self, event: YourTurns) -> None:
@@ -253,7 +257,9 @@ class SteppingIn(FeedRouting):
         except (ImportError, AttributeError):
             self.notify("This workbench has no screen for it yet.", severity="warning")
             return None
-        return screen_class(entry.item)
+        return screen_class(
+            entry.item, name_for=self.source.name_for, channel_label=self.channel_label(entry.channel_id)
+        )
 
     @work(group="decide")
     async def _decide(self, entry: InboxEntry, answer: dict[str, Any]) -> None:
