@@ -202,6 +202,11 @@ class InboxEntry:
     item: WaitingItem | None = None
     envelope: Envelope | None = None
     due: float | None = None
+    due_kind: str = "reply_within"
+    """The expectation whose deadline ``due`` is (the nearest one, for a held post)."""
+    seen_at: float = 0.0
+    """When the hub last described the entry, on the workbench's clock (a held post's ``deadlines``
+    count their ``seconds_left`` from then)."""
 
     @property
     def would_be_seq(self) -> int | None:
@@ -224,13 +229,22 @@ def held_entry(item: WaitingItem, now: float) -> InboxEntry:
             envelope = Envelope.from_dict(raw)
         except (TypeError, ValueError, KeyError):
             envelope = None
-    due = None
+    due, due_kind = None, "reply_within"
     for deadline in item.detail.get("deadlines") or []:
         left = deadline.get("seconds_left") if isinstance(deadline, dict) else None
-        if isinstance(left, (int, float)):
-            due = now + float(left) if due is None else min(due, now + float(left))
+        if isinstance(left, (int, float)) and (due is None or now + float(left) < due):
+            due, due_kind = now + float(left), str(deadline.get("kind") or "a deadline")
     return InboxEntry(
-        item.item_id, item.kind, item.channel_id, item.agent_id, item.created_at, item, envelope, due
+        item.item_id,
+        item.kind,
+        item.channel_id,
+        item.agent_id,
+        item.created_at,
+        item,
+        envelope,
+        due,
+        due_kind,
+        now,
     )
 
 

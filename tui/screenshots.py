@@ -268,6 +268,46 @@ async def shot_causation(pilot: Pilot[Any]) -> None:
     await _wait_screen(pilot, CausationTreeScreen, lambda s: s.result is not None)
 
 
+async def _hold_a_critic_post(pilot: Pilot[Any]) -> WorkbenchApp:
+    """A breakpoint on the critic's texts and one of them held: the critic's answer to ana's question
+    in a new conversation (the critic's post waits while it is held)."""
+    app = await ready(pilot)
+    source = app.source
+    await source.break_on("sender:critic type:ag2.msg.text")
+    conversation = await source.human.open(type="conversation", target="critic")
+    await source.send_text(conversation.channel_id, "Is the sync design ready for review?", None)
+    for _ in range(500):
+        if await source.list_waiting():
+            break
+        await asyncio.sleep(0.01)
+    app.feed.load_waiting()
+    rows = await source.load_channels()
+    app.channel_list.set_channels(rows)
+    for _ in range(500):
+        if app.inbox.held():
+            break
+        await asyncio.sleep(0.01)
+    app.feed.flush()
+    app.tail.append_many(await source.channel_range(conversation.channel_id, 1, 99))
+    app.channel_list.select(conversation.channel_id)
+    await settle(pilot)
+    return app
+
+
+async def shot_held(pilot: Pilot[Any]) -> None:
+    await _hold_a_critic_post(pilot)
+    await pilot.press("2")
+    await settle(pilot)
+
+
+async def shot_inbox(pilot: Pilot[Any]) -> None:
+    from tui.screens.inbox import InboxScreen
+
+    await _hold_a_critic_post(pilot)
+    await pilot.press("w")
+    await _wait_screen(pilot, InboxScreen, lambda s: bool(s._keys))
+
+
 @dataclass(frozen=True, slots=True)
 class Shot:
     """One picture: the file name and what to do on the demo before taking it."""
@@ -290,6 +330,8 @@ SHOTS: tuple[Shot, ...] = (
     Shot("replay_compare.svg", shot_replay_compare, "fork and replay: the original beside a what-if"),
     Shot("visibility.svg", shot_visibility, "the visibility matrix of a workflow, a cell explained"),
     Shot("causation.svg", shot_causation, "the causation tree of a delegated answer, across channels"),
+    Shot("held.svg", shot_held, "a post held at a breakpoint in the tail, at 80x24", NARROW),
+    Shot("inbox.svg", shot_inbox, "Waiting for you: the held post, at 80x24", NARROW),
 )
 
 

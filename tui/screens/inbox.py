@@ -65,14 +65,14 @@ class InboxHost(Protocol):
     async def toggle_expectations(self, channel_id: str) -> str: ...
 
 
-def countdown(due: float | None, now: float) -> str:
+def countdown(due: float | None, now: float, kind: str = "reply_within") -> str:
     """``reply_within: 42 s left`` (or ``… ran out``), '' when there is no deadline."""
     if due is None:
         return ""
     left = due - now
     if left <= 0:
-        return "reply_within ran out"
-    return f"reply_within: {left:,.0f} s left"
+        return f"{kind} ran out"
+    return f"{kind}: {left:,.0f} s left"
 
 
 def entry_line(entry: InboxEntry, host: InboxHost, now: float) -> Text:
@@ -103,7 +103,7 @@ def entry_line(entry: InboxEntry, host: InboxHost, now: float) -> Text:
     else:
         text.append(f"{where} ", "dim")
         text.append(f"from {host.name_for(entry.envelope.sender_id)}" if entry.envelope else "")
-    left = countdown(entry.due, now)
+    left = countdown(entry.due, now, entry.due_kind)
     if left:
         text.append(f" · {left}", "bold")
     if entry.refused:
@@ -127,6 +127,8 @@ def entry_detail(entry: InboxEntry, host: InboxHost, now: float) -> Text:
         for deadline in detail.get("deadlines") or []:
             if isinstance(deadline, dict):
                 left = deadline.get("seconds_left")
+                if isinstance(left, (int, float)):
+                    left = max(0.0, left - (now - entry.seen_at))
                 left_text = f"{left:,.0f} s left" if isinstance(left, (int, float)) else "running"
                 text.append(f"Affects {deadline.get('kind', 'an expectation')}: {left_text}.\n")
     elif entry.kind in ("turn", "approval"):
@@ -137,8 +139,8 @@ def entry_detail(entry: InboxEntry, host: InboxHost, now: float) -> Text:
         text.append("enter goes to the channel's chat.\n", "bold")
     elif entry.kind == "invite":
         text.append("enter accepts the invite, d declines it.\n", "bold")
-    left = countdown(entry.due, now)
-    if left:
+    left = countdown(entry.due, now, entry.due_kind)
+    if left and entry.kind != "held":  # a held post lists its deadlines above
         text.append(f"{left}.\n")
     if env is not None:
         text.append(f"{host.name_for(env.sender_id)} → {audience_label(env, host.name_for)}", "bold")
@@ -174,7 +176,10 @@ class InboxScreen(ModalScreen[None]):
             background: $surface;
             padding: 0 1;
         }
-        & #inbox-list { height: 1fr; min-height: 3; border: none; padding: 0; }
+        & #inbox-list {
+            height: 1fr; min-height: 3; border: none; padding: 0;
+            text-wrap: nowrap; text-overflow: ellipsis;
+        }
         & #inbox-detail { height: 7; border-top: solid $panel-lighten-2; }
         & #inbox-error { color: $text-error; height: auto; }
         & #inbox-error.-empty { display: none; }
