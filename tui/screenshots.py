@@ -330,9 +330,13 @@ SHOTS: tuple[Shot, ...] = (
     Shot("replay_compare.svg", shot_replay_compare, "fork and replay: the original beside a what-if"),
     Shot("visibility.svg", shot_visibility, "the visibility matrix of a workflow, a cell explained"),
     Shot("causation.svg", shot_causation, "the causation tree of a delegated answer, across channels"),
+)
+
+NEW_SHOTS: tuple[Shot, ...] = (
     Shot("held.svg", shot_held, "a post held at a breakpoint in the tail, at 80x24", NARROW),
     Shot("inbox.svg", shot_inbox, "Waiting for you: the held post, at 80x24", NARROW),
 )
+"""Shots taken only when named (``python -m tui.screenshots held inbox``) until the README links them."""
 
 
 FRAME_TITLE = "ag2net tui --memory --demo"
@@ -352,7 +356,9 @@ async def take(shot: Shot, out: Path) -> Path:
 async def take_all(out: Path, names: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     saved = []
-    for shot in SHOTS:
+    for shot in SHOTS + NEW_SHOTS:
+        if not names and shot in NEW_SHOTS:
+            continue
         if names and shot.filename not in names and shot.filename.removesuffix(".svg") not in names:
             continue
         saved.append(await take(shot, out))
@@ -364,10 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="screenshots", help="directory for the SVGs (default: screenshots)")
     parser.add_argument("names", nargs="*", help="only these shots (e.g. tail detail); default: all")
     args = parser.parse_args(argv)
-    known = {s.filename for s in SHOTS} | {s.filename.removesuffix(".svg") for s in SHOTS}
+    every = SHOTS + NEW_SHOTS
+    known = {s.filename for s in every} | {s.filename.removesuffix(".svg") for s in every}
     unknown = [n for n in args.names if n not in known]
     if unknown:
-        parser.error(f"unknown shot {unknown[0]!r}; choose from {', '.join(s.filename for s in SHOTS)}")
+        parser.error(f"unknown shot {unknown[0]!r}; choose from {', '.join(s.filename for s in every)}")
     for path in asyncio.run(take_all(Path(args.out), args.names)):
         print(path)
     return 0

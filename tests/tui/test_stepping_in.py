@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Label, TextArea
 from tui_network import close, small_network, until
 
-from ag2net import Hub, HubClient, Passport
+from ag2net import Agent, Hub, HubClient, Passport, ScriptedModel
 from ag2net.demo import start_demo
 from ag2net.envelope import EV_TEXT
 from tui.app import WorkbenchApp, build_app
@@ -208,3 +208,117 @@ async def test_step_mode_holds_each_post_of_a_channel_until_released() -> None:
             await until(lambda: app.query_one("#status-waiting", Label).has_class("-empty"))
     finally:
         await close(network)
+
+
+async def test_b_prefills_break_when_from_the_tail_the_channel_and_the_peer() -> None:
+    network = await small_network()
+    try:
+        app = await build_app(network.hc, network.human)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready and bool(app.peers.peers))
+            await pilot.pause()
+            app.channel_list.select(network.conversation)
+            await until(lambda: app.selected_channel == network.conversation)
+            label = app.channel_label(network.conversation)
+
+            # the tail: the envelope under the cursor (the planner's reply, the last text)
+            await pilot.press("2")
+            row = app.tail.cursor_row
+            assert row is not None
+            await pilot.press("b")
+            form = await wait_screen(pilot, BreakWhenScreen)
+            sender = network.hc.name_for(row.envelope.sender_id)
+            assert form.spec_input.value == f"sender:{sender} type:{row.envelope.event_type} channel:{label}"
+            # a bad spec: the hub's one sentence under the field, the form stays
+            form.spec_input.value = "sender:critic colour:blue"
+            await pilot.press("enter")
+            error = form.query_one("#bw-error", Label)
+            await until(lambda: "colour" in str(error.render()))
+            assert isinstance(app.screen, BreakWhenScreen) and not app.breakpoints
+            await pilot.press("escape")
+
+            # the channel list: the channel under the cursor
+            await pilot.press("1")
+            await pilot.press("b")
+            form = await wait_screen(pilot, BreakWhenScreen)
+            assert form.spec_input.value.startswith("channel:")
+            await pilot.press("escape")
+
+            # a peer card: its sender; the agent view: its next turn
+            await pilot.press("4")
+            app.peers.select("critic")
+            await pilot.pause()
+            await pilot.press("b")
+            form = await wait_screen(pilot, BreakWhenScreen)
+            assert form.spec_input.value == "sender:critic"
+            assert form.on_select.value == "envelope"
+            await pilot.press("enter")
+            await until(lambda: app.screen is app.screen_stack[0])
+            assert [b.spec for b in await network.hc.list_breakpoints()] == ["sender:critic"]
+    finally:
+        await close(network)
+
+
+async def test_a_turn_breakpoint_opens_the_paused_turn_from_the_inbox() -> None:
+    network = await small_network()
+    try:
+        app = await build_app(network.hc, network.human)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready)
+            await pilot.pause()
+            await app.source.break_on("sender:planner", on="turn")
+            app.channel_list.select(network.conversation)
+            await until(lambda: app.selected_channel == network.conversation)
+            before = await network.hc.wal_count(network.conversation)
+            await pilot.press("i", *"and the travel budget?", "enter")
+            await until(lambda: any(e.kind == "turn" for e in app.inbox.entries()), 20)
+            await pilot.press("escape")
+            await pilot.press("w")
+            inbox = await wait_screen(pilot, InboxScreen)
+            entry = next(e for e in app.inbox.entries() if e.kind == "turn")
+            await until(lambda: entry.key in inbox._keys)
+            inbox.option_list.highlighted = inbox._keys.index(entry.key)
+            await pilot.pause()
+            await pilot.press("enter")
+            from tui.screens.paused_turn import PausedTurnScreen
+
+            await wait_screen(pilot, PausedTurnScreen)
+            await pilot.press("c")  # continue: the model is called as it would have been
+            await until(lambda: entry.key not in app.inbox, 20)
+            for _ in range(500):
+                if await network.hc.wal_count(network.conversation) >= before + 2:
+                    break
+                await asyncio.sleep(0.02)
+            wal = await network.hc.read_wal(network.conversation)
+            assert wal[-1].sender_id == network.planner.agent_id and wal[-1].event_type == EV_TEXT
+            records = [r for _, r in await network.hc.list_audit(since=0, limit=None)]
+            assert any(r["kind"] == "turn_decided" and r.get("by") == "ana" for r in records)
+    finally:
+        await close(network)
+
+
+async def test_an_invite_waits_in_the_inbox_when_invites_are_answered_by_hand() -> None:
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=30)
+    hc = HubClient.local(hub)
+    human = await hc.register_human(Passport(name="ana", kind="human"), auto_ack_invites=False)
+    planner = await hc.register(
+        Agent("planner", model=ScriptedModel("Hello.", loop=True)), Passport(name="planner")
+    )
+    try:
+        app = await build_app(hc, human)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready)
+            opening = asyncio.ensure_future(planner.open(type="conversation", target="ana"))
+            await until(lambda: any(e.kind == "invite" for e in app.inbox.entries()), 20)
+            await pilot.pause()
+            assert "1 waiting" in str(app.query_one("#status-waiting", Label).render())
+            await pilot.press("w")
+            inbox = await wait_screen(pilot, InboxScreen)
+            await until(lambda: bool(inbox._keys))
+            await pilot.press("enter")  # accept
+            channel = await asyncio.wait_for(opening, 20)
+            assert (await hc.get_channel(channel.channel_id)).state.value == "active"
+            await until(lambda: not any(e.kind == "invite" for e in app.inbox.entries()))
+    finally:
+        await hc.close()
+        await hub.close()
