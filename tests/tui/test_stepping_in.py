@@ -322,3 +322,44 @@ async def test_an_invite_waits_in_the_inbox_when_invites_are_answered_by_hand() 
     finally:
         await hc.close()
         await hub.close()
+
+
+async def test_attached_over_a_websocket_the_inbox_releases_a_held_post() -> None:
+    from ag2net import serve_ws
+
+    hub = await Hub.open(None, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=10)
+    local = HubClient.local(hub)
+    await local.register(Agent("ben", model=ScriptedModel("Noted.", loop=True)), Passport(name="ben"))
+    serving = serve_ws(hub, "127.0.0.1", 0)
+    server = await serving.__aenter__()
+    hc = HubClient.connect(server.url())
+    try:
+        ana = await hc.register_human(Passport(name="ana", kind="human"))
+        channel = await ana.open(type="conversation", target="ben")
+        app = await build_app(hc, ana, load_history=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: app.ready)
+            await pilot.pause()
+            await app.source.break_on("sender:ben")
+            app.channel_list.select(channel.channel_id)
+            await until(lambda: app.selected_channel == channel.channel_id)
+            await pilot.press("i", *"hello ben", "enter")
+            await until(lambda: bool(app.inbox.held()), 20)
+            await pilot.pause()
+            assert app.tail.held_rows and "1 waiting" in str(app.query_one("#status-waiting", Label).render())
+            await pilot.press("escape", "w")
+            inbox = await wait_screen(pilot, InboxScreen)
+            await until(lambda: bool(inbox._keys))
+            await pilot.press("r")
+            await until(lambda: not app.inbox.held(), 20)
+            await until(lambda: not app.tail.held_rows)
+            wal = await local.read_wal(channel.channel_id)
+            assert wal[-1].event_data.get("text") == "Noted."
+            records = [r for _, r in await local.list_audit(since=0, limit=None)]
+            released = [r for r in records if r["kind"] == "held_released"]
+            assert released and released[-1]["by"] == "ana"
+    finally:
+        await hc.close()
+        await serving.__aexit__(None, None, None)
+        await local.close()
+        await hub.close()

@@ -154,7 +154,7 @@ class InboxScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close", id="inbox.close"),
-        Binding("enter", "open", "Open", id="inbox.open", show=False),
+        Binding("enter", "open", "Open", id="inbox.open"),
         Binding("r", "release", "Release", id="inbox.release"),
         Binding("e", "edit", "Edit & release", id="inbox.edit"),
         Binding("d", "drop", "Drop", id="inbox.drop"),
