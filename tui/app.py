@@ -156,6 +156,7 @@ palette lists the breakpoints and toggles step mode.
             "w",
             "inbox",
             "Waiting",
+            show=False,  # the status bar says "⚑ N waiting · w" while anything waits
             id="app.inbox",
             tooltip="Waiting for you: held posts, paused turns, approvals, your turns, invites",
         ),
