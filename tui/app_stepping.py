@@ -167,6 +167,8 @@ class SteppingIn(FeedRouting):
         tool = entry.item.detail.get("tool", "a tool") if entry.item is not None else ""
         who = self.source.name_for(entry.agent_id) if entry.agent_id else "someone"
         text = NEW_ITEM.get(entry.kind, "{where} waits for you")
+        if entry.kind == "held" and entry.item is not None and entry.item.detail.get("reason") == "step":
+            text = "{who}'s post is held by step mode in {where}"
         return text.format(who=who, where=self.channel_label(entry.channel_id), tool=tool)
 
     # ------------------------------------------------------------------ the inbox (InboxHost)
