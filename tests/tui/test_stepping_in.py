@@ -363,3 +363,30 @@ async def test_attached_over_a_websocket_the_inbox_releases_a_held_post() -> Non
         await serving.__aexit__(None, None, None)
         await local.close()
         await hub.close()
+
+
+def test_a_turn_decided_at_a_breakpoint_says_who_in_the_turns_tab() -> None:
+    from rich.console import Console
+
+    from ag2net.client.turns import TurnRecord
+    from tui.widgets.projection_render import ProjectionPainter
+
+    painter = ProjectionPainter(lambda _name, fallback: fallback, lambda agent_id: agent_id)
+    answered = TurnRecord(
+        turn_id="t1",
+        channel_id="c",
+        agent_id="critic",
+        trigger_envelope_id="e",
+        operator={"action": "answer", "by": "ana"},
+    )
+    plain = TurnRecord(turn_id="t2", channel_id="c", agent_id="critic", trigger_envelope_id="e")
+    console = Console(width=100, record=True)
+
+    def text(record: TurnRecord) -> str:
+        with console.capture() as captured:
+            for part in painter.turn_head(record, 1, 1, capped=False):
+                console.print(part)
+        return captured.get()
+
+    assert "answered by ana" in text(answered)
+    assert " by " not in text(plain)

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ag2net.agent.tokens import default_counter
-from ag2net.client.turns import TurnRecord
+from ag2net.client.turns import TurnRecord, operator_label
 from ag2net.events import BaseEvent, part_text
 from tui.formatting import id_legend
 from tui.models import ProjectionData
@@ -209,6 +209,9 @@ class ProjectionPainter:
         )
         if turn.error:
             header.append(f"\nerror: {turn.error}", style=self.color("text-error", "red"))
+        stepped_in = operator_label(turn)
+        if stepped_in:  # a person decided this turn at a breakpoint: "answered by ana"
+            header.append(f"\n{stepped_in}", style=f"bold {self.color('text-warning', 'yellow')}")
         reply = Text.assemble(("\nreply: ", "bold"), turn.reply if turn.reply is not None else "(none)")
         calls = Text()
         for call in turn.tool_calls:
