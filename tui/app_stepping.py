@@ -80,7 +80,6 @@ class SteppingIn(FeedRouting):
     def _waiting_loaded(self, event: WaitingLoaded) -> None:
         self.stepping = event.stepping
         self.breakpoints = list(event.breakpoints)
-        self.edited.update(event.edited)
         fresh = self.inbox.set_waiting(event.items, self.clock())
         self._inbox_changed(fresh)
 
@@ -142,8 +141,8 @@ class SteppingIn(FeedRouting):
         self.action_inbox(event.held.key)
 
     def _inbox_changed(self, fresh: list[InboxEntry], *, quiet: bool = False) -> None:
-        """After the inbox changed: the count, the tail's held rows, the open inbox, a toast for new items
-        (``quiet``: the human's own turns, which the chat's question toast already announces)."""
+        """After the inbox changed: the count, the tail's held rows, the open inbox, a toast for items new
+        since startup (``quiet``: the human's own turns, which the chat's question toast announces)."""
         self.status.waiting = len(self.inbox)
         label = self.channel_label
         self.tail.set_held(
@@ -157,9 +156,7 @@ class SteppingIn(FeedRouting):
             if isinstance(screen, InboxScreen):
                 screen.refresh_entries()
         if quiet or not fresh or not self.ready:
-            if fresh and not self.ready:
-                self.notify(f"{len(self.inbox)} waiting for you — press w", title="Waiting for you")
-            return
+            return  # what waited before the workbench opened: the status bar counts it
         for entry in fresh[:3]:
             self.notify(self.new_item_text(entry) + " — press w", title="Waiting for you", timeout=8)
 

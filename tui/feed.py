@@ -226,23 +226,21 @@ class HumanAsked(FeedMessage):
 
 
 class WaitingLoaded(FeedMessage):
-    """What waits on a person, read at startup (and after a reconnect): the hub's waiting items, the
-    breakpoints, and ``edited`` (``{envelope_id: by}`` of envelopes admitted by an edit at a breakpoint).
-    ``stepping`` is False when the hub does not answer the stepping-in ops (an older hub, no operator)."""
+    """What waits on a person, read at startup (and after a reconnect): the hub's waiting items and the
+    breakpoints. ``stepping`` is False when the hub does not answer the stepping-in ops (an older hub,
+    a connection that is no operator)."""
 
     def __init__(
         self,
         feed: LiveFeed,
         items: list[WaitingItem],
         breakpoints: list[Breakpoint],
-        edited: dict[str, str],
         *,
         stepping: bool = True,
     ) -> None:
         super().__init__(feed)
         self.items = items
         self.breakpoints = breakpoints
-        self.edited = edited
         self.stepping = stepping
 
 
@@ -441,7 +439,9 @@ class LiveFeed:
         if self.observe_enabled:
             self._run(self._observe(position), "observe", exclusive=True)
         self.load_peers()
-        self.load_waiting()
+        # before Ready: what waits for the human is on screen with the first page (the count included)
+        await self._load_waiting()
+        self._run(self._load_edited(), "edited", exclusive=True)
         await self.refresh_health()
         self._post(Ready(self))
         if self.load_history:  # after the first page is painted: its batches would delay that frame
@@ -642,23 +642,31 @@ class LiveFeed:
             self._post(BreakpointsChanged(self, record))
 
     def load_waiting(self) -> Worker[None]:
-        """Read the hub's waiting items, breakpoints and edited envelopes (in a worker), then the
-        human's turns."""
+        """Read the hub's waiting items and breakpoints, then the human's turns (in a worker)."""
         return self._run(self._load_waiting(), "waiting", exclusive=True)
+
+    async def _load_edited(self) -> None:
+        """The envelopes admitted by an edit at a breakpoint, from the audit log (read after startup:
+        the detail view marks them)."""
+        try:
+            edited = await self.source.edited_envelopes()
+        except (*FAILURES, AttributeError):
+            return
+        for envelope_id, note in edited.items():
+            self._post(HeldEdited(self, envelope_id, note))
 
     async def _load_waiting(self) -> None:
         source = self.source
         try:
             items, breakpoints = await asyncio.gather(source.list_waiting(), source.list_breakpoints())
-            edited = await source.edited_envelopes()
         except (*FAILURES, AttributeError) as exc:
             # an older hub (unknown op; in process: no such method), a connection that is no operator,
             # or a hub that is down
-            self._post(WaitingLoaded(self, [], [], {}, stepping=False))
+            self._post(WaitingLoaded(self, [], [], stepping=False))
             if not isinstance(exc, TimeoutError) and "unknown op" not in str(exc):
                 logging.getLogger("tui.feed").info("the hub lists no waiting items: %s", exc)
         else:
-            self._post(WaitingLoaded(self, items, breakpoints, edited))
+            self._post(WaitingLoaded(self, items, breakpoints))
         await self._load_your_turns()
 
     async def _load_your_turns(self) -> None:
