@@ -54,6 +54,7 @@ class ServeOptions:
     max_unauthenticated_per_address: int
     cache_mb: float
     lease: float
+    approvals: bool = False
 
 
 def check_options(o: ServeOptions) -> None:
@@ -79,6 +80,8 @@ def check_options(o: ServeOptions) -> None:
                 f"--host {o.host} is not loopback: without a token anyone who can reach it could act as any agent; "
                 "set --token (or AG2NET_TOKEN), serve on 127.0.0.1, or pass --allow-unauthenticated"
             )
+    if o.approvals and not o.demo:
+        fail("--approvals makes the demo's reviewer ask before it approves; add --demo")
     if o.token is None:
         for option, given in (
             ("--public-directory", o.public_directory),
@@ -119,7 +122,7 @@ async def serve_hub(o: ServeOptions, hub: Any, leadership: Leadership | None) ->
     if o.demo:
         from ag2net.demo import start_demo
 
-        network_obj = await start_demo(hub, pace=0.5)
+        network_obj = await start_demo(hub, pace=0.5, approvals=o.approvals)
         demo_task = asyncio.create_task(network_obj.run())
     server = importlib.import_module("ag2net.server")
     try:
@@ -191,6 +194,13 @@ def serve(
     ] = None,
     demo: Annotated[
         bool, typer.Option("--demo", help="Run the scripted demo network on the served hub.")
+    ] = False,
+    approvals: Annotated[
+        bool,
+        typer.Option(
+            "--approvals",
+            help="With --demo: the reviewer's approve waits for a person's OK (the workbench's inbox).",
+        ),
     ] = False,
     token: Annotated[
         str | None,
@@ -274,6 +284,7 @@ def serve(
         max_unauthenticated_per_address=max_unauthenticated_per_address,
         cache_mb=cache_mb,
         lease=lease,
+        approvals=approvals,
     )
     check_options(options)
     serve_options(options)

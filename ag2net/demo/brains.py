@@ -219,10 +219,14 @@ class Brains:
     # --- reviewer
     def reviewer(self, call: ModelCall, step: str | None) -> Any:
         text = input_text(call)
-        if not tool_results(call):
+        results = tool_results(call)
+        if not results:
             if "Draft v2" in text:
                 return tool_call("approve", summary="clear, and it names the conflict rule")
             return tool_call("request_changes", reason="say what happens when two devices disagree")
+        if "denied by" in results[-1].result:
+            # a person denied the approval (the demo's approvals=True): say so; the workflow ends here
+            return f"Not approved: {results[-1].result}"
         if "Draft v2" in text:
             return "Approved: ready to publish."
         return "One change: tell readers what happens when two devices edit the same thing."

@@ -21,6 +21,7 @@ from ag2net.demo.brains import Brains
 from ag2net.demo.cast import ROLES, Role
 from ag2net.demo.tools import drafter_tools, reviewer_tools
 from ag2net.envelope import EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED, EV_TEXT, Envelope
+from ag2net.errors import NetworkError
 from ag2net.events import ToolCallEvent
 from ag2net.identity import Passport, Resume
 
@@ -29,6 +30,10 @@ CONVERSATION_TURNS = 16
 
 WRAP_UP_GRACE = 5.0
 """Seconds a discussion may stay open after the planner's wrap-up before the script closes it."""
+
+WAITING_POLL = 0.25
+"""Seconds between the script's looks at what waits on a person (``list_waiting``): while anything does, its
+step clock stands still, so a held post, a paused turn or a pending approval is never closed under the person."""
 
 ModelFactory = Callable[[str], Any]
 
@@ -80,12 +85,15 @@ class DemoNetwork:
     """channel id → the demo step that opened it (brains read it to pick their behaviour)."""
     task_channels: set[str] = field(default_factory=set)
     human_answer: str | None = None
+    approvals: bool = False
+    """The reviewer's ``approve`` waits for a person's OK (``requires_approval``); off by default."""
     owns_client: bool = False
     _script: asyncio.Task[None] | None = None
     _human: asyncio.Task[None] | None = None
     failure: ModelError | None = None
     """The first failure of a real model (``model_factory``): ``run`` stops the script and raises it."""
     _failed: asyncio.Event = field(default_factory=asyncio.Event)
+    _may_list_waiting: bool = True
 
     def __getitem__(self, name: str) -> AgentClient:
         return self.agents[name]
@@ -146,16 +154,32 @@ class DemoNetwork:
         for client in self.agents.values():
             await client.idle()
 
+    async def someone_deciding(self) -> bool:
+        """Whether anything in the network waits on a person (a held post, a paused turn, an approval).
+
+        False when the demo's client may not ask (``list_waiting`` is for operators: a demo started over a
+        participant's connection keeps its plain step timeouts)."""
+        if not self._may_list_waiting:
+            return False
+        try:
+            items = await self.hub_client.list_waiting()
+        except NetworkError:
+            self._may_list_waiting = False
+            return False
+        return any(item.state == "waiting" for item in items)
+
     async def _until_closed(self, channel_id: str, *, text_limit: int | None = None) -> None:
         """Wait for the channel to end, then for the agents to finish their turns.
 
         A channel that never ends by itself (a real model may not close the discussion) is closed past
         ``step_timeout``, or once it holds more than ``text_limit`` texts (or exactly that many for
-        ``WRAP_UP_GRACE`` seconds), so the demo always moves on.
+        ``WRAP_UP_GRACE`` seconds), so the demo always moves on. Those clocks stand still while anything
+        waits on a person (``someone_deciding``): they count from the last moment something did.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.step_timeout
         reached_at: float | None = None
+        looked_at = loop.time()
         while not (await self.hub_client.get_channel(channel_id)).is_terminal():
             now = loop.time()
             reason = "demo_step_timeout" if now > deadline else None
@@ -165,6 +189,12 @@ class DemoNetwork:
                     reached_at = now
                 if texts > text_limit or (reached_at is not None and now - reached_at > WRAP_UP_GRACE):
                     reason = "wrap_up"
+            if reason is not None or now - looked_at >= WAITING_POLL:
+                looked_at = now
+                if await self.someone_deciding():  # a person is deciding: the clocks start again after
+                    deadline = now + self.step_timeout
+                    reached_at = None if reached_at is None else now
+                    reason = None
             if reason is not None:
                 await self.hub_client.close_channel(channel_id, reason=reason)
                 break
@@ -176,13 +206,23 @@ class DemoNetwork:
         self.steps[channel.channel_id] = step
         return channel
 
+    async def _say(self, channel: Any, text: str) -> None:
+        """Post a step's opening text. A person may drop it at a breakpoint: the step's channel is closed
+        then (reason ``opening_dropped``) and the script goes on with the next step."""
+        try:
+            await channel.send(text)
+        except NetworkError as exc:
+            if "dropped at a breakpoint" not in str(exc):
+                raise
+            await self.hub_client.close_channel(channel.channel_id, reason="opening_dropped")
+
     async def _run_script(self) -> None:
         a = self.agents
         # 1. consulting, with a delegate inside the researcher's turn
         ch = await self._open(
             "consult_research", "planner", type="consulting", target="researcher", intent="research"
         )
-        await ch.send("What do we know about offline-first sync for mobile apps?")
+        await self._say(ch, "What do we know about offline-first sync for mobile apps?")
         await self._until_closed(ch.channel_id)
         await self._pause()
         # 2. consulting into a task: the coder reports progress with the tasks tool
@@ -190,7 +230,9 @@ class DemoNetwork:
             "consult_estimate", "planner", type="consulting", target="coder", intent="estimate"
         )
         self.task_channels.add(ch.channel_id)
-        await ch.send("Please estimate the offline sync work: operation log, conflict screen, fault tests.")
+        await self._say(
+            ch, "Please estimate the offline sync work: operation log, conflict screen, fault tests."
+        )
         await self._until_closed(ch.channel_id)
         await self._pause()
         # 3. a round-robin discussion; the planner looks at peers and tasks before wrapping up
@@ -201,7 +243,7 @@ class DemoNetwork:
             target=["researcher", "critic", "coder"],
             intent="offline sync plan",
         )
-        await ch.send("Topic: how do we ship offline sync? One view each, then I'll wrap up.")
+        await self._say(ch, "Topic: how do we ship offline sync? One view each, then I'll wrap up.")
         await self._until_closed(ch.channel_id, text_limit=5)  # the topic, three views, the wrap-up
         await self._pause()
         # 4. a workflow routed by handoff tools, with a custom event type on the way
@@ -219,7 +261,7 @@ class DemoNetwork:
             knobs={"graph": graph.to_dict()},
             intent="announcement",
         )
-        await ch.send("Draft a short announcement of offline sync for our users.")
+        await self._say(ch, "Draft a short announcement of offline sync for our users.")
         await self._until_closed(ch.channel_id)
         await self._pause()
         # 5. a long conversation: the window elides early turns; the coder speaks once through say
@@ -231,7 +273,7 @@ class DemoNetwork:
             knobs={"max_turns": CONVERSATION_TURNS},
             intent="pairing",
         )
-        await ch.send("Pairing on the sync engine design, point by point: where do we start?")
+        await self._say(ch, "Pairing on the sync engine design, point by point: where do we start?")
         await self._until_closed(ch.channel_id)
 
     async def _ask_human(self) -> None:
@@ -341,6 +383,7 @@ async def start_demo(
     model_factory: ModelFactory | None = None,
     step_timeout: float | None = None,
     on_tool_call: ToolCallTap | None = None,
+    approvals: bool = False,
 ) -> DemoNetwork:
     """Register the demo agents on a ``Hub`` or ``HubClient`` and start the scripted traffic.
 
@@ -349,13 +392,22 @@ async def start_demo(
     ``pace`` is seconds between steps and before each model reply (0 runs flat out). ``model_factory``
     (agent name → model) swaps the scripted brains for a real model. ``on_tool_call(agent name, channel id,
     call)`` is told of each tool call an agent's model makes, just before the tool runs (``ag2net demo``
-    prints them in line with the envelopes they cause).
+    prints them in line with the envelopes they cause). ``approvals``: the reviewer's ``approve`` (it ends the
+    review workflow) waits for a person's OK in the hub's inbox before it runs (``requires_approval``); a
+    denial's reason goes back to the reviewer, which says it and ends the workflow.
     """
     if isinstance(hub_or_client, HubClient):
         hc, owns = hub_or_client, False
     else:
         hc, owns = HubClient.local(hub_or_client), True
-    demo = DemoNetwork(hub_client=hc, agents={}, human_name=human_name, pace=max(0.0, pace), owns_client=owns)
+    demo = DemoNetwork(
+        hub_client=hc,
+        agents={},
+        human_name=human_name,
+        pace=max(0.0, pace),
+        approvals=approvals,
+        owns_client=owns,
+    )
     if step_timeout is not None:
         demo.step_timeout = step_timeout
     elif model_factory is not None:
@@ -365,7 +417,7 @@ async def start_demo(
         if human.effective_kind != "human":
             raise ValueError(f"human_name {human_name!r} names a {human.effective_kind}, not a human")
     brains = Brains(demo)
-    extra = {"drafter": drafter_tools(), "reviewer": reviewer_tools()}
+    extra = {"drafter": drafter_tools(), "reviewer": reviewer_tools(approvals=approvals)}
     for role in ROLES:
         model = (
             model_factory(role.name)
@@ -389,6 +441,7 @@ async def start_demo(
 __all__ = [
     "CONVERSATION_TURNS",
     "DEMO_MODEL",
+    "WAITING_POLL",
     "WRAP_UP_GRACE",
     "DemoNetwork",
     "ModelFactory",

@@ -1,5 +1,6 @@
 """The review workflow's tools: the drafter hands its draft over (with the demo's custom event type), the
-reviewer asks for a change or approves."""
+reviewer asks for a change or approves. With ``approvals=True`` the reviewer's ``approve`` waits for a person
+(``requires_approval``): publishing the announcement is the demo's "a person must OK this" action."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def drafter_tools() -> list[Tool]:
     return [build_tool(submit_for_review)]
 
 
-def reviewer_tools() -> list[Tool]:
+def reviewer_tools(*, approvals: bool = False) -> list[Tool]:
+    """The reviewer's ``request_changes`` and ``approve``; ``approvals``: ``approve`` needs a person's OK."""
+
     def request_changes(reason: str) -> Handoff:
         """Send the draft back to the drafter with one concrete change.
 
@@ -54,6 +57,8 @@ def reviewer_tools() -> list[Tool]:
         """
         return Finish(summary=summary, reason="approved")
 
+    if approvals:  # only then: the default tools stay exactly as they were
+        return [build_tool(request_changes), build_tool(approve, requires_approval=True)]
     return [build_tool(request_changes), build_tool(approve)]
 
 
