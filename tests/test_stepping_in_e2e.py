@@ -31,7 +31,7 @@ import pytest
 from support import quiet, until
 from ws_helpers import AgentProcess, ServeProcess, free_port
 
-from ag2net import EV_TEXT, Envelope, HubClient
+from ag2net import EV_PACKET, EV_TEXT, Envelope, HubClient
 from ag2net.breakpoints import WaitingItem
 from ag2net.client.turns import TurnRecord
 from ag2net.errors import NetworkError
@@ -377,3 +377,93 @@ async def test_a_hub_restarted_with_posts_held_keeps_its_breakpoints_and_admits_
 
 async def _n_waiting(op: HubClient, cid: str, n: int) -> bool:
     return len([i for i in await op.list_waiting(channel_id=cid) if i.state == "waiting"]) >= n
+
+
+# ------------------------------------------------------------------------------------- the demo
+
+
+async def test_ag2net_serve_demo_approvals_makes_the_reviewer_wait_for_a_person_over_the_wire(tmp_path):
+    hub = ServeProcess(tmp_path / "demo.db", free_port(), "--demo", "--approvals")
+    await hub.start()
+    try:
+        async with operator(hub.url) as op:
+            items: list[WaitingItem] = []
+
+            async def approval() -> bool:
+                items[:] = [i for i in await op.list_waiting() if i.kind == "approval"]
+                return bool(items)
+
+            await until(approval, 120, message="the reviewer never asked to approve")
+            (item,) = items
+            assert item.detail["tool"] == "approve" and item.detail["arguments"]["summary"]
+            assert (await op.get_agent(item.agent_id)).name == "reviewer"
+            workflow = item.channel_id
+            assert not (await op.get_channel(workflow)).is_terminal()
+            await op.answer_waiting(item.item_id, "approve")
+
+            async def closed() -> bool:
+                return (await op.get_channel(workflow)).is_terminal()
+
+            await until(closed, 60, message="the workflow did not end after the approval")
+            bodies = [
+                e.event_data.get("body") for e in await op.read_wal(workflow) if e.event_type == EV_PACKET
+            ]
+            assert bodies[-1] == "Approved: ready to publish."
+    finally:
+        await hub.stop()
+
+
+def test_serve_approvals_without_demo_is_one_sentence(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ag2net.cli", "serve", "--approvals", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--approvals" in done.stderr and "add --demo" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("answer", ["deny", "hold"])
+async def test_the_demo_script_waits_while_a_person_decides(answer):
+    """With a 1 s step timeout the script would close the workflow under the person: it waits instead, for
+    an approval (then denied: the reviewer says so and the workflow ends) or a held post (then released)."""
+    from ag2net.demo import start_demo
+
+    hub = await Hub.open(None, **quiet())
+    hc = HubClient.local(hub)
+    try:
+        if answer == "hold":
+            await hc.break_on("sender:reviewer type:ag2.packet", by="ana")
+        demo = await start_demo(hc, approvals=answer == "deny", step_timeout=1.0)
+        kind = "approval" if answer == "deny" else "held"
+        items: list[WaitingItem] = []
+
+        async def asked() -> bool:
+            items[:] = [i for i in await hc.list_waiting() if i.kind == kind]
+            return bool(items)
+
+        await until(asked, 60)
+        item = items[0]
+        await asyncio.sleep(3)  # three step timeouts
+        assert not (await hc.get_channel(item.channel_id)).is_terminal()
+        if answer == "deny":
+            await hc.answer_waiting(item.item_id, "deny", reason="legal has not seen it", by="ana")
+        else:
+            await hc.remove_breakpoint((await hc.list_breakpoints())[0].breakpoint_id)
+            await hc.answer_waiting(item.item_id, "release", by="ana")
+        await asyncio.wait_for(demo.run(), 120)
+        wal = await hc.read_wal(item.channel_id)
+        closed = [e for e in wal if e.event_type == "ag2.channel.closed"]
+        assert closed and closed[-1].event_data.get("reason") != "demo_step_timeout"
+        bodies = [str(e.event_data.get("body")) for e in wal if e.event_type == EV_PACKET]
+        if answer == "deny":
+            assert "denied by ana" in bodies[-1] and "legal has not seen it" in bodies[-1], bodies
+        await demo.close()
+    finally:
+        await hc.close()
+        await hub.close()
