@@ -31,10 +31,10 @@ import pytest
 from support import quiet, until
 from ws_helpers import AgentProcess, ServeProcess, free_port
 
-from ag2net import EV_PACKET, EV_TEXT, Envelope, HubClient
+from ag2net import EV_PACKET, EV_TEXT, Envelope, HubClient, Passport
 from ag2net.breakpoints import WaitingItem
 from ag2net.client.turns import TurnRecord
-from ag2net.errors import NetworkError
+from ag2net.errors import AccessDeniedError, NetworkError
 from ag2net.hub import Hub
 from ag2net.server import serve_ws
 from ag2net.store import SqliteStore
@@ -466,4 +466,51 @@ async def test_the_demo_script_waits_while_a_person_decides(answer):
         await demo.close()
     finally:
         await hc.close()
+        await hub.close()
+
+
+# ------------------------------------------------------------------------------------- operators only
+
+
+async def test_on_a_token_server_only_the_operator_token_steps_in_and_a_participant_never_reads_the_spec(
+    tmp_path,
+):
+    hub = await Hub.open(SqliteStore(tmp_path / "token.db"), **quiet())
+    try:
+        async with serve_ws(hub, "127.0.0.1", 0, token="net-token", operator_token="op-token") as server:
+            url = f"ws://127.0.0.1:{server.port}"
+            critic = AgentProcess(url, "critic", rpc_timeout=2.0, token="net-token")
+            await critic.start()
+            participant = HubClient.connect(url, token="net-token", rpc_timeout=2.0)
+            op = HubClient.connect(url, token="net-token", operator_token="op-token")
+            try:
+                ana = await participant.register_human(Passport(name="ana", kind="human"))
+                for call in (
+                    lambda: participant.break_on("sender:critic"),
+                    lambda: participant.list_waiting(),
+                    lambda: participant.list_breakpoints(),
+                ):
+                    with pytest.raises(AccessDeniedError):
+                        await call()
+                secret_spec = "sender:critic text:point"
+                await op.break_on(secret_spec)
+                cid = (await ana.open(type="conversation", target="critic")).channel_id
+                first = await ana.send(cid, "a point to review")
+                item = await waiting(op, "held", cid)
+                with pytest.raises(AccessDeniedError) as refused:
+                    await participant.answer_waiting(item.item_id, "release")
+                assert secret_spec not in str(refused.value)
+                await asyncio.sleep(3)  # the critic, a participant, waits past its 2 s RPC timeout
+                answered = await op.answer_waiting(item.item_id, "drop", reason="not now")
+                assert answered.answer.get("by")  # the server signs who answered
+                record = await turn_of(op, cid, critic.agent_id, first)
+                error = record.error or ""
+                assert "dropped at a breakpoint by" in error and "not now" in error, error
+                assert secret_spec not in error and "text:point" not in error
+                assert await texts_of(op, cid, critic.agent_id) == []
+            finally:
+                await participant.close()
+                await op.close()
+                await critic.stop()
+    finally:
         await hub.close()

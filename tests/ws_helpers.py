@@ -25,8 +25,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ, **extra}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -34,8 +34,9 @@ def _env() -> dict[str, str]:
 class Process:
     """A subprocess whose stdout and stderr lines are kept as they arrive."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.argv = argv
+        self.env = dict(env or {})
         self.proc: asyncio.subprocess.Process | None = None
         self.lines: list[str] = []
         self.errors: list[str] = []
@@ -48,7 +49,7 @@ class Process:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=_env(),
+            env=_env(self.env),
         )
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self._pumps = [
@@ -112,11 +113,13 @@ class Process:
 class AgentProcess(Process):
     """``tests/helpers/ws_agent.py URL NAME``: the agent NAME attached over WebSocket from its own process."""
 
-    def __init__(self, url: str, name: str, *, rpc_timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str, name: str, *, rpc_timeout: float | None = None, token: str | None = None
+    ) -> None:
         argv = [sys.executable, str(HELPER), url, name]
         if rpc_timeout is not None:
             argv.append(str(rpc_timeout))
-        super().__init__(argv)
+        super().__init__(argv, {"AG2NET_TOKEN": token} if token is not None else None)
         self.name = name
         self.agent_id = ""
 

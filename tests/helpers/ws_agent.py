@@ -10,7 +10,8 @@ call it, and the reply then quotes the tool's result. Lines on stdout, for the t
 * ``ran deploy TARGET`` each time the tool body runs (never before a person approved it);
 * ``model N`` after each model call (N calls so far).
 
-It runs until stdin closes (the test ends it by closing the pipe, or with SIGTERM); the link reconnects by
+On a token server it presents ``AG2NET_TOKEN`` (no operator token: it is a participant). It runs until
+stdin closes (the test ends it by closing the pipe, or with SIGTERM); the link reconnects by
 itself when the hub restarts on the same port.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import signal
 import sys
@@ -76,7 +78,7 @@ def deploy(target: str) -> str:
 
 
 async def main(url: str, name: str, rpc_timeout: float) -> None:
-    hc = HubClient.connect(url, rpc_timeout=rpc_timeout)
+    hc = HubClient.connect(url, rpc_timeout=rpc_timeout, token=os.environ.get("AG2NET_TOKEN") or None)
     agent = Agent(
         name,
         ScriptedModel(brain(name), name=f"{name}-scripted", loop=True),
