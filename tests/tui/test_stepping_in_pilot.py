@@ -6,7 +6,8 @@ at 80x24, with the agents in other processes (issue 24, "What must show").
   text holds the critic's next post, shown in the tail as ``⏸ held`` with its would-be seq and in the inbox;
   both answered in place;
 * the critic in a process of its own (``tests/helpers/ws_agent.py``): a turn breakpoint set in the workbench
-  pauses its turn in that process; the paused-turn screen answers in its place (no model call there);
+  pauses its turn in that process; the paused-turn screen answers in its place (no model call there), or
+  edits its history (the model there reads the edit);
 * an approval the critic asks for waits while the workbench is closed and its connection gone, and a new
   workbench on a new connection approves it: the tool runs in the critic's process, once.
 """
@@ -257,3 +258,44 @@ async def test_an_approval_is_answered_after_the_workbench_is_closed_and_opened_
         assert critic_texts(await hc.read_wal(cid), critic) == ["critic: deploy said deployed to staging"]
         await until(lambda: item_id not in app.inbox, 30)
     assert critic.count(r"^ran deploy") == 1
+
+
+async def test_the_paused_turn_screen_edits_the_critics_history_and_its_model_in_the_other_process_reads_it(
+    served, critic
+) -> None:
+    async with attached(served) as (hc, app), app.run_test(size=SIZE) as pilot:
+        await until(lambda: app.ready, 60)
+        ana = app.source.human
+        cid = (await ana.open(type="conversation", target="critic")).channel_id
+        await ana.send(cid, "the sync engine needs a queue")
+
+        async def first_reply() -> bool:
+            return bool(critic_texts(await hc.read_wal(cid), critic))
+
+        await until_async(first_reply)
+        app.open_break_when("agent:critic", on="turn")
+        await wait_screen(pilot, BreakWhenScreen)
+        await pilot.press("enter")
+        await until(lambda: [b.on for b in app.breakpoints] == ["turn"])
+        await ana.send(cid, "and a retry policy")
+
+        await open_inbox_on(pilot, app, "turn")
+        await pilot.press("enter")
+        paused = await wait_screen(pilot, PausedTurnScreen)
+        await pilot.press("e")
+        area = paused.query_one("#turn-edit-messages", TextArea)
+        await until(lambda: paused.focused is area)
+        assert "the sync engine needs a queue" in area.text
+        area.text = area.text.replace("the sync engine needs a queue", "HISTORY EDITED BY ANA")
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+
+        async def second_reply() -> bool:
+            return len(critic_texts(await hc.read_wal(cid), critic)) >= 2
+
+        await until_async(second_reply)
+        said = critic_texts(await hc.read_wal(cid), critic)[-1]
+        assert "HISTORY EDITED BY ANA" in said and "needs a queue" not in said, said
+        records = [r for r in await hc.list_turns(channel_id=cid, agent_id=critic.agent_id) if r.operator]
+        assert [r.operator.get("action") for r in records] == ["edit"]
+        assert records[0].operator.get("by") == "ana" and "messages" in records[0].operator.get("changed", [])
