@@ -514,3 +514,58 @@ async def test_on_a_token_server_only_the_operator_token_steps_in_and_a_particip
                 await critic.stop()
     finally:
         await hub.close()
+
+
+# ------------------------------------------------------------------------------------- step mode
+
+
+NOTE = "demo.note"
+"""A discussion takes notes from anyone at any time (texts only from the speaker due): two of them can race."""
+
+
+@pytest.mark.parametrize("order", ["ana_first", "ben_first"])
+async def test_step_mode_over_the_wire_reproduces_a_race_of_two_posts_in_either_order(served, critic, order):
+    """Two notes posted at once into a discussion over two connections, both held by step mode; released in
+    the chosen order they are admitted in it, each with the seq the inbox gave it when it was released."""
+    _, url = served
+    async with operator(url) as op:
+        ana = await op.register_or_attach_human("ana")
+        ben_hc = HubClient.connect(url)
+        try:
+            await ben_hc.open()
+            ben = await ben_hc.register_or_attach_human("ben")
+            cid = (await ana.open(type="discussion", target=["ben", "critic"])).channel_id
+            await until(lambda: _is_active(op, cid), 30, message="the discussion never became active")
+            await op.step_mode(cid, on=True)
+            notes = {
+                "ana": Envelope(cid, ana.agent_id or "", None, NOTE, {"text": "ana: ship the log first"}),
+                "ben": Envelope(cid, ben.agent_id or "", None, NOTE, {"text": "ben: ship the screen first"}),
+            }
+            posts = {
+                "ana": asyncio.create_task(op.post_envelope(notes["ana"])),
+                "ben": asyncio.create_task(ben_hc.post_envelope(notes["ben"])),
+            }
+            await until(lambda: _n_waiting(op, cid, 2), 30, message="the two notes were not both held")
+            items = {op.name_for(i.agent_id): i for i in await op.list_waiting(channel_id=cid)}
+            assert {i.detail["reason"] for i in items.values()} == {"step"}
+            first, second = ("ana", "ben") if order == "ana_first" else ("ben", "ana")
+            admitted = []
+            for name in (first, second):
+                (now,) = [
+                    i for i in await op.list_waiting(channel_id=cid) if i.item_id == items[name].item_id
+                ]
+                await op.answer_waiting(now.item_id, "release")
+                envelope_id = await asyncio.wait_for(posts[name], 30)
+                admitted.append((now.detail["would_be_seq"], envelope_id))
+            wal = await op.read_wal(cid)
+            assert [(wal.index(e) + 1, e.envelope_id) for e in wal if e.event_type == NOTE] == admitted
+            assert [str(e.event_data["text"]).split(":")[0] for e in wal if e.event_type == NOTE] == [
+                first,
+                second,
+            ]
+        finally:
+            await ben_hc.close()
+
+
+async def _is_active(op: HubClient, cid: str) -> bool:
+    return (await op.get_channel(cid)).state == "active"
