@@ -375,6 +375,44 @@ async def test_a_hub_restarted_with_posts_held_keeps_its_breakpoints_and_admits_
         await hub.stop()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "crashed"])
+async def test_an_approval_pending_when_the_hub_goes_never_runs_the_tool_and_the_critic_comes_back(
+    tmp_path, signum
+):
+    """The critic (its own process) waits for an approval when ``ag2net serve`` stops or is killed: the tool
+    does not run, no approval outlives the hub, and after the restart the critic's link is back: asked
+    again, it waits again, and approved, runs once."""
+    db, port = tmp_path / "served.db", free_port()
+    hub = ServeProcess(db, port)
+    await hub.start()
+    critic = AgentProcess(hub.url, "critic")
+    await critic.start()
+    try:
+        async with operator(hub.url) as op:
+            ana = await op.register_or_attach_human("ana")
+            cid = (await ana.open(type="conversation", target="critic")).channel_id
+            await ana.send(cid, "please deploy staging")
+            await waiting(op, "approval", cid)
+        await hub.stop(signum)
+        hub = ServeProcess(db, port)
+        await hub.start()
+        async with operator(hub.url) as op:
+            assert [i for i in await op.list_waiting() if i.state == "waiting"] == []
+            assert critic.count(r"^ran deploy") == 0
+            ana = await op.register_or_attach_human("ana")
+            cid = (await ana.open(type="conversation", target="critic")).channel_id  # the link came back
+            await ana.send(cid, "please deploy canary")
+            item = await waiting(op, "approval", cid)
+            await op.answer_waiting(item.item_id, "approve")
+            await critic.wait_line(r"^ran deploy canary$", timeout=30)
+            await until(lambda: texts_of(op, cid, critic.agent_id), 30)
+            assert await texts_of(op, cid, critic.agent_id) == ["critic: deploy said deployed to canary"]
+        assert critic.count(r"^ran deploy") == 1
+    finally:
+        await critic.stop()
+        await hub.stop()
+
+
 async def _n_waiting(op: HubClient, cid: str, n: int) -> bool:
     return len([i for i in await op.list_waiting(channel_id=cid) if i.state == "waiting"]) >= n
 
