@@ -48,6 +48,13 @@ def tui(
         str | None, typer.Option("--as", help="Your participant name (default: your OS user name).")
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Start the scripted demo network right away.")] = False,
+    approvals: Annotated[
+        bool,
+        typer.Option(
+            "--approvals",
+            help="The demo's reviewer asks a person before it approves (answered in Waiting for you, w).",
+        ),
+    ] = False,
     network: NetworkSpec = None,
     config: ConfigFile = None,
     connect: Annotated[
@@ -102,6 +109,11 @@ def tui(
             path = hub_path(
                 settings, connect=connect, db=db, memory=memory, demo=demo, network=network, several=True
             )
+        if approvals and (connect is not None or not demo):
+            raise UsageProblem(
+                "--approvals applies to the demo of an embedded hub (add --demo); with --connect, start the hub "
+                "with 'ag2net serve --demo --approvals'"
+            )
         func = load_network(network) if network else None
         run_until_stopped(  # SIGTERM (or SIGINT) ends the app as quitting does, then the hub closes
             launch(
@@ -119,6 +131,7 @@ def tui(
                 lead=functools.partial(take_leadership, cache_mb=cache_mb),
                 stop_with=stopping_with,
                 open_path=opened,
+                demo_approvals=approvals,
             )
         )
     except (UsageProblem, LaunchError, NetworkError) as exc:

@@ -52,15 +52,16 @@ def is_new_database(path: Path | str | None) -> bool:
 
 
 def demo_starter(
-    hub: Any, human_name: str, tasks: set[asyncio.Task[Any]], networks: list[Any]
+    hub: Any, human_name: str, tasks: set[asyncio.Task[Any]], networks: list[Any], *, approvals: bool = False
 ) -> Callable[[], Awaitable[Any]]:
-    """A callable the app runs to start the demo network in the background (once)."""
+    """A callable the app runs to start the demo network in the background (once); ``approvals``: the
+    reviewer's approve waits for a person (``start_demo(approvals=True)``)."""
 
     async def start() -> Any:
         from ag2net.demo import start_demo
 
         try:
-            network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE)
+            network = await start_demo(hub, human_name=human_name, pace=DEMO_PACE, approvals=approvals)
         except NetworkError:
             raise  # the app says it in a notification
         except Exception as exc:  # e.g. a human holds a demo agent's name: a notification, never a traceback
@@ -200,8 +201,8 @@ async def announce_copy(opened: Any, app: Any) -> None:
     what the file lacks."""
     while not getattr(app, "ready", True):
         await asyncio.sleep(0.05)
-    app.status.connection = opened.copy_label
     app.notify(opened.opening_sentence(), title="Read-only copy", timeout=30)
+    app.status.connection = opened.copy_label
 
 
 async def launch(
@@ -219,6 +220,7 @@ async def launch(
     lead: Callable[[str], Awaitable[tuple[Any, Any]]] = take_leadership,
     stop_with: Callable[[Callable[[], Any]], AbstractContextManager[Any]] | None = None,
     open_path: Path | None = None,
+    demo_approvals: bool = False,
 ) -> None:
     """Run the workbench until the user quits; everything opened here is closed on the way out.
 
@@ -262,7 +264,7 @@ async def launch(
         else:
             hub = await open_hub(db_path)
         hub_client = HubClient.local(hub)
-        demo = demo_starter(hub, human_name, background, networks)
+        demo = demo_starter(hub, human_name, background, networks, approvals=demo_approvals)
     try:
         human = await seat(hub_client, human_name)
         if network is not None and hub is not None:

@@ -330,12 +330,11 @@ SHOTS: tuple[Shot, ...] = (
     Shot("replay_compare.svg", shot_replay_compare, "fork and replay: the original beside a what-if"),
     Shot("visibility.svg", shot_visibility, "the visibility matrix of a workflow, a cell explained"),
     Shot("causation.svg", shot_causation, "the causation tree of a delegated answer, across channels"),
-)
-
-NEW_SHOTS: tuple[Shot, ...] = (
     Shot("held.svg", shot_held, "a post held at a breakpoint in the tail, at 80x24", NARROW),
     Shot("inbox.svg", shot_inbox, "Waiting for you: the held post, at 80x24", NARROW),
 )
+
+NEW_SHOTS: tuple[Shot, ...] = ()
 """Shots taken only when named (``python -m tui.screenshots held inbox``) until the README links them."""
 
 

@@ -67,6 +67,7 @@ async def open_in_workbench(path: Path, check) -> dict[str, Any]:
         async with app.run_test(size=SIZE) as pilot:
             await until(lambda: app.ready, timeout=20)
             await until(lambda: "read-only" in str(app.status.connection))
+            await until(lambda: len(app._notifications) > 0)  # notify posts a message: it lands a beat later
             seen["title"] = app.sub_title
             seen["connection"] = str(app.status.connection)
             seen["notes"] = [n.message for n in app._notifications]
