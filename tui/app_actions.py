@@ -99,6 +99,19 @@ class WorkbenchActions(SteppingIn):
         """Open "Fork here…" on ``channel_id`` at ``seq`` (or at the seq of ``envelope_id``)."""
         self.push_screen(ForkForm(self.source, channel_id, seq=seq, envelope_id=envelope_id))
 
+    # ------------------------------------------------------------------ evaluate
+
+    def action_evaluate(self) -> None:
+        """Open Evaluate… over the channels the list shows, the selected one ticked (all when none is)."""
+        from tui.screens.evaluate import EvaluateScreen
+
+        shown = self.channel_list.shown_ids()
+        if not shown:
+            self.notify("No channel to evaluate yet: record some traffic first.", severity="warning")
+            return
+        selected = [self.selected_channel] if self.selected_channel in shown else None
+        self.push_screen(EvaluateScreen(self.source, shown, selected=selected))
+
     # ------------------------------------------------------------------ open / close channels
 
     def action_open_channel(self) -> None:
@@ -198,6 +211,11 @@ class WorkbenchActions(SteppingIn):
                 "Fork here…",
                 "Replay the channel from the tail's envelope with other views, models or prompts (F)",
                 self.action_fork_here,
+            ),
+            DomainCommand(
+                "Evaluate…",
+                "Replay many channels under one change, score them against no change (E on the channel list)",
+                self.action_evaluate,
             ),
             DomainCommand(
                 "Follow tail", "Scroll to the newest envelope and keep following", self.tail.follow

@@ -164,6 +164,9 @@ Every channel the hub knows, with its state, participants, WAL size and last act
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", id="channels.sort", tooltip="Cycle the sort order"),
+        Binding(
+            "E", "app.evaluate", "Evaluate", id="channels.evaluate", tooltip="Evaluate a change across channels"
+        ),
         Binding(  # priority: the keys typed right after it go to the filter box, not to the table
             "ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels", priority=True
         ),
