@@ -126,6 +126,7 @@ class FeedRouting(PaneLayout):
             if asked is not None:  # asked before this workbench started: shown as if asked now
                 self.channel_list.select(asked)
         self.set_timer(SETTLE_AFTER_READY, self.collector.settle, name="collector settle")
+        self.set_timer(SETTLE_AFTER_READY, self._load_costs, name="channel costs")
         if self.autostart_demo:
             self.start_demo()
         elif self.offer_demo and self.demo is not None:
@@ -135,6 +136,21 @@ class FeedRouting(PaneLayout):
                 title="New here?",
                 timeout=12,
             )
+
+    def _load_costs(self) -> None:
+        """The channel list's cost figures, read off the first rows' path (up to 2,000 turn records)."""
+        self.run_worker(self._show_costs(), group="channel costs", exclusive=True, exit_on_error=False)
+
+    async def _show_costs(self) -> None:
+        from tui.widgets.cost_view import channel_cost_labels
+
+        try:
+            table = self.settings.price_table()
+            labels = channel_cost_labels(await self.source.recent_turn_records(), table)
+        except Exception as exc:  # a bad [prices] table or AG2NET_PRICES: said once, the list stays as it is
+            self.notify(str(exc), severity="warning", timeout=10)
+            return
+        self.channel_list.set_costs({cid: text.plain for cid, text in labels.items()})
 
     def _open_question(self) -> str | None:
         """The channel whose newest text asks the human and is still open (the demo's question to a web

@@ -41,6 +41,9 @@ class ChannelRow:
     last_activity: str = ""
     close_reason: str = ""
     participant_ids: list[str] = field(default_factory=list)
+    cost: str = ""
+    """What the channel's recorded turns cost (``tui.widgets.cost_view.channel_cost_text``): ``$0.42``,
+    ``~$0.42`` when part is an estimate, ``""`` when no turn is priced."""
 
     @property
     def label(self) -> str:
@@ -165,6 +168,9 @@ class ProjectionData:
     ``turn`` is the one ``replay`` re-projects (the newest unless another was asked for)."""
     turns_capped: bool = False
     """More turns are recorded than ``turns`` holds (only the newest were read)."""
+    seq_of: Any = None
+    """``ag2net.cache_diff.SeqOf`` for this channel: a projected message's text to its envelope's seq (set
+    when a windowed view's slide explains a fall of the cache read, so the Cost tab names the seqs)."""
 
     @property
     def turn_index(self) -> int | None:

@@ -353,7 +353,29 @@ class HubSource:
             replay,
             turns=turns,
             turns_capped=len(newest_first) >= TURN_LIMIT,
+            seq_of=await self._seq_of_slides(channel_id, turns),
         )
+
+    async def _seq_of_slides(self, channel_id: str, turns: list[Any]) -> Any:
+        """A ``seq_of`` for the Cost tab, read only when a window slide explains a fall of the cache read
+        (one read of the channel's WAL, rendered as the adapter renders it); None otherwise."""
+        from ag2net.cache_diff import cache_drops, seq_finder
+
+        if not any(d.change.kind == "window" for d in cache_drops(turns)):
+            return None
+        md = await self.hc.get_channel(channel_id)
+        render = self.hc.adapter_for_metadata(md).render_envelope
+        count = await self.hc.wal_count(channel_id)
+        pairs = []
+        for seq, env in await self.hc.read_wal_seq(channel_id, 1, count):
+            text = render(env)
+            if text is not None:
+                pairs.append((seq, text))
+        return seq_finder(pairs)
+
+    async def recent_turn_records(self) -> list[Any]:
+        """The newest recorded turns of every channel (the channel list's cost figures are priced from them)."""
+        return await self.hc.list_turns(limit=TURN_LIMIT * 10)
 
     # ------------------------------------------------------------------ stepping in (issue 24)
     # Breakpoints, step mode and what waits on a person. Every answer names the human at the keyboard as

@@ -165,7 +165,11 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort", id="channels.sort", tooltip="Cycle the sort order"),
         Binding(
-            "E", "app.evaluate", "Evaluate", id="channels.evaluate", tooltip="Evaluate a change across channels"
+            "E",
+            "app.evaluate",
+            "Evaluate",
+            id="channels.evaluate",
+            tooltip="Evaluate a change across channels",
         ),
         Binding(  # priority: the keys typed right after it go to the filter box, not to the table
             "ctrl+f", "focus_filter", "Filter", id="channels.filter", tooltip="Filter channels", priority=True
@@ -265,9 +269,23 @@ Every channel the hub knows, with its state, participants, WAL size and last act
     # ------------------------------------------------------------------ updates
 
     def set_channels(self, rows: Iterable[ChannelRow]) -> None:
+        old = self._rows
         self._rows = {r.channel_id: r for r in rows}
+        for row in self._rows.values():  # a fresh read carries no cost: keep the one shown
+            if not row.cost and row.channel_id in old:
+                row.cost = old[row.channel_id].cost
         self._relabel()
         self._rebuild()
+
+    def set_costs(self, costs: dict[str, str]) -> None:
+        """What each channel's turns cost (priced from ``HubSource.recent_turn_records`` once the workbench is ready), shown after its participants."""
+        changed = False
+        for channel_id, cost in costs.items():
+            row = self._rows.get(channel_id)
+            if row is not None and row.cost != cost:
+                row.cost, changed = cost, True
+        if changed:
+            self._rebuild()
 
     def upsert(self, row: ChannelRow) -> None:
         """Add or replace one channel (keeps its count when the new row has none)."""
@@ -275,6 +293,8 @@ Every channel the hub knows, with its state, participants, WAL size and last act
         if old is not None and not row.count:
             row.count = old.count
             row.last_activity = row.last_activity or old.last_activity
+        if old is not None and not row.cost:
+            row.cost = old.cost
         self._rows[row.channel_id] = row
         if old is None:
             self._relabel()
@@ -500,7 +520,11 @@ Every channel the hub knows, with its state, participants, WAL size and last act
                 self._labels.get(row.channel_id, row.label), style="bold" if row.state == "active" else ""
             )
             label.append("\n")
-            label.append(who if len(who) <= width else who[: width - 1] + "…", style="dim")
+            if row.cost:  # what its turns cost, after the participants (who is cut first)
+                width -= len(row.cost) + 3
+            label.append(who if len(who) <= width else who[: max(0, width - 1)] + "…", style="dim")
+            if row.cost:
+                label.append(f" · {row.cost}", style="dim")
             state, count = self._figures(row)
             table.add_row(label, state, count, key=row.channel_id, height=2)
         if cursor_key is not None and cursor_key.value in {k.value for k in table.rows}:

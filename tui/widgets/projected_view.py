@@ -39,6 +39,7 @@ from ag2net.views import registered_views, view_from_spec
 from tui.formatting import id_legend
 from tui.models import ProjectionData
 from tui.widgets.budget_bar import BudgetBar
+from tui.widgets.cost_view import CostView
 from tui.widgets.projection_diff import (
     DiffRow,
     ToolDiff,
@@ -265,6 +266,8 @@ names speakers by id) are shown as they are, with a legend naming them.
                 yield Static("", id="pv-tools")
             with TabPane("Turns", id="pv-tab-turn"), VerticalScroll():
                 yield Static("", id="pv-turn")
+            with TabPane("Cost", id="pv-tab-cost"), VerticalScroll():
+                yield CostView(id="pv-cost")
             with TabPane("Compare", id="pv-tab-compare"):
                 with Horizontal(id="pv-compare-controls"):
                     with Vertical():
@@ -511,7 +514,15 @@ names speakers by id) are shown as they are, with a legend naming them.
         self._show_error("")
         self.budget = self.shown_turn_budget = None
         self.query_one("#pv-budget", Static).add_class("-empty")
-        for selector in ("#pv-tokens", "#pv-budget", "#pv-history", "#pv-tools", "#pv-turn", "#pv-compare"):
+        for selector in (
+            "#pv-tokens",
+            "#pv-budget",
+            "#pv-history",
+            "#pv-tools",
+            "#pv-turn",
+            "#pv-compare",
+            "#pv-cost",
+        ):
             self.query_one(selector, Static).update("")
         self._quiet = True
         try:
@@ -590,8 +601,31 @@ names speakers by id) are shown as they are, with a legend naming them.
             data.turn.turn_id if data.turn is not None and self.turn_index != len(data.turns) - 1 else None
         )
         self.query_one("#pv-turn", Static).update(self._turn_renderable(data))
+        self._show_cost(data)
         self._fill_compare_options()
         self.post_message(self.Loaded(self, data))
+
+    def _show_cost(self, data: ProjectionData) -> None:
+        """The Cost tab: this participant's turns here priced with the settings' table (``[prices]`` and
+        ``AG2NET_PRICES`` over the built-in one), its cache hit rate and why its cache read fell."""
+        from tui.settings import Settings, SettingsError
+
+        if self.query_one("#pv-tabs", TabbedContent).active != "pv-tab-cost":
+            return  # drawn when the tab is shown (``_cost_tab_shown``)
+        view = self.query_one("#pv-cost", CostView)
+        if view.table is None:
+            settings = getattr(self.app, "settings", None)
+            try:
+                view.table = (settings if isinstance(settings, Settings) else Settings()).price_table()
+            except SettingsError as exc:
+                view.update(Text(str(exc), style="bold red"))
+                return
+        view.show(data.turns, seq_of=data.seq_of)
+
+    @on(TabbedContent.TabActivated, "#pv-tabs")
+    def _cost_tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "pv-tab-cost" and self.data is not None:
+            self._show_cost(self.data)
 
     def show_turn(self, index: int) -> bool:
         """Show turn ``index`` of ``data.turns`` (0 = the first recorded) in the Turns tab.

@@ -24,6 +24,8 @@ from ag2net.events import BaseEvent, part_text
 from tui.formatting import id_legend
 from tui.models import ProjectionData
 from tui.widgets.budget_bar import BudgetBar
+from tui.widgets.cost_view import failure_lines
+from tui.widgets.cost_view import token_line as tokens_of
 from tui.widgets.projection_diff import (
     DiffRow,
     diff_events,
@@ -212,6 +214,9 @@ class ProjectionPainter:
         stepped_in = operator_label(turn)
         if stepped_in:  # a person decided this turn at a breakpoint: "answered by ana"
             header.append(f"\n{stepped_in}", style=f"bold {self.color('text-warning', 'yellow')}")
+        for line in failure_lines({"rounds": turn.rounds}):  # retried failures, one sentence each
+            header.append("\n")
+            header.append_text(line)
         reply = Text.assemble(("\nreply: ", "bold"), turn.reply if turn.reply is not None else "(none)")
         calls = Text()
         for call in turn.tool_calls:
@@ -219,8 +224,7 @@ class ProjectionPainter:
             calls.append(
                 f"\n  {mark} {call.get('name')}({json.dumps(call.get('arguments'), default=str)[:120]})"
             )
-        tokens = " · ".join(f"{k} {v}" for k, v in turn.tokens.items())
-        token_line = Text(f"tokens: {tokens} ({turn.token_method})", style="dim")
+        token_line = tokens_of(turn)  # the parts (ag2net's count) and the totals (provider or estimate)
         inputs = Text.assemble(("\ninput: ", "bold"), " ".join(part_text(p) for p in turn.inputs)[:500])
         parts: list[RenderableType] = [position, header, inputs, reply]
         if turn.tool_calls:
