@@ -30,6 +30,8 @@ from ag2net.cli.support import (
 if TYPE_CHECKING:
     from ag2net.server.leadership import Leadership
 
+GC_MODES = ("latency", "default")
+
 
 @dataclass(frozen=True)
 class ServeOptions:
@@ -55,6 +57,7 @@ class ServeOptions:
     cache_mb: float
     lease: float
     approvals: bool = False
+    gc: str = "latency"
 
 
 def check_options(o: ServeOptions) -> None:
@@ -80,6 +83,8 @@ def check_options(o: ServeOptions) -> None:
                 f"--host {o.host} is not loopback: without a token anyone who can reach it could act as any agent; "
                 "set --token (or AG2NET_TOKEN), serve on 127.0.0.1, or pass --allow-unauthenticated"
             )
+    if o.gc not in GC_MODES:
+        fail(f"--gc {o.gc!r} is not a collector setting; use one of: {', '.join(GC_MODES)}")
     if o.approvals and not o.demo:
         fail("--approvals makes the demo's reviewer ask before it approves; add --demo")
     if o.token is None:
@@ -159,6 +164,10 @@ async def run_served(o: ServeOptions, path: Path | str | None, network: Any) -> 
     try:
         if network is not None:
             await run_network(network, hub)
+        if o.gc == "latency":
+            from ag2net.server.gc_tuning import tune_for_latency
+
+            tune_for_latency()  # the hub's state is loaded: freeze it, keep collections short
         return await serve_hub(o, hub, leadership)
     finally:
         await (hub.close() if leadership is None else leadership.close(hub))
@@ -262,6 +271,13 @@ def serve(
             "ends the lock of a frozen one after that, and a standby takes over."
         ),
     ] = 2.0,
+    gc: Annotated[
+        str,
+        typer.Option(
+            help="Garbage collector: 'latency' freezes the loaded hub and keeps collections short (pauses of "
+            "a few ms instead of CPython's full sweeps of 40 ms and more); 'default' keeps CPython's."
+        ),
+    ] = "latency",
 ) -> None:
     """Serve a hub over WebSocket so agents in other processes (and the workbench) can attach."""
     options = ServeOptions(
@@ -285,6 +301,7 @@ def serve(
         cache_mb=cache_mb,
         lease=lease,
         approvals=approvals,
+        gc=gc,
     )
     check_options(options)
     serve_options(options)
