@@ -7,6 +7,14 @@ With one client, sender and receiver share one connection; with N > 1, N/2 sende
 own receiver on a conversation channel. The throughput run keeps about ``--inflight`` posts in flight
 across all senders; the latency run has one per sender. Latency is measured from just before ``post_envelope`` to the
 receiver's callback, on one clock (all clients live in this process).
+
+``latency_at_half_peak`` (issue 28's WebSocket target: p99 <= 20 ms at half the measured peak): after the
+throughput run, the senders post open-loop on a fixed schedule at half the envelopes/s just measured, for
+``--paced-seconds``; latency runs from each post's *scheduled* time (a stall delays the posts behind it and
+counts against them: no coordinated omission) to the receiver's callback; p50/p99/p99.9/max and the budget.
+
+The garbage collector: the served hub tunes its own as ``ag2net serve`` does (``ag2net.server.gc_tuning``;
+``--server-gc default`` keeps CPython's); this process, the load, tunes its too unless ``--client-gc default``.
 """
 
 from __future__ import annotations
@@ -46,7 +54,10 @@ def percentile(values: list[float], q: float) -> float:
 # ---------------------------------------------------------------------------------------------- server
 
 
-async def serve(store: str) -> None:
+PACED_P99_BUDGET_MS = 20.0
+
+
+async def serve(store: str, gc_mode: str) -> None:
     from ag2net.hub import Hub
     from ag2net.server import serve_ws
     from ag2net.store import MemoryStore, SqliteStore
@@ -54,14 +65,25 @@ async def serve(store: str) -> None:
     tmp = tempfile.mkdtemp(prefix="ag2net-bench-ws-")
     backend = SqliteStore(Path(tmp) / "hub.db") if store == "sqlite" else MemoryStore()
     hub = await Hub.open(backend, ttl_sweep_interval=0, expectation_sweep_interval=0, invite_ack_timeout=30)
+    if gc_mode == "latency":
+        from ag2net.server.gc_tuning import tune_for_latency
+
+        tune_for_latency()
     async with serve_ws(hub, "127.0.0.1", 0) as server:
         print(f"READY {server.port}", flush=True)
         await asyncio.Event().wait()
 
 
-async def start_server(store: str) -> tuple[asyncio.subprocess.Process, str]:
+async def start_server(store: str, gc_mode: str) -> tuple[asyncio.subprocess.Process, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--serve", "--store", store, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        __file__,
+        "--serve",
+        "--store",
+        store,
+        "--server-gc",
+        gc_mode,
+        stdout=asyncio.subprocess.PIPE,
     )
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
     if not line.startswith(b"READY "):
@@ -100,11 +122,11 @@ class Pair:
         self.expected = expected
         self.done = asyncio.Event()
 
-    async def post(self) -> None:
+    async def post(self, at: float | None = None) -> None:
+        """Post one text stamped ``at`` (a scheduled time), or now."""
+        stamp = time.perf_counter() if at is None else at
         await self.sender_client.post_envelope(
-            Envelope(
-                self.channel_id, self.sender.agent_id, None, EV_TEXT, {"text": repr(time.perf_counter())}
-            )
+            Envelope(self.channel_id, self.sender.agent_id, None, EV_TEXT, {"text": repr(stamp)})
         )
 
 
@@ -149,6 +171,44 @@ async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, f
     }
 
 
+async def run_paced(pairs: list[Pair], rate: float, seconds: float) -> dict[str, float]:
+    """Open-loop posts at ``rate`` envelopes/s in all, each pair on its own fixed schedule (see the docstring)."""
+    per_pair = rate / len(pairs)
+    count = max(1, int(per_pair * seconds))
+    for pair in pairs:
+        pair.arm(count)
+    start = time.perf_counter() + 0.1
+    failed: list[BaseException] = []
+
+    async def schedule(pair: Pair, offset: float) -> None:
+        posts: list[asyncio.Task] = []
+        for k in range(count):
+            at = start + offset + k / per_pair
+            delay = at - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            posts.append(asyncio.create_task(pair.post(at)))
+        for outcome in await asyncio.gather(*posts, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                failed.append(outcome)
+
+    await asyncio.gather(*(schedule(p, i / rate) for i, p in enumerate(pairs)))
+    await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
+    latencies = sorted(x for p in pairs for x in p.latencies)
+    p99 = round(percentile(latencies, 0.99) * 1000, 3)
+    return {
+        "rate_per_s": round(rate),
+        "envelopes": len(latencies),
+        "failed": len(failed),
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
+        "p99_ms": p99,
+        "p99_9_ms": round(percentile(latencies, 0.999) * 1000, 3),
+        "max_ms": round(latencies[-1] * 1000, 3),
+        "budget_p99_ms": PACED_P99_BUDGET_MS,
+        "within_budget": p99 <= PACED_P99_BUDGET_MS and not failed,
+    }
+
+
 async def idle_memory(url: str, server_pid: int, count: int) -> None:
     gc.collect()
     await asyncio.sleep(0.2)
@@ -173,7 +233,7 @@ async def idle_memory(url: str, server_pid: int, count: int) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    server, url = await start_server(args.store)
+    server, url = await start_server(args.store, args.server_gc)
     try:
         total = 2_000 if args.quick else 20_000
         sequential = 200 if args.quick else 2_000
@@ -181,6 +241,10 @@ async def main(args: argparse.Namespace) -> None:
             pairs, made = await make_pairs(url, clients)
             await run_load(pairs, max(1, 200 // len(pairs)), 1)  # warm-up
             window = max(1, -(-args.inflight // len(pairs)))
+            if clients == 1 and args.client_gc == "latency":
+                from ag2net.server.gc_tuning import tune_for_latency
+
+                tune_for_latency()  # the load generator, warmed up: its pauses are not the hub's
             figures = await run_load(pairs, total // len(pairs), window)
             emit(
                 figure="throughput",
@@ -188,6 +252,15 @@ async def main(args: argparse.Namespace) -> None:
                 store=args.store,
                 posts_in_flight=window * len(pairs),
                 **figures,
+            )
+            paced = await run_paced(pairs, figures["envelopes_per_s"] / 2, args.paced_seconds)
+            emit(
+                figure="latency_at_half_peak",
+                clients=clients,
+                store=args.store,
+                server_gc=args.server_gc,
+                client_gc=args.client_gc,
+                **paced,
             )
             figures = await run_load(pairs, max(1, sequential // len(pairs)), 1)
             emit(figure="latency_one_in_flight", clients=clients, store=args.store, **figures)
@@ -206,9 +279,21 @@ if __name__ == "__main__":
     parser.add_argument(
         "--inflight", type=int, default=32, help="posts in flight (all senders) in the throughput run"
     )
+    parser.add_argument(
+        "--paced-seconds", type=float, default=10.0, help="length of each half-peak paced run (10; --quick 3)"
+    )
+    for side in ("server", "client"):
+        parser.add_argument(
+            f"--{side}-gc",
+            choices=["latency", "default"],
+            default="latency",
+            help=f"the {side}'s garbage collector: tuned (latency, the default) or CPython's (default)",
+        )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
+    if parsed.quick and parsed.paced_seconds == 10.0:
+        parsed.paced_seconds = 3.0
     if parsed.serve:
-        asyncio.run(serve(parsed.store))
+        asyncio.run(serve(parsed.store, parsed.server_gc))
     else:
         asyncio.run(main(parsed))
