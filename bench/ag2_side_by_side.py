@@ -1,7 +1,8 @@
 """The ``bench/hub.py`` workloads run on ``ag2`` 1.2.1's own hub, for a side-by-side figure.
 
 Needs a virtual environment with ``ag2==1.2.1`` (the interop tests build one under
-``~/.cache/ag2net-interop/venv``); run it with that interpreter:
+``~/.cache/ag2net-interop/venv``) plus ``watchdog``, which ag2's disk store imports but does not declare
+(``~/.cache/ag2net-interop/venv/bin/pip install watchdog``); run it with that interpreter:
 ``~/.cache/ag2net-interop/venv/bin/python bench/ag2_side_by_side.py [--n 20000] [--store disk|memory|sqlite]
 [--bench e2e,e2e_pipelined,fanout]``.
 Same workloads as ``bench/hub.py``:
