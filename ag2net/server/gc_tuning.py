@@ -15,8 +15,9 @@ young collections of up to 20 ms: those pauses, not the hub's work, were the soa
   seconds. Cycles still die: the young and middle collections find them, and the rare full one catches
   what was promoted. The soak's RSS slope (budget ≤ 1 MiB/min) is the check that nothing piles up.
 
-``ag2net serve --gc default`` keeps CPython's settings. A client process of your own (an agent, the
-workbench) keeps whatever it has: this module never runs on import.
+``ag2net serve --gc default`` keeps CPython's settings. A client process of your own (an agent) keeps
+whatever it has: this module changes nothing on import. The workbench has a policy of its own, tied to the
+person's typing (``tui/collector.py``).
 """
 
 from __future__ import annotations
