@@ -78,7 +78,9 @@ async def post_over_the_wire(url: str, text: str) -> None:
         await hc.close()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+)
 def test_serve_closes_its_hub_on_sigterm_as_on_sigint(tmp_path, signum):
     db = tmp_path / "served.db"
     proc = subprocess.Popen(

@@ -52,9 +52,10 @@ def fail(message: str) -> NoReturn:
 
 T = TypeVar("T")
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""SIGHUP too: the terminal that started the command closed; the hub is closed as on Ctrl-C."""
 STOP_GRACE = 10.0
-"""Seconds a command has, after SIGINT or SIGTERM, to close its hub before it exits without finishing."""
+"""Seconds a command has, after a stop signal, to close its hub before it exits without finishing."""
 
 
 class Stopped(Exception):
@@ -76,7 +77,7 @@ def stopping_with(stop: Callable[[], Any]) -> Iterator[None]:
 
 
 def run_until_stopped(main: Coroutine[Any, Any, T], *, grace: float = STOP_GRACE) -> T:
-    """``asyncio.run(main)``, where SIGTERM stops the command exactly as SIGINT does.
+    """``asyncio.run(main)``, where SIGTERM (and SIGHUP) stop the command exactly as SIGINT does.
 
     The first of either signal cancels ``main`` (or calls the innermost ``stopping_with`` callback), so its
     ``finally`` blocks close the hub (the clean-shutdown snapshot, the cursors, the checkpoint), and then
