@@ -22,6 +22,7 @@ from ag2net.breakpoints import BREAK_ON, Breakpoint
 from ag2net.envelope import EV_TEXT, Envelope, is_protocol_event
 from ag2net.errors import NotFoundError, ProtocolError
 from ag2net.filtering import FilterError, FilterSpec, _Subject, _term_matches  # pyright: ignore[reportPrivateUsage]
+from ag2net.hub.core import required
 
 if TYPE_CHECKING:
     from ag2net.hub.core import HubCore
@@ -217,10 +218,8 @@ class Breakpoints:
         return bp
 
     def get(self, breakpoint_id: str) -> Breakpoint:
-        bp = self.table.get(breakpoint_id)
-        if bp is None:
-            raise NotFoundError(f"no breakpoint {breakpoint_id!r}; list_breakpoints names the ones there are")
-        return bp
+        missing = f"no breakpoint {breakpoint_id!r}; list_breakpoints names the ones there are"
+        return required(self.table, breakpoint_id, missing)
 
     async def set_enabled(self, breakpoint_id: str, enabled: bool) -> Breakpoint:
         bp = self.get(breakpoint_id)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import (
@@ -38,6 +38,17 @@ if TYPE_CHECKING:
     from ag2net.hub.dispatch import Mailbox
 
 # ---------------------------------------------------------------------------------------- tables
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def required(table: Mapping[K, V], key: K, missing: str) -> V:
+    """``table[key]``; ``NotFoundError(missing)`` when the table has no (or a None) value for it."""
+    value = table.get(key)
+    if value is None:
+        raise NotFoundError(missing)
+    return value
 
 
 class IdentityTable:
@@ -65,10 +76,7 @@ class IdentityTable:
 
     def record(self, agent_id: str) -> AgentRecord:
         """The agent's record (``NotFoundError`` when it is not registered)."""
-        rec = self.agents.get(agent_id)
-        if rec is None:
-            raise NotFoundError(f"agent not registered: {agent_id}")
-        return rec
+        return required(self.agents, agent_id, f"agent not registered: {agent_id}")
 
     def name_for(self, agent_id: str, *, default: str | None = None) -> str:
         """The agent's name, else ``default``, else the id itself."""
@@ -117,10 +125,7 @@ class ChannelTable(Mapping[str, ChannelMetadata]):
 
     def metadata(self, channel_id: str) -> ChannelMetadata:
         """The channel's metadata (``NotFoundError`` when unknown)."""
-        md = self.by_id.get(channel_id)
-        if md is None:
-            raise NotFoundError(f"channel not found: {channel_id}")
-        return md
+        return required(self.by_id, channel_id, f"channel not found: {channel_id}")
 
     def adapter_of(self, md: ChannelMetadata) -> Any:
         """The adapter registered for the channel's manifest, or None."""
@@ -128,10 +133,9 @@ class ChannelTable(Mapping[str, ChannelMetadata]):
 
     def adapter_required(self, md: ChannelMetadata) -> Any:
         """The channel's adapter (``NotFoundError`` when none is registered for its manifest)."""
-        adapter = self.adapters.get((md.manifest.type, md.manifest.version))
-        if adapter is None:
-            raise NotFoundError(f"no adapter registered for {md.manifest.type!r}@v{md.manifest.version}")
-        return adapter
+        manifest = md.manifest
+        missing = f"no adapter registered for {manifest.type!r}@v{manifest.version}"
+        return required(self.adapters, (manifest.type, manifest.version), missing)
 
     def note_appended(self, channel_id: str, env: Envelope) -> int:
         """Count one envelope the store has just appended; returns its seq."""
@@ -315,9 +319,7 @@ def admit_sender(core: HubCore, env: Envelope) -> AgentRecord:
     """Shape, a registered sender and (default rules) its outbound and depth rules; raises a refusal."""
     check_shape(env)
     agents = core.identities.agents
-    sender = agents.get(env.sender_id)
-    if sender is None:
-        raise NotFoundError(f"sender not registered: {env.sender_id}")
+    sender = required(agents, env.sender_id, f"sender not registered: {env.sender_id}")
     if core.default_rules:
         audience = env.audience
         if audience and sender.rule.access.outbound_to != ["*"]:
@@ -331,9 +333,7 @@ def admit_sender(core: HubCore, env: Envelope) -> AgentRecord:
 def admit_channel(core: HubCore, env: Envelope) -> tuple[ChannelMetadata, bool]:
     """The channel's state and the sender's participation: ``(metadata, peer_cancel)``; raises a refusal."""
     cid = env.channel_id
-    md = core.channels.by_id.get(cid)
-    if md is None:
-        raise NotFoundError(f"channel not found: {cid}")
+    md = required(core.channels.by_id, cid, f"channel not found: {cid}")
     if md.state in TERMINAL:
         reason = f" (reason: {md.close_reason})" if md.close_reason else ""
         raise _advised(ProtocolError(f"channel '{cid}' is {md.state.value}"), f"{reason}; open a new one")

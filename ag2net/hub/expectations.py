@@ -118,18 +118,38 @@ def _round(seconds: float) -> float:
     return round(seconds, 3)
 
 
-class AcksWithinEvaluator:
+class _TimedEvaluator:
+    """An evaluator that looks only while the channel is in ``state`` and measures against ``seconds``
+    (``threshold_seconds``, default ``default_seconds``); ``check`` is the rest."""
+
+    name: str
+    state = "active"
+    default_seconds: float
+
+    def applies(self, md: Any) -> bool:
+        return _state_value(md.state) == self.state
+
+    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
+        if not self.applies(context.metadata):
+            return None
+        return self.check(expectation, context, threshold_seconds(expectation, self.default_seconds))
+
+    def check(self, expectation: Any, ctx: ExpectationContext, threshold: float) -> Violation | None:
+        raise NotImplementedError
+
+
+class AcksWithinEvaluator(_TimedEvaluator):
     """While the channel is pending: every invitee acknowledges within ``seconds`` (default 30)."""
 
     name = ACKS_WITHIN
+    state = "pending"
     default_seconds = 30.0
 
-    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
-        ctx = context
+    def applies(self, md: Any) -> bool:
+        return super().applies(md) and bool(md.pending_acks)
+
+    def check(self, expectation: Any, ctx: ExpectationContext, threshold: float) -> Violation | None:
         md = ctx.metadata
-        if _state_value(md.state) != "pending" or not md.pending_acks:
-            return None
-        threshold = threshold_seconds(expectation, self.default_seconds)
         elapsed = _elapsed(md.created_at, ctx.now_iso)
         if elapsed is None or elapsed < threshold:
             return None
@@ -140,7 +160,7 @@ class AcksWithinEvaluator:
         )
 
 
-class ReplyWithinEvaluator:
+class ReplyWithinEvaluator(_TimedEvaluator):
     """While active: a participant answers text addressed to it within ``seconds`` (default 600).
 
     Per participant, the latest ``EV_TEXT`` addressed to it (a broadcast or one listing it, not its
@@ -150,12 +170,8 @@ class ReplyWithinEvaluator:
     name = REPLY_WITHIN
     default_seconds = 600.0
 
-    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
-        ctx = context
+    def check(self, expectation: Any, ctx: ExpectationContext, threshold: float) -> Violation | None:
         md = ctx.metadata
-        if _state_value(md.state) != "active":
-            return None
-        threshold = threshold_seconds(expectation, self.default_seconds)
         participants = md.participant_ids()
         undecided = set(participants)
         late: set[str] = set()
@@ -188,19 +204,15 @@ def _is_content(env: Envelope) -> bool:
     return not is_protocol_event(env.event_type) and env.event_type != EV_EXPECTATION_VIOLATED
 
 
-class MaxSilenceEvaluator:
+class MaxSilenceEvaluator(_TimedEvaluator):
     """While active: some content envelope (not channel/task protocol, not a violation notice) at
     least every ``seconds`` (default 3600), counted from the last one or from channel creation."""
 
     name = MAX_SILENCE
     default_seconds = 3600.0
 
-    def evaluate(self, expectation: Any, context: ExpectationContext) -> Violation | None:
-        ctx = context
+    def check(self, expectation: Any, ctx: ExpectationContext, threshold: float) -> Violation | None:
         md = ctx.metadata
-        if _state_value(md.state) != "active":
-            return None
-        threshold = threshold_seconds(expectation, self.default_seconds)
         since = md.created_at
         for env in reversed(ctx.wal):
             if _is_content(env):

@@ -24,13 +24,13 @@ from ag2net.adapters import default_adapters
 from ag2net.breakpoints import APPROVAL, DEFAULT_MAX_HELD_PER_CHANNEL, Breakpoint, Decision, WaitingItem
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import Envelope
-from ag2net.errors import NetworkError, NotFoundError
+from ag2net.errors import NetworkError
 from ag2net.hub.admission import Admission
 from ag2net.hub.arbiter import Arbitration, HubArbiter
 from ag2net.hub.audit import Audit
 from ag2net.hub.auth import AuthRegistry
 from ag2net.hub.checkpoints import read_checkpoint, write_checkpoint
-from ag2net.hub.core import HubCore
+from ag2net.hub.core import HubCore, required
 from ag2net.hub.delivery import Delivery
 from ag2net.hub.dispatch import Background
 from ag2net.hub.expectations import default_evaluators
@@ -278,10 +278,8 @@ class Hub(BaseHubListener):
         return sorted({t for t, _ in self.channels.adapters})
 
     def get_adapter(self, manifest_type: str, version: int = 1) -> Any:
-        adapter = self.channels.adapters.get((manifest_type, version))
-        if adapter is None:
-            raise NotFoundError(f"no adapter registered for {manifest_type!r}@v{version}")
-        return adapter
+        missing = f"no adapter registered for {manifest_type!r}@v{version}"
+        return required(self.channels.adapters, (manifest_type, version), missing)
 
     def adapter_for(self, channel_id: str) -> Any:
         return self.channels.adapter_required(self.channels.metadata(channel_id))

@@ -15,7 +15,7 @@ from typing import Any
 from ag2net.agent_names import lookalike_detail, name_skeleton
 from ag2net.channel import ChannelMetadata, ChannelState, Participant, ParticipantRole
 from ag2net.errors import NotFoundError, ProtocolError
-from ag2net.hub.core import ChannelTable, IdentityTable
+from ag2net.hub.core import ChannelTable, IdentityTable, required
 from ag2net.hub.records import AgentRecord
 from ag2net.identity import Resume, check_resume_size, check_skill_size, looks_like_id, parse_duration
 from ag2net.ids import add_seconds
@@ -45,9 +45,7 @@ def open_request(
 ) -> OpenRequest:
     """The checks ``create_channel`` makes before it asks the arbiter; raises the refusal."""
     agents = identities.agents
-    creator = agents.get(creator_id)
-    if creator is None:
-        raise NotFoundError(f"creator not registered: {creator_id}")
+    creator = required(agents, creator_id, f"creator not registered: {creator_id}")
     if not participants:
         raise ProtocolError("channel requires at least one participant")
     seen: set[str] = set()
@@ -58,9 +56,8 @@ def open_request(
         if pid != creator_id and pid not in agents:
             raise NotFoundError(f"participant not registered: {pid}")
     ids = list(participants) if creator_id in participants else [creator_id, *participants]
-    adapter = channels.adapters.get((manifest_type, manifest_version))
-    if adapter is None:
-        raise NotFoundError(f"no adapter registered for {manifest_type!r}@v{manifest_version}")
+    missing = f"no adapter registered for {manifest_type!r}@v{manifest_version}"
+    adapter = required(channels.adapters, (manifest_type, manifest_version), missing)
     if knobs is not None and not isinstance(knobs, dict):
         raise ProtocolError("knobs must be a JSON object (dict) or null")
     invitees = [agents[i] for i in ids if i != creator_id]

@@ -25,7 +25,7 @@ from ag2net.hub.audit import (
     RESUME_SOURCE_OBSERVED,
     RESUME_SOURCE_TENANT,
 )
-from ag2net.hub.core import IdentityTable
+from ag2net.hub.core import IdentityTable, required
 from ag2net.hub.plans import check_registration, check_skill
 from ag2net.hub.records import (
     TERMINAL_TASKS,
@@ -210,16 +210,10 @@ class Identities(IdentityTable):
         return rec.passport
 
     def lookup_resume(self, agent_id: str) -> Resume:
-        rec = self.agents.get(agent_id)
-        if rec is None:
-            raise NotFoundError(f"resume not found: {agent_id}")
-        return rec.resume
+        return required(self.agents, agent_id, f"resume not found: {agent_id}").resume
 
     def lookup_rule(self, agent_id: str) -> Rule:
-        rec = self.agents.get(agent_id)
-        if rec is None:
-            raise NotFoundError(f"rule not found: {agent_id}")
-        return rec.rule
+        return required(self.agents, agent_id, f"rule not found: {agent_id}").rule
 
     def get_skill_info(self, agent_id: str) -> dict[str, Any]:
         """The stored skill, or the generated fallback (SPEC §3.5) with ``generated=True``."""

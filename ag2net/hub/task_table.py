@@ -9,7 +9,7 @@ from ag2net.errors import AccessDeniedError, NotFoundError, ProtocolError
 from ag2net.hub.audit import (
     AUDIT_KIND_TASK_TERMINATED,
 )
-from ag2net.hub.core import TaskBook
+from ag2net.hub.core import TaskBook, required
 from ag2net.tasks import TASK_ID_RE, TaskMetadata, TaskState
 
 if TYPE_CHECKING:
@@ -103,10 +103,7 @@ class Tasks(TaskBook):
 
     def lookup(self, task_id: str) -> TaskMetadata:
         """The task's metadata, synchronously."""
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise NotFoundError(f"task not found: {task_id}")
-        return task
+        return required(self.tasks, task_id, f"task not found: {task_id}")
 
     def query(
         self,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ag2net.breakpoints import ACTIONS, APPROVAL, HELD, TURN, Decision, WaitingItem
 from ag2net.envelope import Envelope
 from ag2net.errors import NetworkError, NotFoundError, ProtocolError
-from ag2net.hub.core import Refused, admit
+from ag2net.hub.core import Refused, admit, required
 from ag2net.hub.expectations import ExpectationClock, deadlines
 from ag2net.ids import parse_time
 
@@ -65,10 +65,9 @@ class Waiting:
         return self.futures[item_id]
 
     def get(self, item_id: str) -> WaitingItem:
-        item = self.items.get(item_id)
-        if item is None:
-            raise NotFoundError(f"no waiting item {item_id!r}; list_waiting names the ones there are")
-        return item
+        return required(
+            self.items, item_id, f"no waiting item {item_id!r}; list_waiting names the ones there are"
+        )
 
     def open_item(self, item_id: str) -> WaitingItem:
         """The item, still waiting and not being answered; else the sentence saying why not."""
