@@ -69,6 +69,8 @@ class HubArbiter(Protocol):
 
     Methods may read what they are given but should not change hub state: they decide, nothing more.
     Register one with ``Hub.register_arbiter``; the latest registration replaces the previous arbiter.
+    Each method's body is the permissive default (allow; keep the refusal of an unknown audience), which
+    ``BaseHubArbiter`` inherits by subclassing the protocol.
     """
 
     async def authorize_send(
@@ -76,19 +78,19 @@ class HubArbiter(Protocol):
     ) -> Decision:
         """Before anything else about the channel is checked; ``recipients`` are the registered
         passports of an explicit audience, the sender excluded (empty for a broadcast)."""
-        ...
+        return _ALLOW
 
     async def authorize_inbox(
         self, envelope: Envelope, recipient: Passport, recipient_rule: Rule, current_pending: int
     ) -> Decision:
         """Once per registered recipient of a substantive (non-protocol) envelope."""
-        ...
+        return _ALLOW
 
     async def authorize_dispatch(
         self, envelope: Envelope, sender: Passport, recipient: Passport, recipient_rule: Rule
     ) -> Decision:
         """Per recipient other than the sender, after the envelope is stored; a ``Deny`` skips it."""
-        ...
+        return _ALLOW
 
     async def authorize_channel_open(
         self,
@@ -100,51 +102,19 @@ class HubArbiter(Protocol):
         active_creator_channels: int,
     ) -> Decision:
         """Before a channel is created; ``active_creator_channels`` counts the creator's live channels."""
-        ...
+        return _ALLOW
 
     async def authorize_register(self, passport: Passport, resume: Resume, rule: Rule) -> Decision:
         """Part of the protocol; registration does not consult it (as in ag2 1.2.1)."""
-        ...
+        return _ALLOW
 
     async def resolve_unknown_audience(self, envelope: Envelope, unknown_ids: list[str]) -> list[str] | None:
         """Audience ids that are not registered: ``None`` keeps the refusal, a list replaces them."""
-        ...
-
-
-class BaseHubArbiter:
-    """Allows everything and resolves nothing: subclass it and override only the gates you need."""
-
-    async def authorize_send(
-        self, envelope: Envelope, sender: Passport, sender_rule: Rule, recipients: list[Passport]
-    ) -> Decision:
-        return _ALLOW
-
-    async def authorize_inbox(
-        self, envelope: Envelope, recipient: Passport, recipient_rule: Rule, current_pending: int
-    ) -> Decision:
-        return _ALLOW
-
-    async def authorize_dispatch(
-        self, envelope: Envelope, sender: Passport, recipient: Passport, recipient_rule: Rule
-    ) -> Decision:
-        return _ALLOW
-
-    async def authorize_channel_open(
-        self,
-        manifest: ChannelManifest,
-        creator: Passport,
-        creator_rule: Rule,
-        invitees: list[Passport],
-        invitee_rules: list[Rule],
-        active_creator_channels: int,
-    ) -> Decision:
-        return _ALLOW
-
-    async def authorize_register(self, passport: Passport, resume: Resume, rule: Rule) -> Decision:
-        return _ALLOW
-
-    async def resolve_unknown_audience(self, envelope: Envelope, unknown_ids: list[str]) -> list[str] | None:
         return None
+
+
+class BaseHubArbiter(HubArbiter):
+    """Allows everything and resolves nothing: subclass it and override only the gates you need."""
 
 
 def _deny(reason: str | None, error: type[Exception] = AccessDeniedError) -> Decision:

@@ -53,6 +53,17 @@ def _param(params: dict[str, Any], name: str) -> str:
     return value
 
 
+def _envelope(params: dict[str, Any], op: str) -> Envelope:
+    """``params.envelope`` as an ``Envelope`` (a JSON object is decoded and put back in ``params``)."""
+    env = params.get("envelope")
+    if isinstance(env, dict):
+        env = Envelope.from_dict(env)
+        params["envelope"] = env
+    if not isinstance(env, Envelope):
+        raise ProtocolError(f"{op} needs params.envelope as an envelope object")
+    return env
+
+
 def _nested(params: dict[str, Any], outer: str, name: str) -> Any:
     value = params.get(outer)
     if isinstance(value, dict):
@@ -263,12 +274,7 @@ class WirePolicy:
         await conn.server.check_identity(conn, passport, scheme, params.get("auth_claim") or {})
 
     async def post_envelope(self, conn: Connection, params: dict[str, Any]) -> None:
-        env = params.get("envelope")
-        if isinstance(env, dict):
-            env = Envelope.from_dict(env)
-            params["envelope"] = env
-        if not isinstance(env, Envelope):
-            raise ProtocolError("post_envelope needs params.envelope as an envelope object")
+        env = _envelope(params, "post_envelope")
         self.require_bound(conn, env.sender_id)
         self.check_posted(conn, env)
 
@@ -290,12 +296,7 @@ class WirePolicy:
 
     async def dry_run(self, conn: Connection, params: dict[str, Any]) -> None:
         """A participant dry-runs only as itself (an identity this connection holds); an operator as anyone."""
-        env = params.get("envelope")
-        if isinstance(env, dict):
-            env = Envelope.from_dict(env)
-            params["envelope"] = env
-        if not isinstance(env, Envelope):
-            raise ProtocolError("dry_run needs params.envelope as an envelope object")
+        env = _envelope(params, "dry_run")
         if not conn.operator:
             self.require_bound(conn, env.sender_id)
         # a post over this socket is refused here before the hub's admission: so is its dry run, in the
