@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_MAX_UNAUTHENTICATED = 64
@@ -33,34 +34,31 @@ MAX_FAILURE_HALVINGS = 4
 MAX_REMEMBERED_ADDRESSES = 4096
 
 
+@dataclass(kw_only=True, eq=False)
 class ConnectionLimits:
     """The two budgets and each address's recent authentication failures."""
 
-    def __init__(
-        self,
-        *,
-        max_connections: int,
-        max_connections_per_address: int,
-        max_unauthenticated: int = DEFAULT_MAX_UNAUTHENTICATED,
-        max_unauthenticated_per_address: int = DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
-        auth_timeout: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_connections = max_connections
-        self.max_connections_per_address = max_connections_per_address
-        self.max_unauthenticated = max_unauthenticated
-        self.max_unauthenticated_per_address = max_unauthenticated_per_address
-        self.auth_timeout = auth_timeout
-        self._clock = clock
-        #: Authenticated connections: in total and per address.
-        self.connections = 0
-        self.per_address: dict[str, int] = {}
-        #: Unauthenticated connections, oldest first: over all addresses, and per address.
-        self._waiting: collections.OrderedDict[Any, str] = collections.OrderedDict()
-        self._waiting_at: dict[str, collections.OrderedDict[Any, None]] = {}
-        self._failures: collections.OrderedDict[str, collections.deque[float]] = collections.OrderedDict()
-        self.refused = 0
-        self.evicted = 0
+    max_connections: int
+    max_connections_per_address: int
+    max_unauthenticated: int = DEFAULT_MAX_UNAUTHENTICATED
+    max_unauthenticated_per_address: int = DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS
+    auth_timeout: float
+    clock: Callable[[], float] = time.monotonic
+    #: Authenticated connections: in total and per address.
+    connections: int = field(default=0, init=False)
+    per_address: dict[str, int] = field(default_factory=dict, init=False)
+    #: Unauthenticated connections, oldest first: over all addresses, and per address.
+    _waiting: collections.OrderedDict[Any, str] = field(
+        default_factory=collections.OrderedDict, init=False, repr=False
+    )
+    _waiting_at: dict[str, collections.OrderedDict[Any, None]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _failures: collections.OrderedDict[str, collections.deque[float]] = field(
+        default_factory=collections.OrderedDict, init=False, repr=False
+    )
+    refused: int = field(default=0, init=False)
+    evicted: int = field(default=0, init=False)
 
     # ------------------------------------------------------------------ authenticated
 
@@ -133,7 +131,7 @@ class ConnectionLimits:
 
     def failed(self, address: str) -> None:
         """An authentication from ``address`` failed (bad credentials, or none in time)."""
-        now = self._clock()
+        now = self.clock()
         times = self._failures.pop(address, None) or collections.deque(maxlen=MAX_FAILURE_HALVINGS)
         times.append(now)
         self._failures[address] = times
@@ -145,7 +143,7 @@ class ConnectionLimits:
         times = self._failures.get(address)
         if not times:
             return self.auth_timeout
-        recent = sum(1 for at in times if self._clock() - at < FAILURE_MEMORY)
+        recent = sum(1 for at in times if self.clock() - at < FAILURE_MEMORY)
         return max(min(MIN_AUTH_TIMEOUT, self.auth_timeout), self.auth_timeout / (2**recent))
 
 
