@@ -187,27 +187,19 @@ class TaskBook:
         return self.tasks.get(task_id)
 
 
+@dataclass(slots=True, eq=False)
 class HubCore:
-    """The four tables together: what admission and routing read.
+    """The four tables together (each a fresh one unless given): what admission and routing read.
 
     ``default_rules`` is True while the arbiter is the default ``RuleBasedArbiter``: admission then makes
     its decisions (``ag2net.hub.rules``) itself; a registered arbiter makes them before admission instead.
     """
 
-    __slots__ = ("channels", "default_rules", "delivery", "identities", "tasks")
-
-    def __init__(
-        self,
-        identities: IdentityTable | None = None,
-        channels: ChannelTable | None = None,
-        delivery: DeliveryBook | None = None,
-        tasks: TaskBook | None = None,
-    ) -> None:
-        self.identities = identities if identities is not None else IdentityTable()
-        self.channels = channels if channels is not None else ChannelTable()
-        self.delivery = delivery if delivery is not None else DeliveryBook()
-        self.tasks = tasks if tasks is not None else TaskBook()
-        self.default_rules = True
+    identities: IdentityTable = field(default_factory=IdentityTable)
+    channels: ChannelTable = field(default_factory=ChannelTable)
+    delivery: DeliveryBook = field(default_factory=DeliveryBook)
+    tasks: TaskBook = field(default_factory=TaskBook)
+    default_rules: bool = field(default=True, init=False)
 
 
 # ---------------------------------------------------------------------------------------- routing
