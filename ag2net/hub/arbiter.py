@@ -121,7 +121,7 @@ def _deny(reason: str | None, error: type[Exception] = AccessDeniedError) -> Dec
     return _ALLOW if reason is None else Deny(reason, error)
 
 
-class RuleBasedArbiter:
+class RuleBasedArbiter(BaseHubArbiter):
     """The default arbiter: each agent's ``Rule`` (reference §2.4). Stateless; subclass to extend.
 
     * send: every explicit recipient's name matches the sender's ``access.outbound_to`` (broadcasts
@@ -130,7 +130,8 @@ class RuleBasedArbiter:
       ``InboxFull``;
     * dispatch: the sender's name matches the recipient's ``access.inbound_from``;
     * channel open: the creator's name matches every invitee's ``inbound_from``, and the creator has
-      fewer live channels than ``limits.max_concurrent_channels`` (0 = no cap).
+      fewer live channels than ``limits.max_concurrent_channels`` (0 = no cap);
+    * registration and an unknown audience: ``BaseHubArbiter``'s defaults (allow; keep the refusal).
     """
 
     async def authorize_send(
@@ -179,12 +180,6 @@ class RuleBasedArbiter:
                 creator.name, active_creator_channels, creator_rule.limits.max_concurrent_channels
             )
         )
-
-    async def authorize_register(self, passport: Passport, resume: Resume, rule: Rule) -> Decision:
-        return _ALLOW
-
-    async def resolve_unknown_audience(self, envelope: Envelope, unknown_ids: list[str]) -> list[str] | None:
-        return None
 
 
 _METHODS = (
