@@ -32,6 +32,20 @@ MIN_AUTH_TIMEOUT = 0.5
 FAILURE_MEMORY = 60.0  # seconds an authentication failure shortens its address's auth timeout
 MAX_FAILURE_HALVINGS = 4
 MAX_REMEMBERED_ADDRESSES = 4096
+#: The settings that must be positive numbers (``serve_ws``'s options of the same names).
+_POSITIVE = (
+    "max_connections",
+    "max_connections_per_address",
+    "max_unauthenticated",
+    "max_unauthenticated_per_address",
+    "auth_timeout",
+)
+
+
+def check_positive(name: str, value: object) -> None:
+    """Refuse a ``serve_ws`` setting that is not a positive number (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"serve_ws {name} must be a positive number, got {value!r}")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -59,6 +73,10 @@ class ConnectionLimits:
     )
     refused: int = field(default=0, init=False)
     evicted: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        for name in _POSITIVE:
+            check_positive(name, getattr(self, name))
 
     # ------------------------------------------------------------------ authenticated
 
@@ -152,4 +170,5 @@ __all__ = [
     "DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS",
     "MIN_AUTH_TIMEOUT",
     "ConnectionLimits",
+    "check_positive",
 ]

@@ -70,6 +70,7 @@ from ag2net.server.connection_limits import (
     DEFAULT_MAX_UNAUTHENTICATED,
     DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
     ConnectionLimits,
+    check_positive,
 )
 from ag2net.server.endpoint import (
     CLOSE_AUTH_FAILED,
@@ -387,12 +388,6 @@ class WsServer:
             await endpoint.shutdown()
 
 
-def _check_limits(**limits: Any) -> None:
-    for name, value in limits.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ValueError(f"serve_ws {name} must be a positive number, got {value!r}")
-
-
 def _with_shared_token(auth: AuthRegistry, token: str) -> AuthRegistry:
     """``auth`` plus the shared ``api_key`` scheme ``serve_ws(token=...)`` adds."""
     if not token:
@@ -452,14 +447,14 @@ async def serve_ws(
     ``policy`` decides who may run which op over a connection (default ``WirePolicy()``: the access rules
     of the op catalogue, ``ag2net.protocol.ops``, plus its own rule for each op marked ``policy``).
     """
-    _check_limits(
-        auth_timeout=auth_timeout,
-        send_timeout=send_timeout,
+    limits = ConnectionLimits(  # refuses a limit that is not a positive number
         max_connections=max_connections,
         max_connections_per_address=max_connections_per_address,
         max_unauthenticated=max_unauthenticated,
         max_unauthenticated_per_address=max_unauthenticated_per_address,
+        auth_timeout=auth_timeout,
     )
+    check_positive("send_timeout", send_timeout)
     if token is None and (legacy_identities or public_directory):
         raise ValueError(
             "serve_ws legacy_identities and public_directory apply to a server with a token; "
@@ -482,13 +477,6 @@ async def serve_ws(
         log.warning(
             "serve_ws on %r accepts the 'none' auth scheme from any host (allow_unauthenticated=True)", host
         )
-    limits = ConnectionLimits(
-        max_connections=max_connections,
-        max_connections_per_address=max_connections_per_address,
-        max_unauthenticated=max_unauthenticated,
-        max_unauthenticated_per_address=max_unauthenticated_per_address,
-        auth_timeout=auth_timeout,
-    )
     state = WsServer(
         hub,
         limits,
