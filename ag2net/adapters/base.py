@@ -56,29 +56,50 @@ class HubLookup(Protocol):
 class ChannelAdapter(Protocol):
     """The rules of one channel type, keyed by ``(manifest.type, manifest.version)`` — ag2's 13 methods.
 
+    Any class with these methods is an adapter (the protocol is structural). The bodies are the defaults: a
+    class that subclasses ``ChannelAdapter`` (``BaseAdapter`` does) inherits them, and
+    ``default_render_envelope`` … ``default_build_packet_envelope`` are the same methods as functions.
+
     Optionally an adapter also has ``state_to_dict(state)`` / ``state_from_dict(data)`` (``BaseAdapter`` does):
     the hub then snapshots live channel states on close and restores them on open instead of re-folding WALs.
     """
 
     manifest: ChannelManifest
 
-    def initial_state(self, metadata: ChannelMetadata) -> Any: ...
+    # state -----------------------------------------------------------------------------------
+    def initial_state(self, metadata: ChannelMetadata) -> Any:
+        return None
 
-    def fold(self, envelope: Envelope, state: Any) -> Any: ...
+    def fold(self, envelope: Envelope, state: Any) -> Any:
+        return state
 
-    def validate_create(self, metadata: ChannelMetadata) -> None: ...
+    # validation and turn-taking -----------------------------------------------------------------
+    def validate_create(self, metadata: ChannelMetadata) -> None:
+        validate_view_knobs(metadata.knobs or {})
 
-    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> None: ...
+    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> None:
+        return None
 
-    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> AdapterResult: ...
+    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> AdapterResult:
+        return AdapterResult()
 
-    def expected_next(self, metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None: ...
+    def expected_next(self, metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None:
+        """Nobody in particular is expected to speak (a channel type without turn-taking)."""
+        return None
 
-    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy: ...
+    # what the LLM sees and does ----------------------------------------------------------------
+    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
+        """The manifest's ``default_view_policy``, built from the view registry."""
+        return view_from_spec(self.manifest.default_view_policy)
 
-    def render_envelope(self, envelope: Envelope) -> str | None: ...
+    def render_envelope(self, envelope: Envelope) -> str | None:
+        """``EV_TEXT`` renders to its text (an empty string included); everything else to None."""
+        return text_of(envelope)
 
-    def extract_turn_input(self, envelope: Envelope) -> str | None: ...
+    def extract_turn_input(self, envelope: Envelope) -> str | None:
+        """``EV_TEXT`` with non-empty text is a turn's input; nothing else is."""
+        text = text_of(envelope)
+        return text if text else None
 
     def build_round_envelope(
         self,
@@ -88,12 +109,21 @@ class ChannelAdapter(Protocol):
         events: Sequence[BaseEvent],
         state: Any,
         hub: HubLookup | None,
-    ) -> Envelope | None: ...
+    ) -> Envelope | None:
+        """The reply body as ``EV_TEXT`` to everyone (no causation: the handler sets it); None when the body is
+        empty."""
+        body = getattr(reply, "body", None)
+        if not body:
+            return None
+        return ChannelAdapter.build_text_envelope(self, metadata.channel_id, sender_id, body)
 
     def tools_for(
         self, client: Any, metadata: ChannelMetadata, state: Any, participant_id: str
-    ) -> list[Tool]: ...
+    ) -> list[Tool]:
+        """No per-turn tools."""
+        return []
 
+    # envelope builders ---------------------------------------------------------------------------
     def build_text_envelope(
         self,
         channel_id: str,
@@ -102,7 +132,9 @@ class ChannelAdapter(Protocol):
         *,
         audience: list[str] | None = None,
         causation_id: str | None = None,
-    ) -> Envelope: ...
+    ) -> Envelope:
+        """``EV_TEXT`` ``{"text"}``."""
+        return _built(channel_id, sender_id, EV_TEXT, {"text": text}, audience, causation_id)
 
     def build_packet_envelope(
         self,
@@ -114,7 +146,37 @@ class ChannelAdapter(Protocol):
         context_set: dict[str, Any] | None = None,
         audience: list[str] | None = None,
         causation_id: str | None = None,
-    ) -> Envelope: ...
+    ) -> Envelope:
+        """``EV_PACKET`` ``{"body", "routing"?, "context"?}`` — routing from a ``Handoff``, context from
+        ``context_set``."""
+        data: dict[str, Any] = {"body": body}
+        if handoff is not None:
+            routing: dict[str, Any] = {"kind": "handoff", "target": handoff.target}
+            if getattr(handoff, "reason", ""):
+                routing["reason"] = handoff.reason
+            data["routing"] = routing
+        if context_set:
+            data["context"] = dict(context_set)
+        return _built(channel_id, sender_id, EV_PACKET, data, audience, causation_id)
+
+
+def _built(
+    channel_id: str,
+    sender_id: str,
+    event_type: str,
+    event_data: dict[str, Any],
+    audience: list[str] | None,
+    causation_id: str | None,
+) -> Envelope:
+    """An envelope of the builders: ``audience`` copied (None: everyone), no task, trace or idempotency key."""
+    return Envelope(
+        channel_id=channel_id,
+        sender_id=sender_id,
+        audience=None if audience is None else list(audience),
+        event_type=event_type,
+        event_data=event_data,
+        causation_id=causation_id,
+    )
 
 
 def is_lifecycle(event_type: str) -> bool:
@@ -173,114 +235,19 @@ def text_of(envelope: Envelope) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def default_render_envelope(envelope: Envelope) -> str | None:
-    """``EV_TEXT`` renders to its text (an empty string included); everything else to None."""
-    return text_of(envelope)
-
-
-def default_extract_turn_input(envelope: Envelope) -> str | None:
-    """``EV_TEXT`` with non-empty text is a turn's input; nothing else is."""
-    text = text_of(envelope)
-    return text if text else None
-
-
-def default_build_text_envelope(
-    channel_id: str,
-    sender_id: str,
-    text: str,
-    *,
-    audience: list[str] | None = None,
-    causation_id: str | None = None,
-) -> Envelope:
-    return Envelope(
-        channel_id=channel_id,
-        sender_id=sender_id,
-        audience=None if audience is None else list(audience),
-        event_type=EV_TEXT,
-        event_data={"text": text},
-        causation_id=causation_id,
-    )
-
-
-def default_build_packet_envelope(
-    channel_id: str,
-    sender_id: str,
-    body: str,
-    *,
-    handoff: Any = None,
-    context_set: dict[str, Any] | None = None,
-    audience: list[str] | None = None,
-    causation_id: str | None = None,
-) -> Envelope:
-    """``EV_PACKET`` ``{"body", "routing"?, "context"?}`` — routing from a ``Handoff``, context from ``context_set``."""
-    data: dict[str, Any] = {"body": body}
-    if handoff is not None:
-        routing: dict[str, Any] = {"kind": "handoff", "target": handoff.target}
-        if getattr(handoff, "reason", ""):
-            routing["reason"] = handoff.reason
-        data["routing"] = routing
-    if context_set:
-        data["context"] = dict(context_set)
-    return Envelope(
-        channel_id=channel_id,
-        sender_id=sender_id,
-        audience=None if audience is None else list(audience),
-        event_type=EV_PACKET,
-        event_data=data,
-        causation_id=causation_id,
-    )
-
-
-make_text_envelope = default_build_text_envelope
-make_packet_envelope = default_build_packet_envelope
-
-
-def default_build_round_envelope(
-    metadata: ChannelMetadata,
-    sender_id: str,
-    reply: Reply,
-    events: Sequence[BaseEvent],
-    state: Any,
-    hub: HubLookup | None,
-) -> Envelope | None:
-    """The reply body as ``EV_TEXT`` to everyone (no causation: the handler sets it); None when the body is
-    empty."""
-    body = getattr(reply, "body", None)
-    if not body:
-        return None
-    return default_build_text_envelope(metadata.channel_id, sender_id, body)
-
-
-def default_expected_next(metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None:
-    """Nobody in particular is expected to speak (a channel type without turn-taking)."""
-    return None
-
-
-def default_tools_for(client: Any, metadata: ChannelMetadata, state: Any, participant_id: str) -> list[Tool]:
-    """No per-turn tools."""
-    return []
-
-
-class BaseAdapter:
+class BaseAdapter(ChannelAdapter):
     """Defaults every built-in adapter starts from; subclasses set ``manifest`` and ``state_type``.
 
-    ``render_envelope``/``extract_turn_input`` handle ``EV_TEXT``; ``build_round_envelope`` posts the reply
-    body as ``EV_TEXT`` (None when empty); ``tools_for`` offers nothing; ``expected_next`` is None;
-    ``default_view_policy`` builds the manifest's ``default_view_policy`` from the view registry.
+    The 13 methods are ``ChannelAdapter``'s defaults: ``render_envelope``/``extract_turn_input`` handle
+    ``EV_TEXT``; ``build_round_envelope`` posts the reply body as ``EV_TEXT`` (None when empty); ``tools_for``
+    offers nothing; ``expected_next`` is None; ``default_view_policy`` builds the manifest's
+    ``default_view_policy`` from the view registry. On top: state snapshots and the cached ``say`` tool.
     """
 
-    manifest: ClassVar[ChannelManifest]
     state_type: ClassVar[type | None] = None
 
     def __init__(self) -> None:
         self._say_tools: dict[str, Tool] = {}
-
-    # state -----------------------------------------------------------------------------------
-    def initial_state(self, metadata: ChannelMetadata) -> Any:
-        return None
-
-    def fold(self, envelope: Envelope, state: Any) -> Any:
-        return state
 
     def state_to_dict(self, state: Any) -> dict[str, Any]:
         return state_to_dict(state)
@@ -289,45 +256,6 @@ class BaseAdapter:
         if self.state_type is None:
             return None
         return state_from_dict(self.state_type, data)
-
-    # validation and turn-taking -----------------------------------------------------------------
-    def validate_create(self, metadata: ChannelMetadata) -> None:
-        validate_view_knobs(metadata.knobs or {})
-
-    def validate_send(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> None:
-        return None
-
-    def on_accepted(self, metadata: ChannelMetadata, envelope: Envelope, state: Any) -> AdapterResult:
-        return AdapterResult()
-
-    def expected_next(self, metadata: ChannelMetadata, state: Any) -> ExpectedTurn | None:
-        return default_expected_next(metadata, state)
-
-    # what the LLM sees and does ----------------------------------------------------------------
-    def default_view_policy(self, metadata: ChannelMetadata, participant_id: str) -> ViewPolicy:
-        return view_from_spec(self.manifest.default_view_policy)
-
-    def render_envelope(self, envelope: Envelope) -> str | None:
-        return default_render_envelope(envelope)
-
-    def extract_turn_input(self, envelope: Envelope) -> str | None:
-        return default_extract_turn_input(envelope)
-
-    def build_round_envelope(
-        self,
-        metadata: ChannelMetadata,
-        sender_id: str,
-        reply: Reply,
-        events: Sequence[BaseEvent],
-        state: Any,
-        hub: HubLookup | None,
-    ) -> Envelope | None:
-        return default_build_round_envelope(metadata, sender_id, reply, events, state, hub)
-
-    def tools_for(
-        self, client: Any, metadata: ChannelMetadata, state: Any, participant_id: str
-    ) -> list[Tool]:
-        return default_tools_for(client, metadata, state, participant_id)
 
     def say_tool(self, client: Any) -> Tool:
         """The ``say`` tool for ``client``, built once per agent id and reused."""
@@ -340,43 +268,26 @@ class BaseAdapter:
             self._say_tools[key] = cached
         return cached
 
-    # envelope builders ---------------------------------------------------------------------------
-    def build_text_envelope(
-        self,
-        channel_id: str,
-        sender_id: str,
-        text: str,
-        *,
-        audience: list[str] | None = None,
-        causation_id: str | None = None,
-    ) -> Envelope:
-        return default_build_text_envelope(
-            channel_id, sender_id, text, audience=audience, causation_id=causation_id
-        )
-
-    def build_packet_envelope(
-        self,
-        channel_id: str,
-        sender_id: str,
-        body: str,
-        *,
-        handoff: Any = None,
-        context_set: dict[str, Any] | None = None,
-        audience: list[str] | None = None,
-        causation_id: str | None = None,
-    ) -> Envelope:
-        return default_build_packet_envelope(
-            channel_id,
-            sender_id,
-            body,
-            handoff=handoff,
-            context_set=context_set,
-            audience=audience,
-            causation_id=causation_id,
-        )
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.manifest.type!r}@v{self.manifest.version})"
+
+
+class _DefaultAdapter(BaseAdapter):
+    """An adapter that overrides nothing: ag2's ``default_*`` helpers are its (bound) methods."""
+
+    manifest = ChannelManifest("default")
+
+
+_DEFAULTS = _DefaultAdapter()
+default_render_envelope = _DEFAULTS.render_envelope
+default_extract_turn_input = _DEFAULTS.extract_turn_input
+default_build_text_envelope = _DEFAULTS.build_text_envelope
+default_build_packet_envelope = _DEFAULTS.build_packet_envelope
+default_build_round_envelope = _DEFAULTS.build_round_envelope
+default_expected_next = _DEFAULTS.expected_next
+default_tools_for = _DEFAULTS.tools_for
+make_text_envelope = default_build_text_envelope
+make_packet_envelope = default_build_packet_envelope
 
 
 def check_two_party(metadata: ChannelMetadata, kind: str) -> None:

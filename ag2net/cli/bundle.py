@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from ag2net.bundle import Bundle, BundleError, Redactor, collect
-from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
+from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail, output_file
 from ag2net.store import MemoryStore
 
 app = typer.Typer(add_completion=False)
@@ -115,14 +115,7 @@ async def make_bundle(
 
 
 def _check_output(output: str) -> Path:
-    path = Path(output).expanduser()
-    if path.is_dir():
-        raise UsageProblem(
-            f"-o {output!r} is a directory; give the path of the bundle file to write, e.g. repro.ag2b"
-        )
-    if not path.parent.is_dir():
-        raise UsageProblem(f"-o {output!r}: the directory {str(path.parent)!r} does not exist")
-    return path
+    return output_file(output, "give the path of the bundle file to write, e.g. repro.ag2b")
 
 
 def _check_range(first: int | None, last: int | None) -> None:

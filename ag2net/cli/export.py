@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
+from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail, output_file
 
 app = typer.Typer(add_completion=False)
 
@@ -37,12 +37,7 @@ def _check_output(fmt: str, output: str | None) -> Path | None:
                 f"-o {output!r} is a file; --format ag2-eval writes a directory, give its path"
             )
     elif path is not None:
-        if path.is_dir():
-            raise UsageProblem(
-                f"-o {output!r} is a directory; --format otlp-json writes one file, give its path"
-            )
-        if not path.parent.is_dir():
-            raise UsageProblem(f"-o {output!r}: the directory {str(path.parent)!r} does not exist")
+        path = output_file(str(output), "--format otlp-json writes one file, give its path")
     return path
 
 

@@ -40,6 +40,22 @@ ReadOnlyDb = Annotated[
 ]
 
 
+#: ``--token`` of the commands that attach to a running hub with ``--connect`` (``mcp``, the workbench).
+ConnectToken = Annotated[
+    str | None,
+    typer.Option(help="API key for --connect (or AG2NET_TOKEN); never echoed.", envvar="AG2NET_TOKEN"),
+]
+
+#: ``--operator-token`` of the commands that attach to a running hub with ``--connect``.
+ConnectOperatorToken = Annotated[
+    str | None,
+    typer.Option(
+        help="Operator token for --connect (or AG2NET_OPERATOR_TOKEN): needed to read other agents' turns.",
+        envvar="AG2NET_OPERATOR_TOKEN",
+    ),
+]
+
+
 class UsageProblem(Exception):
     """A bad option or input: reported as one sentence with exit code 2."""
 
@@ -223,24 +239,41 @@ def default_human_name() -> str:
     return name
 
 
+def import_user_module(module_name: str, what: str) -> Any:
+    """The module ``module_name`` a command-line option (``what``, e.g. ``--network``) names, imported with
+    the current folder on ``sys.path``; a UsageProblem in one sentence when it is missing or fails."""
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageProblem(
+            f"{what} module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
+        ) from None
+    except Exception as exc:
+        raise UsageProblem(
+            f"{what} module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
+        ) from None
+    finally:
+        sys.path.pop(0)
+
+
+def output_file(output: str, hint: str) -> Path:
+    """``-o OUTPUT`` as the path of one file to write: not a directory (``hint`` says what to give instead),
+    in a directory that exists."""
+    path = Path(output).expanduser()
+    if path.is_dir():
+        raise UsageProblem(f"-o {output!r} is a directory; {hint}")
+    if not path.parent.is_dir():
+        raise UsageProblem(f"-o {output!r}: the directory {str(path.parent)!r} does not exist")
+    return path
+
+
 def load_network(spec: str) -> Any:
     """``module:function`` → the function (a clear UsageProblem when it cannot be found)."""
     if spec.count(":") != 1 or not all(spec.split(":")):
         raise UsageProblem(f"--network {spec!r} must look like module:function, e.g. mypkg.agents:register")
     module_name, func_name = spec.split(":")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageProblem(
-            f"--network module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
-        ) from None
-    except Exception as exc:
-        raise UsageProblem(
-            f"--network module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        sys.path.pop(0)
+    module = import_user_module(module_name, "--network")
     func = getattr(module, func_name, None)
     if not callable(func):
         raise UsageProblem(f"--network: {module_name!r} has no function {func_name!r}")

@@ -74,6 +74,23 @@ CODER_LINES = (
 )
 
 
+DISCUSSION_VIEWS = {
+    "researcher": (
+        "Research view: most teams ship an operation log with server reconciliation first and add "
+        "CRDTs only for collaborative fields."
+    ),
+    "critic": (
+        "Critique: there is no explicit conflict policy yet, and no test for a network that drops "
+        "halfway through a batch. Both before any estimate is trusted."
+    ),
+    "coder": (
+        "Implementation: an append-only operation log in SQLite plus a replay worker; my estimate from "
+        "this morning's consult is 11 days."
+    ),
+}
+"""What each agent says in the round-robin discussion (the ``discussion`` step), by role."""
+
+
 class Brains:
     """Deterministic replies for each demo agent, computed from the model call and the channel's step."""
 
@@ -133,10 +150,7 @@ class Brains:
                 if not results:
                     return tool_call("channels", action="close")
                 return ""  # the channel is closed: nothing more to say
-            return (
-                "Research view: most teams ship an operation log with server reconciliation first and add "
-                "CRDTs only for collaborative fields."
-            )
+            return DISCUSSION_VIEWS["researcher"]
         if step == "consult_research":
             if not results:
                 return tool_call(
@@ -156,10 +170,7 @@ class Brains:
     def critic(self, call: ModelCall, step: str | None) -> Any:
         text = input_text(call)
         if step == "discussion":
-            return (
-                "Critique: there is no explicit conflict policy yet, and no test for a network that drops "
-                "halfway through a batch. Both before any estimate is trusted."
-            )
+            return DISCUSSION_VIEWS["critic"]
         if step == "pairing":
             n = messages_before(call) // 2
             return f"On \u201c{_quote(text)}\u201d: {CRITIC_LINES[n % len(CRITIC_LINES)]}"
@@ -187,10 +198,7 @@ class Brains:
                 return tool_call("tasks", action="complete", result=estimate)
             return estimate
         if step == "discussion":
-            return (
-                "Implementation: an append-only operation log in SQLite plus a replay worker; my estimate from "
-                "this morning's consult is 11 days."
-            )
+            return DISCUSSION_VIEWS["coder"]
         if step == "pairing":
             n = messages_before(call) // 2
             if n == 2 and "say" in call.tool_names:

@@ -25,6 +25,15 @@ from ag2net.errors import NetworkError
 from ag2net.events import ToolCallEvent
 from ag2net.identity import Passport, Resume
 
+OPENINGS = {
+    "consult_research": "What do we know about offline-first sync for mobile apps?",
+    "consult_estimate": "Please estimate the offline sync work: operation log, conflict screen, fault tests.",
+    "discussion": "Topic: how do we ship offline sync? One view each, then I'll wrap up.",
+    "workflow": "Draft a short announcement of offline sync for our users.",
+    "pairing": "Pairing on the sync engine design, point by point: where do we start?",
+}
+"""What the opener of each step of the script posts first, by step."""
+
 CONVERSATION_TURNS = 16
 """Long enough for the conversation's ``WindowedSummary(recent_n=10)`` to elide turns."""
 
@@ -201,10 +210,18 @@ class DemoNetwork:
             await asyncio.sleep(0.01)
         await self._settle()
 
-    async def _open(self, step: str, opener: str, **kwargs: Any) -> Any:
+    async def _step(
+        self, step: str, opener: str, *, text_limit: int | None = None, task: bool = False, **kwargs: Any
+    ) -> None:
+        """One step of the script: ``opener`` opens a channel (``kwargs``: type, target, knobs, intent), posts
+        the step's ``OPENINGS`` text in it, and the step lasts until the channel ends (see ``_until_closed``).
+        ``task``: the channel is one the task tool reports on."""
         channel = await self.agents[opener].open(**kwargs)
         self.steps[channel.channel_id] = step
-        return channel
+        if task:
+            self.task_channels.add(channel.channel_id)
+        await self._say(channel, OPENINGS[step])
+        await self._until_closed(channel.channel_id, text_limit=text_limit)
 
     async def _say(self, channel: Any, text: str) -> None:
         """Post a step's opening text. A person may drop it at a breakpoint: the step's channel is closed
@@ -219,32 +236,26 @@ class DemoNetwork:
     async def _run_script(self) -> None:
         a = self.agents
         # 1. consulting, with a delegate inside the researcher's turn
-        ch = await self._open(
+        await self._step(
             "consult_research", "planner", type="consulting", target="researcher", intent="research"
         )
-        await self._say(ch, "What do we know about offline-first sync for mobile apps?")
-        await self._until_closed(ch.channel_id)
         await self._pause()
         # 2. consulting into a task: the coder reports progress with the tasks tool
-        ch = await self._open(
-            "consult_estimate", "planner", type="consulting", target="coder", intent="estimate"
+        await self._step(
+            "consult_estimate", "planner", task=True, type="consulting", target="coder", intent="estimate"
         )
-        self.task_channels.add(ch.channel_id)
-        await self._say(
-            ch, "Please estimate the offline sync work: operation log, conflict screen, fault tests."
-        )
-        await self._until_closed(ch.channel_id)
         await self._pause()
         # 3. a round-robin discussion; the planner looks at peers and tasks before wrapping up
-        ch = await self._open(
+        talkers = ["researcher", "critic", "coder"]
+        # closed past five texts: the topic, three views, the wrap-up
+        await self._step(
             "discussion",
             "planner",
+            text_limit=5,
             type="discussion",
-            target=["researcher", "critic", "coder"],
+            target=talkers,
             intent="offline sync plan",
         )
-        await self._say(ch, "Topic: how do we ship offline sync? One view each, then I'll wrap up.")
-        await self._until_closed(ch.channel_id, text_limit=5)  # the topic, three views, the wrap-up
         await self._pause()
         # 4. a workflow routed by handoff tools, with a custom event type on the way
         graph = TransitionGraph(
@@ -253,28 +264,21 @@ class DemoNetwork:
             default_target=TerminateTarget("review_done"),
             max_turns=8,
         )
-        ch = await self._open(
+        knobs = {"graph": graph.to_dict()}
+        await self._step(
             "workflow",
             "planner",
             type="workflow",
             target=["drafter", "reviewer"],
-            knobs={"graph": graph.to_dict()},
+            knobs=knobs,
             intent="announcement",
         )
-        await self._say(ch, "Draft a short announcement of offline sync for our users.")
-        await self._until_closed(ch.channel_id)
         await self._pause()
         # 5. a long conversation: the window elides early turns; the coder speaks once through say
-        ch = await self._open(
-            "pairing",
-            "coder",
-            type="conversation",
-            target="critic",
-            knobs={"max_turns": CONVERSATION_TURNS},
-            intent="pairing",
+        knobs = {"max_turns": CONVERSATION_TURNS}
+        await self._step(
+            "pairing", "coder", type="conversation", target="critic", knobs=knobs, intent="pairing"
         )
-        await self._say(ch, "Pairing on the sync engine design, point by point: where do we start?")
-        await self._until_closed(ch.channel_id)
 
     async def _ask_human(self) -> None:
         planner = self.agents["planner"]

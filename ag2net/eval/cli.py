@@ -9,17 +9,14 @@ circle between the packages). Every mistake is one sentence on stderr and exit c
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ag2net.cli.replay import parse_model, parse_params, parse_tool_policy, parse_view
-from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail
+from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail, import_user_module
 from ag2net.eval.cohort import Member, Selector, parse_fork_at, read_cohort
 from ag2net.eval.run import EvalRun, compare_runs, load_run
 from ag2net.eval.scorers import BUILTINS, Scorer, find_builtin, scorer
@@ -122,19 +119,7 @@ def load_scorer(spec: str, judge_model: Any) -> Scorer:
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
         raise UsageProblem(f"--scorer {spec!r} is neither a built-in ({BUILTINS}) nor module:function")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageProblem(
-            f"--scorer {spec!r}: module {module_name!r} cannot be imported ({exc}); check the name and PYTHONPATH"
-        ) from None
-    except Exception as exc:
-        raise UsageProblem(
-            f"--scorer {spec!r}: module {module_name!r} failed while importing: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        sys.path.pop(0)
+    module = import_user_module(module_name, f"--scorer {spec!r}:")
     fn = getattr(module, attr, None)
     if isinstance(fn, Scorer):
         return fn

@@ -18,6 +18,8 @@ from typing import Annotated, Any
 import typer
 
 from ag2net.cli.support import (
+    ConnectOperatorToken,
+    ConnectToken,
     Stopped,
     UsageProblem,
     check_name,
@@ -187,17 +189,8 @@ def mcp(
     connect: Annotated[
         str | None, typer.Option(help="Debug the hub served at this URL, e.g. ws://127.0.0.1:8765.")
     ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(help="API key for --connect (or AG2NET_TOKEN); never echoed.", envvar="AG2NET_TOKEN"),
-    ] = None,
-    operator_token: Annotated[
-        str | None,
-        typer.Option(
-            help="Operator token for --connect (or AG2NET_OPERATOR_TOKEN): needed to read other agents' turns.",
-            envvar="AG2NET_OPERATOR_TOKEN",
-        ),
-    ] = None,
+    token: ConnectToken = None,
+    operator_token: ConnectOperatorToken = None,
     http: Annotated[
         str | None, typer.Option(help="Serve streamable HTTP at HOST:PORT (path /mcp) instead of stdio.")
     ] = None,

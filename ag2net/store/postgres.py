@@ -84,17 +84,16 @@ from ag2net.store.sql import (
 
 _ID = 'TEXT COLLATE "C"'
 
+
+def _records_table(name: str, key: str, *columns: str) -> str:
+    """``CREATE TABLE`` of records kept in insertion order: ``ord`` numbers them, ``key`` is each one's id."""
+    lines = ("ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", f"{key} {_ID} NOT NULL UNIQUE", *columns)
+    return f"CREATE TABLE {name} (\n        " + ",\n        ".join(lines) + ")"
+
+
 _SCHEMA_V1 = (
-    f"""CREATE TABLE agents (
-        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        agent_id {_ID} NOT NULL UNIQUE,
-        name TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        record TEXT NOT NULL)""",
-    f"""CREATE TABLE channels (
-        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        channel_id {_ID} NOT NULL UNIQUE,
-        metadata TEXT NOT NULL)""",
+    _records_table("agents", "agent_id", "name TEXT NOT NULL", "kind TEXT NOT NULL", "record TEXT NOT NULL"),
+    _records_table("channels", "channel_id", "metadata TEXT NOT NULL"),
     # The primary key gives the O(range) seq reads and the per-channel MAX(seq); the unique envelope
     # id is one more index entry per row (SQLite's store moves ids to an index in bulk instead).
     f"""CREATE TABLE wal (
@@ -105,10 +104,7 @@ _SCHEMA_V1 = (
         PRIMARY KEY (channel_id, seq),
         CONSTRAINT wal_envelope_id_unique UNIQUE (envelope_id))""",
     "CREATE TABLE audit (pos BIGINT PRIMARY KEY, record TEXT NOT NULL)",
-    f"""CREATE TABLE tasks (
-        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        task_id {_ID} NOT NULL UNIQUE,
-        record TEXT NOT NULL)""",
+    _records_table("tasks", "task_id", "record TEXT NOT NULL"),
     f"""CREATE TABLE cursors (
         agent_id {_ID} NOT NULL,
         channel_id {_ID} NOT NULL,
@@ -121,13 +117,14 @@ _SCHEMA_V1 = (
         source TEXT NOT NULL,
         at TEXT NOT NULL)""",
     "CREATE INDEX knowledge_agent ON knowledge (agent_id, id)",
-    f"""CREATE TABLE turns (
-        ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        turn_id {_ID} NOT NULL UNIQUE,
-        channel_id {_ID},
-        agent_id {_ID},
-        trigger_envelope_id {_ID},
-        record TEXT NOT NULL)""",
+    _records_table(
+        "turns",
+        "turn_id",
+        f"channel_id {_ID}",
+        f"agent_id {_ID}",
+        f"trigger_envelope_id {_ID}",
+        "record TEXT NOT NULL",
+    ),
     "CREATE INDEX turns_channel ON turns (channel_id, ord)",
     "CREATE INDEX turns_agent ON turns (agent_id, ord)",
     "CREATE INDEX turns_trigger ON turns (trigger_envelope_id, ord)",

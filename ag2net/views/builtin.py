@@ -103,6 +103,8 @@ def _check_recent_n(recent_n: Any) -> int:
 class _Transcript(ViewPolicy):
     name: ClassVar[str]
     _named: ClassVar[bool] = False
+    recent_n: int | None = None
+    """None: the whole transcript; a number: only that many recent envelopes after a summary (``_Windowed``)."""
 
     def params(self) -> dict[str, Any]:
         return {}
@@ -116,6 +118,8 @@ class _Transcript(ViewPolicy):
         render_envelope: EnvelopeRenderer,
         name_for: NameResolver = default_name_resolver,
     ) -> list[BaseEvent]:
+        if self.recent_n is not None:
+            return self._windowed(wal, participant_id, render_envelope, name_for, self.recent_n)
         named = self._named
         items, end, _ = backing(wal)
         out: list[BaseEvent] = []
@@ -136,6 +140,25 @@ class _Transcript(ViewPolicy):
                 append(ModelRequest([TextInput(text)]))
         return out
 
+    def _windowed(
+        self,
+        wal: Sequence[Envelope],
+        participant_id: str,
+        render_envelope: EnvelopeRenderer,
+        name_for: NameResolver,
+        recent_n: int,
+    ) -> list[BaseEvent]:
+        labeller = name_for if self._named else None
+        elided, speakers, kept = window(wal, participant_id, render_envelope, recent_n)
+        out: list[BaseEvent] = []
+        if elided:
+            # the summary a model reads names its senders in both variants (ag2 1.2.1 listed raw ids in
+            # WindowedSummary's): ``name_for`` is the view's own resolver (the hub's names in a turn)
+            names = [name_for(s) for s in speakers]
+            out.append(CompactionSummary(summary=summary_text(elided, names), event_count=elided))
+        out.extend(_event(env, text, participant_id, labeller) for env, text in kept)
+        return out
+
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.params() == self.params()
 
@@ -153,26 +176,6 @@ class _Windowed(_Transcript):
 
     def params(self) -> dict[str, Any]:
         return {"recent_n": self.recent_n}
-
-    async def project(
-        self,
-        wal: Sequence[Envelope],
-        *,
-        participant_id: str,
-        channel: ChannelMetadata | None = None,
-        render_envelope: EnvelopeRenderer,
-        name_for: NameResolver = default_name_resolver,
-    ) -> list[BaseEvent]:
-        labeller = name_for if self._named else None
-        elided, speakers, kept = window(wal, participant_id, render_envelope, self.recent_n)
-        out: list[BaseEvent] = []
-        if elided:
-            # the summary a model reads names its senders in both variants (ag2 1.2.1 listed raw ids in
-            # WindowedSummary's): ``name_for`` is the view's own resolver (the hub's names in a turn)
-            names = [name_for(s) for s in speakers]
-            out.append(CompactionSummary(summary=summary_text(elided, names), event_count=elided))
-        out.extend(_event(env, text, participant_id, labeller) for env, text in kept)
-        return out
 
 
 class FullTranscript(_Transcript):
