@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import re
 from dataclasses import dataclass, fields
 from typing import Any, Literal
@@ -268,37 +269,59 @@ def check_shape(env: Envelope) -> None:
     _check_shape(env)
 
 
-def _plain_shape(env: Envelope) -> bool:
-    """Whether ``env`` passes ``check_shape`` on sight: every field of its plain type and in bounds, every
-    string ASCII (so no surrogate). Anything else takes the field-by-field checks and their messages."""
-    channel_id = env.channel_id
-    sender_id = env.sender_id
-    event_type = env.event_type
-    envelope_id = env.envelope_id
-    created_at = env.created_at
-    priority = env.priority
-    depth = env.depth
-    ttl = env.ttl_seconds
-    audience = env.audience
-    if not (
+_PLAIN_FIELDS = operator.attrgetter(
+    "channel_id",
+    "sender_id",
+    "event_type",
+    "envelope_id",
+    "created_at",
+    "priority",
+    "depth",
+    "ttl_seconds",
+    "event_data",
+)
+
+
+def _plain_fields(env: Envelope) -> tuple[str, str, str, str, str, str, int, int | None, dict] | None:
+    """``(channel_id, sender_id, event_type, envelope_id, created_at, priority, depth, ttl_seconds,
+    event_data)`` when each is of its plain type (``str``, ``int``, ``int`` or None, ``dict``; no
+    subclass), else None: the fast paths below take only those."""
+    fields = _PLAIN_FIELDS(env)
+    channel_id, sender_id, event_type, envelope_id, created_at, priority, depth, ttl, event_data = fields
+    if (
         type(channel_id) is str
         and type(sender_id) is str
         and type(event_type) is str
         and type(envelope_id) is str
         and type(created_at) is str
-        and type(env.event_data) is dict
         and type(priority) is str
         and type(depth) is int
-        and event_type
+        and (ttl is None or type(ttl) is int)
+        and type(event_data) is dict
+    ):
+        return fields
+    return None
+
+
+def _plain_shape(env: Envelope) -> bool:
+    """Whether ``env`` passes ``check_shape`` on sight: every field of its plain type and in bounds, every
+    string ASCII (so no surrogate). Anything else takes the field-by-field checks and their messages."""
+    plain = _plain_fields(env)
+    if plain is None:
+        return False
+    channel_id, sender_id, event_type, envelope_id, created_at, priority, depth, ttl, _ = plain
+    if not (
+        event_type
         and len(channel_id) <= MAX_ID_CHARS
         and len(sender_id) <= MAX_ID_CHARS
         and len(event_type) <= MAX_EVENT_TYPE_CHARS
         and priority in PRIORITY_RANK
         and depth >= 0
-        and (ttl is None or (type(ttl) is int and ttl >= 0))
+        and (ttl is None or ttl >= 0)
         and (channel_id + sender_id + event_type + envelope_id + created_at).isascii()
     ):
         return False
+    audience = env.audience
     if audience is not None:
         if type(audience) is not list:
             return False
@@ -452,32 +475,11 @@ def _fast_json(env: Envelope) -> str | None:
     """The envelope's sorted-keys JSON (``allow_nan=False`` in ``event_data``), or ``None`` when a field's
     type is not the plain one (then the caller encodes with ``json.dumps``). Raises as ``json.dumps`` does
     for an ``event_data`` json cannot encode."""
-    channel_id = env.channel_id
-    sender_id = env.sender_id
-    event_type = env.event_type
-    envelope_id = env.envelope_id
-    created_at = env.created_at
-    priority = env.priority
-    depth = env.depth
-    ttl = env.ttl_seconds
-    event_data = env.event_data
-    if (
-        type(channel_id) is not str
-        or type(sender_id) is not str
-        or type(event_type) is not str
-        or type(envelope_id) is not str
-        or type(created_at) is not str
-        or type(priority) is not str
-        or type(depth) is not int
-        or type(event_data) is not dict
-    ):
+    plain = _plain_fields(env)
+    if plain is None:
         return None
-    if ttl is None:
-        ttl_text = "null"
-    elif type(ttl) is int:
-        ttl_text = int.__repr__(ttl)
-    else:
-        return None
+    channel_id, sender_id, event_type, envelope_id, created_at, priority, depth, ttl, event_data = plain
+    ttl_text = "null" if ttl is None else int.__repr__(ttl)
     audience = env.audience
     if audience is None:
         audience_text = "null"

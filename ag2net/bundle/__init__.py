@@ -9,35 +9,13 @@ OTLP JSON into a ``Bundle``.
 
 from __future__ import annotations
 
+from ag2net.bundle import format, hub
 from ag2net.bundle.collect import collect, linked_channels
-from ag2net.bundle.format import (
-    FORMAT,
-    SUFFIX,
-    VERSION,
-    Bundle,
-    BundleError,
-    encode_bundle,
-    looks_like_bundle,
-    read_bundle,
-    write_bundle,
-)
-from ag2net.bundle.hub import bundle_store, open_bundle_hub
+from ag2net.bundle.format import *
+from ag2net.bundle.hub import *
 from ag2net.bundle.redact import RedactionError, Redactor
 
-__all__ = [
-    "FORMAT",
-    "SUFFIX",
-    "VERSION",
-    "Bundle",
-    "BundleError",
-    "RedactionError",
-    "Redactor",
-    "bundle_store",
-    "collect",
-    "encode_bundle",
-    "linked_channels",
-    "looks_like_bundle",
-    "open_bundle_hub",
-    "read_bundle",
-    "write_bundle",
-]
+# ``format`` and ``hub`` are re-exported whole (their ``__all__`` lists each name once, beside its definition)
+__all__ = ["RedactionError", "Redactor", "collect", "linked_channels"]
+__all__ += format.__all__
+__all__ += hub.__all__

@@ -541,6 +541,25 @@ async def run_replay(
         return result, compare(result)
 
 
+#: ``--view``, ``--system`` and ``--tool`` of ``replay`` and ``eval``: what a replay changes, agent by agent.
+ViewChanges = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="AGENT=NAME[:k=v,...]: replay AGENT under another view, e.g. critic=windowed_summary:recent_n=2."
+    ),
+]
+SystemChanges = Annotated[
+    list[str] | None, typer.Option(help="AGENT=FILE: replay AGENT with the system prompt in FILE.")
+]
+ToolChanges = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="AGENT.TOOL=recorded|live|static:JSON: how AGENT's calls of TOOL (or * for all) are answered "
+        "(default recorded: the original call's result)."
+    ),
+]
+
+
 def replay_cmd(
     channel: Annotated[
         str,
@@ -551,28 +570,15 @@ def replay_cmd(
     ],
     at: Annotated[int, typer.Option("--at", help="Fork after this seq (0: before the first envelope).")],
     db: ReadOnlyDb,
-    view: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="AGENT=NAME[:k=v,...]: replay AGENT under another view, e.g. critic=windowed_summary:recent_n=2."
-        ),
-    ] = None,
-    system: Annotated[
-        list[str] | None, typer.Option(help="AGENT=FILE: replay AGENT with the system prompt in FILE.")
-    ] = None,
+    view: ViewChanges = None,
+    system: SystemChanges = None,
     model: Annotated[
         list[str] | None,
         typer.Option(
             help="AGENT=replay|scripted[:TEXT]|openai:NAME: the model AGENT answers with (default replay)."
         ),
     ] = None,
-    tool: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="AGENT.TOOL=recorded|live|static:JSON: how AGENT's calls of TOOL (or * for all) are answered "
-            "(default recorded: the original call's result)."
-        ),
-    ] = None,
+    tool: ToolChanges = None,
     network: Annotated[
         str | None,
         typer.Option(

@@ -15,7 +15,15 @@ from typing import Annotated, Any
 
 import typer
 
-from ag2net.cli.replay import parse_model, parse_params, parse_tool_policy, parse_view
+from ag2net.cli.replay import (
+    SystemChanges,
+    ToolChanges,
+    ViewChanges,
+    parse_model,
+    parse_params,
+    parse_tool_policy,
+    parse_view,
+)
 from ag2net.cli.support import ReadOnlyDb, UsageProblem, fail, import_user_module
 from ag2net.eval.cohort import Member, Selector, parse_fork_at, read_cohort
 from ag2net.eval.run import EvalRun, compare_runs, load_run
@@ -221,18 +229,16 @@ def eval_cmd(
         str | None, typer.Option(help="SCORER@RUN.json: the channels that scorer failed in that run.")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many channels (the first ones).")] = None,
-    view: Annotated[list[str] | None, typer.Option(help="AGENT=NAME[:k=v,...]: the view axis.")] = None,
+    view: ViewChanges = None,
     model: Annotated[
         list[str] | None, typer.Option(help="AGENT=scripted[:TEXT]|openai:NAME: the model axis.")
     ] = None,
-    system: Annotated[list[str] | None, typer.Option(help="AGENT=FILE: the system prompt axis.")] = None,
+    system: SystemChanges = None,
     attach_plugin: Annotated[
         list[str] | None, typer.Option(help="AGENT=true|false: the attach_plugin axis.")
     ] = None,
     skill: Annotated[list[str] | None, typer.Option(help="AGENT=FILE: the skill card axis.")] = None,
-    tool: Annotated[
-        list[str] | None, typer.Option(help="AGENT.TOOL=recorded|live|static:JSON: the tool policy axis.")
-    ] = None,
+    tool: ToolChanges = None,
     live: Annotated[
         list[str] | None,
         typer.Option(

@@ -8,7 +8,8 @@ outlives ``close()``, so a test can restart a hub on the same MemoryStore object
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from ag2net.ids import utc_now
 from ag2net.store.base import (
@@ -16,9 +17,9 @@ from ag2net.store.base import (
     check_text,
     duplicate_envelope,
     encode,
-    optional_text,
     record_key,
 )
+from ag2net.store.turns import TurnListing
 
 
 def _put_record(table: dict[str, str], what: str, record: dict, key: str) -> None:
@@ -31,7 +32,7 @@ def _load_records(table: dict[str, str]) -> list[dict]:
     return [json.loads(text) for text in table.values()]
 
 
-class MemoryStore:
+class MemoryStore(TurnListing):
     """A Store held in process memory (``durable`` is False)."""
 
     durable = False
@@ -47,7 +48,7 @@ class MemoryStore:
         self._cursors: dict[str, dict[str, str]] = {}
         self._knowledge: dict[str, list[dict]] = {}
         self._knowledge_last_id = 0
-        self._turns: dict[str, tuple[str | None, str | None, str | None, str]] = {}
+        self._turns: dict[str, tuple[dict[str, str | None], str]] = {}
         self._meta: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -203,33 +204,19 @@ class MemoryStore:
 
     async def put_turn(self, record: dict) -> None:
         turn_id = record_key("turn record", record, "turn_id")
-        self._turns[turn_id] = (
-            optional_text(record, "channel_id"),
-            optional_text(record, "agent_id"),
-            optional_text(record, "trigger_envelope_id"),
-            encode(f"turn record {turn_id!r}", record),
-        )
+        columns = self.turn_columns(record)
+        self._turns[turn_id] = (columns, encode(f"turn record {turn_id!r}", record))
 
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: Collection[str] | None = None,
-    ) -> list[dict]:
-        found: list[dict] = []
-        for turn_channel, turn_agent, turn_trigger, text in reversed(self._turns.values()):
+    async def _select_turns(
+        self, equal: dict[str, str], agent_ids: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for columns, text in reversed(self._turns.values()):
             if len(found) >= limit:
                 break
-            if channel_id is not None and turn_channel != channel_id:
+            if any(columns[column] != value for column, value in equal.items()):
                 continue
-            if agent_id is not None and turn_agent != agent_id:
-                continue
-            if agent_ids is not None and turn_agent not in agent_ids:
-                continue
-            if trigger_envelope_id is not None and turn_trigger != trigger_envelope_id:
+            if agent_ids is not None and columns["agent_id"] not in agent_ids:
                 continue
             found.append(json.loads(text))
         return found

@@ -13,8 +13,8 @@ import asyncio
 import functools
 import json
 import re
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Self
 
 from ag2net.store.base import (
@@ -22,10 +22,10 @@ from ag2net.store.base import (
     check_text,
     duplicate_envelope,
     encode,
-    optional_text,
     record_key,
     slice_seqs,
 )
+from ag2net.store.turns import TurnListing
 
 # --- the writer's operations: what a write call queues for the next batch ---
 
@@ -105,7 +105,7 @@ def _as_is(what: str, value: str, *, empty_ok: bool = False) -> str:
     return value
 
 
-class SqlStore(ABC):
+class SqlStore(TurnListing):
     """The Store's table operations over an engine's hooks: ``_fetch`` (a read), ``_submit`` (a write op
     queued for the engine's writer), ``_arg``/``_column`` (what text the engine can take) and the SQL an
     engine writes its own way (``_WAL_HEADS``, ``_NO_LIMIT``, ``_any``)."""
@@ -373,45 +373,26 @@ class SqlStore(ABC):
     async def put_turn(self, record: dict) -> None:
         turn_id = self._column("turn_id", record_key("turn record", record, "turn_id"))
         text = encode(f"turn record {turn_id!r}", record)
-        columns = []
-        for key in ("channel_id", "agent_id", "trigger_envelope_id"):
-            value = optional_text(record, key)
-            columns.append(
-                None if value is None else self._column(f"turn record {key}", value, empty_ok=True)
-            )
+        columns = [
+            None if value is None else self._column(f"turn record {key}", value, empty_ok=True)
+            for key, value in self.turn_columns(record).items()
+        ]
         await self._submit(TURN, (turn_id, *columns, text))
 
-    async def list_turns(
-        self,
-        *,
-        channel_id: str | None = None,
-        agent_id: str | None = None,
-        trigger_envelope_id: str | None = None,
-        limit: int = 50,
-        agent_ids: Collection[str] | None = None,
-    ) -> list[dict]:
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("channel_id", channel_id),
-            ("agent_id", agent_id),
-            ("trigger_envelope_id", trigger_envelope_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
+    async def _select_turns(
+        self, equal: dict[str, str], agent_ids: list[str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        where = [f"{column} = ?" for column in equal]
+        params: list[Any] = list(equal.values())
         if agent_ids is not None:
-            wanted = sorted({a for a in agent_ids if isinstance(a, str)})
-            if not wanted:
-                return []
-            clause, values = self._any("agent_id", wanted)
+            clause, values = self._any("agent_id", agent_ids)
             where.append(clause)
             params.extend(values)
         sql = "SELECT record FROM turns"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY ord DESC LIMIT ?"
-        params.append(max(limit, 0))
+        params.append(limit)
         return [json.loads(row[0]) for row in await self._fetch(sql, *params)]
 
     # --- settings ---
