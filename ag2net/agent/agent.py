@@ -309,7 +309,13 @@ class Agent:
             )
         hooks: TurnHooks = getattr(self, "hooks", None) or TurnHooks()
         if hooks.needs_approval(target, arguments):
-            approved = await _approval(self, call, arguments, deps, context, reason)
+            try:
+                decision = await _ask_approval(self, call, arguments, deps, context, reason)
+            except Exception as exc:
+                return _error_result(
+                    call, f"tool '{call.name}' needs approval and none could be had ({exc}); it did not run"
+                )
+            approved = _approved_arguments(call, arguments, deps, decision)
             if isinstance(approved, ToolResultEvent):
                 return approved
             arguments = approved
@@ -364,23 +370,12 @@ def _error_result(call: ToolCallEvent, message: str, value: Any = None) -> ToolR
     return ToolResultEvent(call.id, call.name, f"Error: {message}", True, value)
 
 
-async def _approval(
-    agent: Agent,
-    call: ToolCallEvent,
-    arguments: dict[str, Any],
-    deps: dict[str, Any],
-    context: TurnContext | None,
-    reason: str,
+def _approved_arguments(
+    call: ToolCallEvent, arguments: dict[str, Any], deps: dict[str, Any], decision: Decision | None
 ) -> dict[str, Any] | ToolResultEvent:
-    """Put a call that needs approval to a person: the arguments to run it with, or the error result the model
-    gets instead (denied, or no one to ask). On a hub the hub's inbox is asked (``request_approval``); alone,
-    the agent's human-input hook gets a ``ToolApprovalRequest``."""
-    try:
-        decision = await _ask_approval(agent, call, arguments, deps, context, reason)
-    except Exception as exc:
-        return _error_result(
-            call, f"tool '{call.name}' needs approval and none could be had ({exc}); it did not run"
-        )
+    """What a person's answer to a call that needs approval (``_ask_approval``) means: the arguments to run it
+    with, or the error result the model gets instead (denied, or no one to ask, ``decision`` None). The
+    answer is logged under ``APPROVALS_DEP`` when the deps carry that list."""
     if decision is None:
         return _error_result(
             call,
@@ -424,6 +419,8 @@ async def _ask_approval(
     context: TurnContext | None,
     reason: str,
 ) -> Decision | None:
+    """Put a call that needs approval to a person: on a hub the hub's inbox is asked (``request_approval``);
+    alone, the agent's human-input hook gets a ``ToolApprovalRequest``; None when there is no one to ask."""
     hub = deps.get(HUB_DEP)
     request_approval: Callable[..., Awaitable[Any]] | None = getattr(hub, "request_approval", None)
     if request_approval is not None and callable(request_approval):

@@ -56,14 +56,8 @@ class ParticipantClient:
     def hub_client(self) -> ParticipantHub:
         return self._hub_client
 
-    @property
-    def _hub(self) -> ParticipantHub:
-        """The seed's handler examples pass ``hub=client._hub``: the ``HubClient``."""
-        return self._hub_client
-
-    @property
-    def hub(self) -> ParticipantHub:
-        return self._hub_client
+    #: The same ``HubClient`` under ag2's other names (the seed's handler examples pass ``hub=client._hub``).
+    hub = _hub = hub_client
 
     @property
     def agent_id(self) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.envelope import EV_TEXT, Envelope
@@ -28,20 +28,31 @@ class ChannelHolder(Protocol):
     async def send_envelope(self, envelope: Envelope) -> str: ...
 
 
-class Channel:
-    """A participant's handle on a channel: send into it, refresh its metadata, close it."""
+M = TypeVar("M")
+C = TypeVar("C")
 
-    def __init__(self, *, metadata: ChannelMetadata, client: ChannelHolder) -> None:
+
+class MetadataHandle(Generic[M, C]):
+    """A participant's handle on one record the hub keeps (a channel's or a task's metadata): the record as
+    last seen, read-only as ``metadata`` (the handle's own methods refresh it), and the client that asks
+    the hub. ``Channel`` and ``ClientTask`` are the two."""
+
+    def __init__(self, *, metadata: M, client: C) -> None:
         self._metadata = metadata
         self._client = client
 
     @property
-    def channel_id(self) -> str:
-        return self._metadata.channel_id
+    def metadata(self) -> M:
+        """The record as last seen (construction or the last refresh)."""
+        return self._metadata
+
+
+class Channel(MetadataHandle[ChannelMetadata, ChannelHolder]):
+    """A participant's handle on a channel: send into it, refresh its metadata, close it."""
 
     @property
-    def metadata(self) -> ChannelMetadata:
-        return self._metadata
+    def channel_id(self) -> str:
+        return self._metadata.channel_id
 
     @property
     def state(self) -> ChannelState:
@@ -86,4 +97,4 @@ class Channel:
         return f"Channel({self._metadata.manifest.type}, {self.channel_id}, {self._metadata.state.value})"
 
 
-__all__ = ["Channel"]
+__all__ = ["Channel", "MetadataHandle"]

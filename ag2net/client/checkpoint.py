@@ -84,8 +84,8 @@ class TaskMirror:
             raise TypeError(
                 "TaskMirror needs hub_client= (the agent's HubClient) or hub= (an in-process Hub)"
             )
-        self._hub_client = hub_client
-        self._hub = hub if hub is not None else getattr(hub_client, "hub", None)
+        #: Where the lifecycle is forwarded: the ``HubClient`` when one is given, else the in-process hub.
+        self._target: Any = hub_client if hub_client is not None else hub
         self._owner_id = owner_id
         self._channel_id = channel_id
 
@@ -93,10 +93,6 @@ class TaskMirror:
     def agent_id(self) -> str:
         """The owner's id (``agent.task(...)`` takes a sink's ``agent_id`` as the task's owner)."""
         return self._owner_id
-
-    @property
-    def _target(self) -> Any:
-        return self._hub_client if self._hub_client is not None else self._hub
 
     # ------------------------------------------------------------------ attach to an agent
 

@@ -125,8 +125,11 @@ class NetworkPlugin:
             names = {t.name for t in existing}
             existing.extend(t for t in tools if t.name not in names)
 
-    def _agent_hooks(self) -> list[TurnHooks]:
-        return [h for a in self._agents if isinstance(h := getattr(a, "hooks", None), TurnHooks)]
+    def _every_hooks(self) -> list[TurnHooks]:
+        """The plugin's hooks (for agents it is applied to later), then those of every agent it is applied to:
+        a builder changes them all alike."""
+        agents = [h for a in self._agents if isinstance(h := getattr(a, "hooks", None), TurnHooks)]
+        return [self.hooks, *agents]
 
     # --- ag2's builder methods --------------------------------------------------------------------------
     def tool(
@@ -209,8 +212,7 @@ class NetworkPlugin:
 
         def register(fn: Any) -> Any:
             check_prompt(fn)
-            self.hooks.prompts.append(fn)
-            for hooks in self._agent_hooks():
+            for hooks in self._every_hooks():
                 hooks.prompts.append(fn)
             return fn
 
@@ -235,8 +237,7 @@ class NetworkPlugin:
     def add_observer(self, observer: Any) -> None:
         """Add an ``Observer`` (or a callable, which then sees every event)."""
         obs = as_observer(observer)
-        self.hooks.observers.append(obs)
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.observers.append(obs)
 
     def hitl_hook(self, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -245,8 +246,7 @@ class NetworkPlugin:
         sync or async. One hook: a later one replaces it. Returns ``func``."""
         if not callable(func):
             raise TypeError(f"hitl_hook needs a function taking the request, got {type(func).__name__}")
-        self.hooks.hitl_hook = func
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.hitl_hook = func
         return func
 
@@ -257,24 +257,21 @@ class NetworkPlugin:
         picks, wait for a person before they run (on a hub: an approval in the inbox; alone: the human-input
         hook gets a ``ToolApprovalRequest``). Returns the plugin."""
         policy = ApprovalPolicy(tuple(tools), when)
-        self.hooks.approvals.append(policy)
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.approvals.append(policy)
         return self
 
     def add_middleware(self, m: Any) -> NetworkPlugin:
         """Append middleware as the innermost layer (entered last, closest to the model). Returns the plugin."""
         check_middleware(m)
-        self.hooks.middleware.append(m)
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.middleware.append(m)
         return self
 
     def insert_middleware(self, m: Any) -> NetworkPlugin:
         """Insert middleware as the outermost layer (entered first, left last). Returns the plugin."""
         check_middleware(m)
-        self.hooks.middleware.insert(0, m)
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.middleware.insert(0, m)
         return self
 
@@ -282,8 +279,7 @@ class NetworkPlugin:
         """Append an assembly policy (``apply(prompts, events, context) -> (prompts, events)``, sync or async),
         run in order before every model call. Returns the plugin."""
         check_policy(policy)
-        self.hooks.policies.append(policy)
-        for hooks in self._agent_hooks():
+        for hooks in self._every_hooks():
             hooks.policies.append(policy)
         return self
 

@@ -91,16 +91,21 @@ class HubClientPort(Protocol):
     def name_for(self, agent_id: str) -> str: ...
 
 
-@runtime_checkable
-class NetworkClientPort(Protocol):
-    """The participant-client members the plugin tools, ``identity_prefix``, ``NetworkContextPolicy``,
-    ``Channel`` and ``ClientTask`` use."""
+class ParticipantIdentity(Protocol):
+    """Who a participant client is: its id and passport. Both ports of a participant start from it
+    (``NetworkClientPort`` here, ``ag2net.client.runtime.NetworkClient`` for the hub client's deliveries)."""
 
     @property
     def agent_id(self) -> str: ...
 
     @property
     def passport(self) -> Passport: ...
+
+
+@runtime_checkable
+class NetworkClientPort(ParticipantIdentity, Protocol):
+    """The participant-client members the plugin tools, ``identity_prefix``, ``NetworkContextPolicy``,
+    ``Channel`` and ``ClientTask`` use."""
 
     @property
     def hub_client(self) -> HubClientPort: ...
@@ -130,4 +135,4 @@ class NetworkClientPort(Protocol):
 # would close an import circle: agent_client -> base -> channel -> port -> agent_client).
 
 
-__all__ = ["ChannelHandle", "HubClientPort", "NetworkClientPort", "TaskLookup"]
+__all__ = ["ChannelHandle", "HubClientPort", "NetworkClientPort", "ParticipantIdentity", "TaskLookup"]

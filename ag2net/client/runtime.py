@@ -6,21 +6,16 @@ from __future__ import annotations
 import inspect
 from typing import Protocol, runtime_checkable
 
-from ag2net.client.port import NetworkClientPort, TaskLookup
+from ag2net.client.channel import MetadataHandle
+from ag2net.client.port import NetworkClientPort, ParticipantIdentity, TaskLookup
 from ag2net.envelope import Envelope
-from ag2net.identity import Passport, Resume
+from ag2net.identity import Resume
 from ag2net.tasks import TaskMetadata, TaskState
 
 
 @runtime_checkable
-class NetworkClient(Protocol):
+class NetworkClient(ParticipantIdentity, Protocol):
     """A participant a ``HubClient`` delivers envelopes to: ``AgentClient`` and ``HumanClient`` are both one."""
-
-    @property
-    def agent_id(self) -> str: ...
-
-    @property
-    def passport(self) -> Passport: ...
 
     @property
     def resume(self) -> Resume: ...
@@ -30,7 +25,7 @@ class NetworkClient(Protocol):
     async def disconnect(self) -> None: ...
 
 
-class ClientTask:
+class ClientTask(MetadataHandle[TaskMetadata, NetworkClientPort | TaskLookup]):
     """A client's handle on a task: the metadata it was made with, refreshed from the hub by ``info()``.
 
     ``client`` is an ``AgentClient``/``HumanClient`` (its ``hub_client`` is asked) or a ``HubClient``.
@@ -42,13 +37,7 @@ class ClientTask:
                 f"ClientTask metadata must be a TaskMetadata, got {type(metadata).__name__}; "
                 "use TaskMetadata.from_dict(...) for a dict"
             )
-        self._metadata = metadata
-        self._client = client
-
-    @property
-    def metadata(self) -> TaskMetadata:
-        """The task as last seen (construction or the last ``info()``)."""
-        return self._metadata
+        super().__init__(metadata=metadata, client=client)
 
     @property
     def task_id(self) -> str:
