@@ -360,8 +360,7 @@ class WalSlice(Prefix):
     def __init__(self, log: WalLog, end: int) -> None:
         if not 0 <= end <= len(log):
             raise ValueError(f"WalSlice end must be between 0 and {len(log)}, got {end}")
-        self._source = log
-        self._end = end
+        super().__init__(log, end)
 
     @property
     def log(self) -> WalLog:
