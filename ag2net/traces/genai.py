@@ -98,6 +98,32 @@ class SpanSpec:
     links: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+def network_span(
+    span_type: str,
+    ident: object,
+    subject: str,
+    parent: str | None,
+    start_ns: int,
+    end_ns: int,
+    *,
+    kind: str = "INTERNAL",
+    attributes: dict[str, Any],
+    error: str | None = None,
+) -> SpanSpec:
+    """One of ag2net's own spans (channel, envelope, turn, task): named ``network.{span_type} {subject}``
+    and keyed ``{span_type}:{ident}``."""
+    return SpanSpec(
+        key=f"{span_type}:{ident}",
+        name=f"network.{span_type} {subject}",
+        parent=parent,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        kind=kind,
+        attributes=attributes,
+        error=error,
+    )
+
+
 def iso_ns(iso: str | None) -> int | None:
     """Unix nanoseconds of an ISO-8601 time, or None when it is absent or malformed."""
     if not iso:
@@ -418,12 +444,13 @@ def turn_spans(
         ATTR_ENVELOPE_ID: trigger,
         ATTR_TURN_ID: turn_id,
     }
-    turn = SpanSpec(
-        key=f"turn:{turn_id}",
-        name=f"network.turn {agent_name}",
-        parent=parent,
-        start_ns=start,
-        end_ns=end,
+    turn = network_span(
+        "turn",
+        turn_id,
+        agent_name,
+        parent,
+        start,
+        end,
         kind="CONSUMER",
         attributes={**stamp, ATTR_SPAN_TYPE: "turn", **base},
         error=str(error) if error else None,
@@ -572,6 +599,7 @@ __all__ = [
     "input_messages",
     "iso_ns",
     "model_of",
+    "network_span",
     "output_message",
     "rounds_of",
     "system_instructions",
@@ -604,12 +632,6 @@ def task_span(
     if task.get("owner_id"):
         attrs["ag2.network.owner_id"] = str(task["owner_id"])
     error = None if state == "completed" else (reason or str(task.get("error") or "") or state or "ended")
-    return SpanSpec(
-        key=f"task:{task.get('task_id')}",
-        name=f"network.task {capability}",
-        parent=parent,
-        start_ns=start,
-        end_ns=max(start, end),
-        attributes=attrs,
-        error=error,
+    return network_span(
+        "task", task.get("task_id"), capability, parent, start, max(start, end), attributes=attrs, error=error
     )

@@ -30,6 +30,7 @@ from ag2net.traces.genai import (
     SpanSpec,
     TraceOptions,
     iso_ns,
+    network_span,
     task_span,
     turn_spans,
 )
@@ -77,12 +78,13 @@ def channel_spans(
     times = [t for t in (iso_ns(e.get("created_at")) for e in envelopes) if t]
     starts = [iso_ns(metadata.get("created_at")), *times[:1]]
     start = min([t for t in starts if t] or [0])
-    root = SpanSpec(
-        key=f"channel:{cid}",
-        name=f"network.channel {ctype}",
-        parent=None,
-        start_ns=start,
-        end_ns=start,
+    root = network_span(
+        "channel",
+        cid,
+        ctype,
+        None,
+        start,
+        start,
         attributes={
             ATTR_SPAN_TYPE: "channel",
             ATTR_CHANNEL_ID: cid,
@@ -170,14 +172,8 @@ def _envelope_span(env: dict[str, Any], root: SpanSpec, parent: str, known: set[
         attrs["ag2.network.audience"] = [str(a) for a in env["audience"]]
     if env.get("trace_id"):
         attrs["ag2net.envelope.traceparent"] = str(env["trace_id"])  # the live span, when one was traced
-    spec = SpanSpec(
-        key=f"envelope:{envelope_id}",
-        name=f"network.envelope {event_type}",
-        parent=parent,
-        start_ns=at,
-        end_ns=at,
-        kind="PRODUCER",
-        attributes=attrs,
+    spec = network_span(
+        "envelope", envelope_id, event_type, parent, at, at, kind="PRODUCER", attributes=attrs
     )
     if causation and str(causation) in known:
         spec.links.append((f"envelope:{causation}", {ATTR_LINK_KIND: "triggered_by"}))
