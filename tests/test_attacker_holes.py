@@ -145,7 +145,7 @@ async def test_anonymous_sockets_do_not_lock_token_holders_out(file_hub):
         url = srv.url()
         anonymous = [await ws_connect(url) for _ in range(12)]  # more than either budget
         await until(lambda: srv.limits.unauthenticated <= 4)
-        assert srv._connections == 0  # none of them counts against the authenticated budget
+        assert srv.limits.connections == 0  # none of them counts against the authenticated budget
         served = 0
         for _ in range(10):
             client = HubClient.connect(url, token=TOKEN, rpc_timeout=5)

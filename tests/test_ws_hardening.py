@@ -212,13 +212,13 @@ async def test_connections_are_limited_per_address_and_in_total(hub):
             await ws_connect(url, local_addr=("127.0.0.4", 0))
         assert b"holds its limit of 4 connections" in full.value.response.body
         await a.close()
-        await until(lambda: srv._connections == 3)
+        await until(lambda: srv.limits.connections == 3)
         again = HubClient.connect(url, rpc_timeout=5)
         assert (await again.health())["registered_agents"] == 0
         for ws in (b, c, d):
             await ws.close()
         await again.close()
-        await until(lambda: srv._connections == 0 and not srv._per_address)
+        await until(lambda: srv.limits.connections == 0 and not srv.limits.per_address)
 
 
 async def test_skill_markdown_and_resumes_are_capped_at_the_wire(hub):

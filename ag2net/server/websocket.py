@@ -158,14 +158,6 @@ class WsServer:
         self._by_connection: dict[Any, WsEndpoint] = {}
 
     @property
-    def _connections(self) -> int:
-        return self.limits.connections
-
-    @property
-    def _per_address(self) -> dict[str, int]:
-        return self.limits.per_address
-
-    @property
     def refused_connections(self) -> int:
         return self.limits.refused
 
