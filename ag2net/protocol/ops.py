@@ -223,6 +223,19 @@ class Request(Generic[R]):
         """What the op refuses beyond each param's own check (overridden per op)."""
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(param,))
+def _request_fields(cls: type[T]) -> type[T]:
+    """The fields of a request base class that ``@op`` classes extend (a frozen dataclass, no op)."""
+    return dataclass(frozen=True, slots=True)(cls)
+
+
+@_request_fields
+class AgentRequest(Request[R]):
+    """A request about one agent: ``agent_id`` is its first param (or its only one)."""
+
+    agent_id: str = param(check="str")
+
+
 OPS: dict[str, OpSpec] = {}
 _PLAIN: Mapping[str, Any] = {"codec": JSON, "check": "json", "key": None, "omit": False}
 
@@ -338,13 +351,11 @@ class Bind(Request[Passport]):
 
 
 @op("unbind", JSON, agent(), "stop delivering an identity's envelopes to this connection")
-class Unbind(Request[None]):
-    agent_id: str = param(check="str")
+class Unbind(AgentRequest[None]): ...
 
 
 @op("unregister", JSON, agent(), "remove an identity")
-class Unregister(Request[None]):
-    agent_id: str = param(check="str")
+class Unregister(AgentRequest[None]): ...
 
 
 @op("get_agent", PASSPORT, DIRECTORY, "a passport by name or id (claims stripped)")
@@ -353,23 +364,19 @@ class GetAgent(Request[Passport]):
 
 
 @op("get_resume", RESUME, DIRECTORY, "an agent's resume")
-class GetResume(Request[Resume]):
-    agent_id: str = param(check="str")
+class GetResume(AgentRequest[Resume]): ...
 
 
 @op("get_rule", RULE, DIRECTORY, "an agent's rule")
-class GetRule(Request[Rule]):
-    agent_id: str = param(check="str")
+class GetRule(AgentRequest[Rule]): ...
 
 
 @op("get_skill", JSON, DIRECTORY, "an agent's skill card markdown, or null")
-class GetSkill(Request[str | None]):
-    agent_id: str = param(check="str")
+class GetSkill(AgentRequest[str | None]): ...
 
 
 @op("get_skill_info", JSON, DIRECTORY, "the skill card, or the generated fallback")
-class GetSkillInfo(Request[dict[str, Any]]):
-    agent_id: str = param(check="str")
+class GetSkillInfo(AgentRequest[dict[str, Any]]): ...
 
 
 @op("find_agent_id", JSON, DIRECTORY, "the id registered under a name, or null")
@@ -419,8 +426,7 @@ class Presence(Request[dict[str, bool]]):
 
 
 @op("set_resume", RESUME, agent(), "replace an agent's resume")
-class SetResume(Request[Resume]):
-    agent_id: str = param(check="str")
+class SetResume(AgentRequest[Resume]):
     resume: Resume = param(codec=RESUME)
 
     def check(self) -> None:
@@ -428,14 +434,12 @@ class SetResume(Request[Resume]):
 
 
 @op("set_skill", JSON, agent(), "replace (or clear) an agent's skill card")
-class SetSkill(Request[None]):
-    agent_id: str = param(check="str")
+class SetSkill(AgentRequest[None]):
     skill_md: str | None = param(default=None)
 
 
 @op("set_rule", RULE, agent(), "replace an agent's rule")
-class SetRule(Request[Rule]):
-    agent_id: str = param(check="str")
+class SetRule(AgentRequest[Rule]):
     rule: Rule = param(codec=RULE)
 
     def check(self) -> None:
@@ -591,8 +595,7 @@ class DryRun(Request[dict[str, Any]]):
     agent(operators_too=True),
     "the turns the hub expects of an agent",
 )
-class PendingTurnsFor(Request[list[Any]]):  # PendingTurn records (typed Any: callers read dicts too)
-    agent_id: str = param(check="str")
+class PendingTurnsFor(AgentRequest[list[Any]]): ...  # PendingTurn records (typed Any: callers read dicts too)
 
 
 @op("report_turn_failure", JSON, POLICY, "tell the hub a turn failed")
@@ -706,8 +709,7 @@ class ReadTaskCheckpoint(Request[dict[str, Any] | None]):
 
 
 @op("add_knowledge", INT, agent(), "add to an agent's knowledge store")
-class AddKnowledge(Request[int]):
-    agent_id: str = param(check="str")
+class AddKnowledge(AgentRequest[int]):
     text: str = param(check="str")
     source: str = param(default="", check="or_empty", kw_only=True)
 
@@ -718,8 +720,7 @@ class AddKnowledge(Request[int]):
     agent(operators_too=True),
     "an agent's knowledge items containing a query",
 )
-class SearchKnowledge(Request[list[dict[str, Any]]]):
-    agent_id: str = param(check="str")
+class SearchKnowledge(AgentRequest[list[dict[str, Any]]]):
     query: str = param(check="str")
     limit: int = param(default=DEFAULT_KNOWLEDGE_LIMIT, check="int")
 
@@ -815,15 +816,13 @@ class AnswerWaiting(Request[WaitingItem]):
 
 
 @op("turn_gate", BOOL, agent(), "whether a turn breakpoint pauses this agent's turn in this channel now")
-class TurnGate(Request[bool]):
-    agent_id: str = param(check="str")
+class TurnGate(AgentRequest[bool]):
     channel_id: str = param(check="str")
     trigger_envelope_id: str = param(default="", check="or_empty", omit=True)
 
 
 @op("pause_turn", DECISION, agent(), "wait, before the model call, for a person to decide this turn")
-class PauseTurn(Request[Decision]):
-    agent_id: str = param(check="str")
+class PauseTurn(AgentRequest[Decision]):
     channel_id: str = param(check="str")
     request: dict[str, Any] = param()
     _: KW_ONLY
@@ -831,8 +830,7 @@ class PauseTurn(Request[Decision]):
 
 
 @op("request_approval", DECISION, agent(), "wait for a person to approve, deny or edit a tool call")
-class RequestApproval(Request[Decision]):
-    agent_id: str = param(check="str")
+class RequestApproval(AgentRequest[Decision]):
     channel_id: str = param(check="or_empty")
     tool: str = param(check="str")
     arguments: dict[str, Any] = param()
