@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ag2net.agent.tokens import estimate_call, estimate_tokens
-from ag2net.events import BaseEvent, Input, ModelRequest, ToolCallEvent
+from ag2net.events import BaseEvent, Input, ModelRequest, ToolCallEvent, part_from_dict
 
 
 class ModelError(RuntimeError):
@@ -93,6 +93,21 @@ def request_digest(
         default=str,
     )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def turn_request_digest(record: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> str:
+    """The ``request_digest`` of a turn's first model request, rebuilt from its turn record (history, then
+    the turn's inputs as one ``ModelRequest``); ``tools`` instead of the record's when given."""
+    history = list(record.get("history") or [])
+    inputs = [part_from_dict(p) for p in record.get("inputs") or []]
+    if inputs:
+        history.append(ModelRequest(inputs).to_dict())
+    return request_digest(
+        str(record.get("system_prompt") or ""),
+        history,
+        list(record.get("tools") or []) if tools is None else tools,
+        record.get("model_params") or {},
+    )
 
 
 _PARAM_ATTRIBUTES = ("model", "temperature", "top_p", "max_tokens", "seed")
@@ -277,4 +292,5 @@ __all__ = [
     "model_params",
     "request_digest",
     "tool_call",
+    "turn_request_digest",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ag2net.agent.models import turn_request_digest
 from ag2net.bundle.format import FORMAT, VERSION, Bundle, BundleError
 from ag2net.bundle.redact import Redactor
 from ag2net.ids import utc_now
@@ -216,24 +217,6 @@ def _header(
     }
 
 
-def round0_digest(record: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> str:
-    """The digest of a turn's first model request, from the turn record (``ModelCall.digest``'s input);
-    ``tools`` instead of the record's."""
-    from ag2net.agent.models import request_digest
-    from ag2net.events import ModelRequest, part_from_dict
-
-    history = list(record.get("history") or [])
-    inputs = [part_from_dict(p) for p in record.get("inputs") or []]
-    if inputs:
-        history.append(ModelRequest(inputs).to_dict())
-    return request_digest(
-        str(record.get("system_prompt") or ""),
-        history,
-        list(record.get("tools") or []) if tools is None else tools,
-        record.get("model_params") or {},
-    )
-
-
 def _tool_name(schema: Any) -> str:
     return str(((schema or {}).get("function") or {}).get("name") or "") if isinstance(schema, dict) else ""
 
@@ -256,8 +239,8 @@ def _rehashed(original: dict[str, Any], redacted: dict[str, Any]) -> dict[str, A
     rounds = redacted.get("rounds") or []
     for n, entry in enumerate(rounds):
         if isinstance(entry, dict):
-            entry["request"] = round0_digest(redacted, tools) if n == 0 else ""
+            entry["request"] = turn_request_digest(redacted, tools) if n == 0 else ""
     return redacted
 
 
-__all__ = ["NETWORK_TOOLS", "collect", "linked_channels", "round0_digest"]
+__all__ = ["NETWORK_TOOLS", "collect", "linked_channels"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ag2net.agent import ModelCall, ModelResponse
-from ag2net.agent.models import request_digest
+from ag2net.agent.models import turn_request_digest
 from ag2net.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
@@ -17,7 +17,7 @@ from ag2net.envelope import (
     EV_CHANNEL_OPENED,
     Envelope,
 )
-from ag2net.events import ModelRequest, ToolCallEvent, part_from_dict
+from ag2net.events import ToolCallEvent
 from ag2net.ids import add_seconds
 
 HUB_MADE = frozenset({EV_CHANNEL_OPENED, EV_CHANNEL_CLOSED, EV_CHANNEL_EXPIRED})
@@ -96,16 +96,7 @@ def _round0_digest(rec: dict[str, Any]) -> str:
     rounds = rec.get("rounds") or []
     if rounds and rounds[0].get("request"):
         return str(rounds[0]["request"])
-    history = list(rec.get("history") or [])
-    inputs = [part_from_dict(p) for p in rec.get("inputs") or []]
-    if inputs:
-        history.append(ModelRequest(inputs).to_dict())
-    return request_digest(
-        str(rec.get("system_prompt") or ""),
-        history,
-        list(rec.get("tools") or []),
-        rec.get("model_params") or {},
-    )
+    return turn_request_digest(rec)
 
 
 def _what_changed(rec: dict[str, Any], request: ModelCall) -> str:
