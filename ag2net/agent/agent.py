@@ -9,7 +9,7 @@ import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 from ag2net.agent.hooks import (
     TURN_CONTEXT_DEP,
@@ -22,7 +22,7 @@ from ag2net.agent.hooks import (
     run_tool_middleware,
 )
 from ag2net.agent.models import Model, ModelCall, ModelError, ModelResponse, model_params
-from ag2net.agent.task import CancelCallback, Task, TaskSink, active_task
+from ag2net.agent.task import Task, TaskOptions, TaskSink, active_task
 from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, HUB_DEP, TASK_DEP, Tool, as_tool
 from ag2net.breakpoints import Decision
 from ag2net.events import (
@@ -325,35 +325,15 @@ class Agent:
             return _error_result(call, str(exc) or type(exc).__name__, exc)
         return ToolResultEvent(call.id, call.name, result_text(value), False, value)
 
-    def task(
-        self,
-        title: str,
-        *,
-        description: str = "",
-        payload: dict[str, Any] | None = None,
-        capability: str | None = None,
-        ttl_seconds: float | None = None,
-        sink: TaskSink | None = None,
-        on_cancelled: CancelCallback | None = None,
-        channel_id: str | None = None,
-        owner_id: str | None = None,
-    ) -> Task:
+    def task(self, title: str, **options: Unpack[TaskOptions]) -> Task:
         """A unit of work this agent owns, used as ``async with agent.task("title") as task: ...``.
 
-        State is mirrored to ``sink`` (default ``agent.task_sink``). See ``ag2net.agent.task.Task``.
+        ``options`` are ``Task``'s; state is mirrored to ``sink`` (default ``agent.task_sink``).
+        See ``ag2net.agent.task.Task``.
         """
-        return Task(
-            self,
-            title,
-            description=description,
-            payload=payload,
-            capability=capability,
-            ttl_seconds=ttl_seconds,
-            sink=sink if sink is not None else self.task_sink,
-            on_cancelled=on_cancelled,
-            channel_id=channel_id,
-            owner_id=owner_id,
-        )
+        if options.get("sink") is None:
+            options["sink"] = self.task_sink
+        return Task(self, title, **options)
 
 
 def _prior_count(history: list[BaseEvent], turn_events: list[BaseEvent]) -> int:

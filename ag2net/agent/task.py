@@ -11,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 from ag2net.ids import add_seconds, utc_now
 from ag2net.tasks import TERMINAL_TASK_STATES, TaskMetadata, TaskSpec, TaskState
@@ -20,6 +20,15 @@ log = logging.getLogger(__name__)
 
 CancelCallback = Callable[[str, str], Awaitable[Any]]
 """``(task_id, reason)``: called when a task is cancelled, e.g. to post ``EV_TASK_CANCELLED``."""
+
+
+class TaskChanges(TypedDict, total=False):
+    """What ``TaskSink.update_task`` may change; a key left out (or None) is left as it is."""
+
+    state: TaskState | None
+    progress: dict[str, Any] | None
+    result: Any
+    error: str | None
 
 
 @runtime_checkable
@@ -33,15 +42,7 @@ class TaskSink(Protocol):
 
     async def observe_task(self, metadata: TaskMetadata) -> Any: ...
 
-    async def update_task(
-        self,
-        task_id: str,
-        *,
-        state: TaskState | None = None,
-        progress: dict[str, Any] | None = None,
-        result: Any = None,
-        error: str | None = None,
-    ) -> Any: ...
+    async def update_task(self, task_id: str, **changes: Unpack[TaskChanges]) -> Any: ...
 
 
 class TaskOwner(Protocol):
@@ -69,6 +70,19 @@ def active_task(agent: TaskOwner) -> Task | None:
     return None
 
 
+class TaskOptions(TypedDict, total=False):
+    """The keyword options of ``Task`` (and ``Agent.task``); each may be left out (defaults in ``Task``)."""
+
+    description: str
+    payload: dict[str, Any] | None
+    capability: str | None
+    ttl_seconds: float | None
+    sink: TaskSink | None
+    on_cancelled: CancelCallback | None
+    channel_id: str | None
+    owner_id: str | None
+
+
 class Task:
     """A unit of work with a lifecycle: created → running → completed | failed | cancelled.
 
@@ -82,20 +96,11 @@ class Task:
     ``progress(payload)`` merges a dict payload; any other payload is stored as ``{"value": payload}``.
     """
 
-    def __init__(
-        self,
-        agent: TaskOwner,
-        title: str,
-        *,
-        description: str = "",
-        payload: dict[str, Any] | None = None,
-        capability: str | None = None,
-        ttl_seconds: float | None = None,
-        sink: TaskSink | None = None,
-        on_cancelled: CancelCallback | None = None,
-        channel_id: str | None = None,
-        owner_id: str | None = None,
-    ) -> None:
+    def __init__(self, agent: TaskOwner, title: str, **options: Unpack[TaskOptions]) -> None:
+        if unknown := options.keys() - TaskOptions.__optional_keys__:
+            raise TypeError(f"Task() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+        ttl_seconds = options.get("ttl_seconds")
+        sink = options.get("sink")
         if not isinstance(title, str) or not title.strip():
             raise ValueError("a task needs a non-empty title, e.g. agent.task('summarise the thread')")
         if ttl_seconds is not None and ttl_seconds <= 0:
@@ -103,12 +108,16 @@ class Task:
         self.agent = agent
         self.task_id = uuid.uuid4().hex
         self.spec = TaskSpec(
-            title=title, description=description, payload=dict(payload or {}), capability=capability
+            title=title,
+            description=options.get("description", ""),
+            payload=dict(options.get("payload") or {}),
+            capability=options.get("capability"),
         )
-        self.owner_id = owner_id or _sink_agent_id(sink) or agent.name
-        self.channel_id = channel_id
+        self.owner_id = options.get("owner_id") or _sink_agent_id(sink) or agent.name
+        self.channel_id = options.get("channel_id")
         self.ttl_seconds = ttl_seconds
         self.sink = sink
+        on_cancelled = options.get("on_cancelled")
         if on_cancelled is None:
             on_cancelled = getattr(sink, "post_task_cancelled", None)
         self.on_cancelled = on_cancelled
@@ -261,4 +270,4 @@ def _sink_agent_id(sink: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-__all__ = ["CancelCallback", "Task", "TaskSink", "active_task", "current_task"]
+__all__ = ["CancelCallback", "Task", "TaskChanges", "TaskOptions", "TaskSink", "active_task", "current_task"]
