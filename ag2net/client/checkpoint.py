@@ -17,8 +17,9 @@ import contextlib
 import inspect
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
+from ag2net.agent.task import TaskChanges
 from ag2net.errors import NotFoundError
 from ag2net.ids import utc_now
 from ag2net.protocol.ports import HubPort
@@ -124,19 +125,16 @@ class TaskMirror:
             await self._escalate(metadata.task_id, "started", exc)
         return metadata
 
-    async def update_task(
-        self,
-        task_id: str,
-        *,
-        state: TaskState | None = None,
-        progress: dict[str, Any] | None = None,
-        result: Any = None,
-        error: str | None = None,
-    ) -> None:
+    async def update_task(self, task_id: str, **changes: Unpack[TaskChanges]) -> None:
+        state = changes.get("state")
         op = state.value if state is not None else "progress"
         try:
             await self._target.update_task(
-                task_id, state=state, progress=progress, result=result, error=error
+                task_id,
+                state=state,
+                progress=changes.get("progress"),
+                result=changes.get("result"),
+                error=changes.get("error"),
             )
         except NotFoundError:
             pass  # the hub never saw the task start (its observe failed and was reported then)
