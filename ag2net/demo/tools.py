@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ag2net.adapters import Finish, Handoff
 from ag2net.agent.tool import AgentClientInject, ChannelInject, Tool, build_tool
-from ag2net.envelope import Envelope
 
 REVIEW_REQUEST = "demo.review_request"
 """The demo's custom event type: the drafter's ``submit_for_review`` tool posts it to the reviewer."""
@@ -24,14 +23,11 @@ def drafter_tools() -> list[Tool]:
         if client is None or channel is None:
             return "Error: submit_for_review only works inside the review workflow"
         reviewer = await client.hub_client.get_agent("reviewer")
-        await client.send_envelope(
-            Envelope(
-                channel_id=channel.channel_id,
-                sender_id=client.agent_id,
-                audience=[reviewer.agent_id],
-                event_type=REVIEW_REQUEST,
-                event_data={"document": "offline-sync-announcement", "note": note},
-            )
+        await channel.send(
+            "",
+            audience=[reviewer.agent_id],
+            event_type=REVIEW_REQUEST,
+            event_data={"document": "offline-sync-announcement", "note": note},
         )
         return Handoff(target="reviewer", reason=note)
 
