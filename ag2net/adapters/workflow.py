@@ -19,7 +19,6 @@ from ag2net.adapters.base import (
     TurnOrderState,
     default_render_envelope,
     ordered_ids,
-    text_of,
 )
 from ag2net.adapters.transitions import Finish, Handoff, TransitionGraph
 from ag2net.channel import (
@@ -262,8 +261,7 @@ class WorkflowAdapter(TurnOrderAdapter):
     def extract_turn_input(self, envelope: Envelope) -> str | None:
         if envelope.event_type == EV_PACKET:
             return self.render_envelope(envelope)
-        text = text_of(envelope)
-        return text if text else None
+        return super().extract_turn_input(envelope)
 
     def build_round_envelope(
         self,
