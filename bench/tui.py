@@ -21,7 +21,11 @@ Prints one JSON line per figure:
   pseudo-terminal of 120x36; seconds from the exec to the first frame (the title on screen) and to the
   first tail rows on screen (an event type of a row written to the terminal), median and max of 3 runs.
   Everything counts: the interpreter, importing ``tui.app``, opening the hub, the demo's first post.
-Usage: python bench/tui.py [--n 100000] [--skip-db] [--only jump|command]
+  With ``--million`` also on a 1,000,000-envelope database the bench builds once into a temp folder
+  (``build_database`` says how long the build took and the size on disk). Each figure prints the
+  one-minute load average over its runs, and the CPU seconds the process used by its first rows.
+- ``import_tui_app``: a fresh interpreter importing ``tui.app``, wall and CPU seconds (median of 5).
+Usage: python bench/tui.py [--n 100000] [--skip-db] [--million] [--only jump|command]
 """
 
 from __future__ import annotations
@@ -255,9 +259,26 @@ _TITLE = b"ag2net workbench"
 _TAIL_ROW = re.compile(rb"channel\.invite|channel\.opened|msg\.text")
 
 
+def child_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (``/proc/PID/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> float:
+    """The one-minute load average: the machine is shared, so every wall figure says how busy it was."""
+    return round(os.getloadavg()[0], 2)
+
+
 def command_first_rows(argv: list[str], home: Path, timeout: float = 60.0) -> dict[str, float]:
     """Run ``argv`` under a 120x36 pseudo-terminal; seconds from the exec to the title and to the first
-    tail row on screen (what the terminal was sent, escape sequences removed). The process is ended after."""
+    tail row on screen (what the terminal was sent, escape sequences removed), and the CPU seconds the
+    process had used by the first rows (far below the wall time: it waited for the core). The process is
+    ended after."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
     env = {
@@ -275,6 +296,7 @@ def command_first_rows(argv: list[str], home: Path, timeout: float = 60.0) -> di
     os.close(slave)
     seen = b""
     title = rows = None
+    cpu = float("nan")
     try:
         while rows is None:
             left = timeout - (time.perf_counter() - start)
@@ -295,6 +317,7 @@ def command_first_rows(argv: list[str], home: Path, timeout: float = 60.0) -> di
                 title = now - start
             if title is not None and _TAIL_ROW.search(seen):
                 rows = now - start
+                cpu = child_cpu_seconds(child.pid)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGTERM)
@@ -304,17 +327,20 @@ def command_first_rows(argv: list[str], home: Path, timeout: float = 60.0) -> di
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
         os.close(master)
-    return {"first_frame_seconds": title or rows, "first_rows_seconds": rows}
+    return {"first_frame_seconds": title or rows, "first_rows_seconds": rows, "cpu_seconds": cpu}
 
 
 def first_rows_figure(label: str, argv: list[str], runs: int = 3) -> None:
     """Emit ``first_rows_from_command`` for ``argv``: median and max of ``runs`` cold starts."""
-    frames, rows = [], []
+    frames, rows, cpu = [], [], []
+    loads = [load_average()]
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             got = command_first_rows(argv, Path(tmp))
         frames.append(got["first_frame_seconds"])
         rows.append(got["first_rows_seconds"])
+        cpu.append(got["cpu_seconds"])
+        loads.append(load_average())
     emit(
         bench="first_rows_from_command",
         command=label,
@@ -322,25 +348,76 @@ def first_rows_figure(label: str, argv: list[str], runs: int = 3) -> None:
         first_frame_max_s=round(max(frames), 2),
         first_rows_median_s=round(statistics.median(rows), 2),
         first_rows_max_s=round(max(rows), 2),
+        cpu_to_first_rows_median_s=round(statistics.median(cpu), 2),
         runs=runs,
+        load_avg_1min=f"{min(loads)}-{max(loads)}",
     )
 
 
-def import_seconds() -> float:
-    """Seconds a fresh interpreter takes to import ``tui.app`` (part of every start-up above)."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import tui.app"], check=True)
-    return time.perf_counter() - start
+_IMPORT = (
+    "import time\nw, c = time.perf_counter(), time.process_time()\nimport tui.app\n"
+    "print(time.perf_counter() - w, time.process_time() - c)"
+)
 
 
-def command_figures(db: Path | None) -> None:
+def import_seconds(runs: int = 5) -> tuple[float, float]:
+    """Seconds a fresh interpreter takes to import ``tui.app`` (part of every start-up above), wall and
+    CPU, the median of ``runs`` interpreters. ``PYTHONDONTWRITEBYTECODE`` set means every module of ag2net
+    and tui is compiled from source each time (no ``__pycache__``): a part of these figures an install
+    with bytecode does not pay."""
+    wall, cpu = [], []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", _IMPORT], check=True, capture_output=True, text=True)
+        w, c = (float(x) for x in out.stdout.split())
+        wall.append(w)
+        cpu.append(c)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def command_figures(db: Path | None, envelopes: int = 100_000, million: Path | None = None) -> None:
     ag2net = str(Path(sys.executable).with_name("ag2net"))
-    emit(bench="import_tui_app", seconds=round(import_seconds(), 2))
+    load = load_average()
+    wall, cpu = import_seconds()
+    emit(
+        bench="import_tui_app",
+        seconds=round(wall, 2),
+        cpu_seconds=round(cpu, 2),
+        budget_seconds=0.5,
+        bytecode_cached=not sys.dont_write_bytecode,
+        load_avg_1min=f"{load}-{load_average()}",
+    )
     first_rows_figure("ag2net tui --memory --demo", [ag2net, "tui", "--memory", "--demo"])
     if db is not None:
         first_rows_figure(
-            "ag2net tui --db DB --as ana (100,000 envelopes)", [ag2net, "tui", "--db", str(db), "--as", "ana"]
+            f"ag2net tui --db DB --as ana ({envelopes:,} envelopes)",
+            [ag2net, "tui", "--db", str(db), "--as", "ana"],
         )
+    if million is not None:
+        first_rows_figure(
+            "ag2net tui --db DB --as ana (1,000,000 envelopes)",
+            [ag2net, "tui", "--db", str(million), "--as", "ana"],
+        )
+
+
+def database_bytes(path: Path) -> int:
+    """The database's size on disk: the file and its ``-wal`` / ``-shm`` companions."""
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+async def built_database(path: Path, n: int) -> Path:
+    """Build ``n`` envelopes into ``path`` and emit how long it took and its size."""
+    load = load_average()
+    start, start_cpu = time.perf_counter(), time.process_time()
+    await build_database(path, n)
+    emit(
+        bench="build_database",
+        envelopes=n,
+        seconds=round(time.perf_counter() - start, 1),
+        cpu_seconds=round(time.process_time() - start_cpu, 1),
+        size_mb=round(database_bytes(path) / 1024 / 1024, 1),
+        load_avg_1min=f"{load}-{load_average()}",
+    )
+    return path
 
 
 async def next_frame(app: App) -> None:
@@ -447,17 +524,24 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--skip-db", action="store_true", help="skip the 100k database (slow to build)")
     parser.add_argument("--only", choices=["jump", "command"], help="run one figure only")
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help="also build a 1,000,000-envelope database into a temp folder (minutes on 2 cores) and time the "
+        "first rows on it",
+    )
     args = parser.parse_args()
     if args.only == "jump":
         await jump_figure(args.n)
         return
     if args.only == "command":
-        if args.skip_db:
+        if args.skip_db and not args.million:
             command_figures(None)
             return
         with tempfile.TemporaryDirectory() as tmp:
-            await build_database(Path(tmp) / "bench.db", args.n)
-            command_figures(Path(tmp) / "bench.db")
+            db = None if args.skip_db else await built_database(Path(tmp) / "bench.db", args.n)
+            million = await built_database(Path(tmp) / "million.db", 1_000_000) if args.million else None
+            command_figures(db, args.n, million)
         return
     timed = await append_run(args.n, trace=False)
     traced = await append_run(args.n, trace=True)
@@ -472,10 +556,7 @@ async def main() -> None:
     )
     if not args.skip_db:
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "bench.db"
-            start = time.perf_counter()
-            await build_database(path, args.n)
-            emit(bench="build_database", envelopes=args.n, seconds=round(time.perf_counter() - start, 2))
+            path = await built_database(Path(tmp) / "bench.db", args.n)
             paint = await first_paint(path)
             emit(
                 bench="first_paint",
@@ -486,7 +567,8 @@ async def main() -> None:
                 rows_first_page=paint["rows_first_page"],
                 budget_seconds=1.5,
             )
-            command_figures(path)
+            million = await built_database(Path(tmp) / "million.db", 1_000_000) if args.million else None
+            command_figures(path, args.n, million)
     else:
         command_figures(None)
     await jump_figure(args.n)
