@@ -26,16 +26,8 @@ from tui.app_actions import DemoStarter, WorkbenchActions
 from tui.app_panes import NARROW, WIDE
 from tui.collector import IdleCollector
 from tui.commands import WorkbenchCommands
-from tui.debugger import DEBUG_ACTIONS, DEBUG_BINDING_CLASSES
-from tui.feed import LiveFeed
-from tui.screens.break_when import BreakWhenScreen
-from tui.screens.breakpoints import BreakpointsScreen
-from tui.screens.composer import EnvelopeComposer
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.fork import ForkForm
-from tui.screens.inbox import AskScreen, EditHeldScreen, InboxScreen
-from tui.screens.open_channel import OpenChannelForm
-from tui.screens.replay_compare import ReplayCompare
+from tui.debugger import DEBUG_ACTIONS, debug_binding_classes
+from tui.feed import FAILURES, FirstRead, LiveFeed, read_first
 from tui.settings import Settings, check_keymap, keymap_conflicts
 from tui.source import HubSource
 from tui.widgets.channel_list import ChannelList, ChannelTable
@@ -218,6 +210,7 @@ palette lists the breakpoints and toggles step mode.
         self.ready = False
         """The first page is shown, peers and health loaded, observing begun (the feed's ``Ready``)."""
         self._feed: LiveFeed | None = None
+        self._first_read: FirstRead | None = None
         self.collector = IdleCollector()
         """When Python's full garbage collections run: not while the workbench starts, not mid-typing."""
         self._query_mode = "filter"
@@ -229,10 +222,11 @@ palette lists the breakpoints and toggles step mode.
         self.init_stepping()
         self.middle = "tail"
         """What the middle shows in a medium-width terminal: the tail, or the right pane (view / peers)."""
-        check_keymap(self.settings, self.binding_ids())
-        self.keymap_warning = keymap_conflicts(self.settings, type(self), self.binding_classes()[1:])
+        self.keymap_warning = ""
         """One sentence when ``[keys]`` gives two bindings that apply together the same key ('' if not)."""
-        if self.settings.keys:
+        if self.settings.keys:  # without a remapping there is nothing to check (nor screens to import)
+            check_keymap(self.settings, self.binding_ids())
+            self.keymap_warning = keymap_conflicts(self.settings, type(self), self.binding_classes()[1:])
             self.set_keymap(self.settings.keys)
 
     # ------------------------------------------------------------------ composition
@@ -264,7 +258,18 @@ palette lists the breakpoints and toggles step mode.
 
     @classmethod
     def binding_classes(cls) -> list[type]:
-        """The classes whose bindings a user may remap in ``[keys]`` (the app's first)."""
+        """The classes whose bindings a user may remap in ``[keys]`` (the app's first).
+
+        The screens are imported here, not when the app is: the first frame needs none of them."""
+        from tui.screens.break_when import BreakWhenScreen
+        from tui.screens.breakpoints import BreakpointsScreen
+        from tui.screens.composer import EnvelopeComposer
+        from tui.screens.confirm import ConfirmScreen
+        from tui.screens.fork import ForkForm
+        from tui.screens.inbox import AskScreen, EditHeldScreen, InboxScreen
+        from tui.screens.open_channel import OpenChannelForm
+        from tui.screens.replay_compare import ReplayCompare
+
         return [
             cls,
             EnvelopeTail,
@@ -284,7 +289,7 @@ palette lists the breakpoints and toggles step mode.
             EditHeldScreen,
             BreakWhenScreen,
             BreakpointsScreen,
-            *DEBUG_BINDING_CLASSES,
+            *debug_binding_classes(),
         ]
 
     @classmethod
@@ -323,11 +328,22 @@ palette lists the breakpoints and toggles step mode.
             history_limit=self.settings.tail_limit,
             observe=self.observe_enabled,
             load_history=self.load_history,
+            first_read=self._first_read,
         )
+        self._first_read = None
         self.tail.pager = self._feed  # the tail reads what it does not hold through the feed
         self.feed.start()
         self.set_timer(SETTLE_AT_THE_LATEST, self.collector.settle, name="collector settle")
         self.set_interval(COLLECT_CHECK_INTERVAL, self.collector.tick, name="collector tick")
+
+    async def read_first_page(self) -> None:
+        """Read the channels and the newest page before the app runs (``tui.launch`` calls it), so the first
+        frame shows the rows: once the app runs, the same reads wait behind the mounting of every widget.
+        A failure here is left to the feed's startup, which reads again and says what went wrong."""
+        try:
+            self._first_read = await read_first(self.source, self.settings.first_page)
+        except FAILURES:
+            self._first_read = None
 
     def on_unmount(self) -> None:
         if self._feed is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.events import DeliveryFailed
@@ -17,13 +17,16 @@ from ag2net.views import registered_views
 from tui.app_stepping import SteppingIn
 from tui.commands import DomainCommand
 from tui.formatting import preview
-from tui.screens.composer import ChannelChoice, EnvelopeComposer
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.fork import ForkForm
-from tui.screens.open_channel import OpenChannelForm
 from tui.settings import screenshot_directory, screenshot_failure
 from tui.widgets.projected_view import ProjectedView
 from tui.wording import humanize, namer_for, plural
+
+if TYPE_CHECKING:
+    from tui.screens.composer import EnvelopeComposer
+    from tui.screens.open_channel import OpenChannelForm
+
+# The screens are imported when they open, not with the app: the first frame needs none of them. Their
+# messages reach the app by handler name (``on_<screen>_<message>``), which needs no class up front.
 
 DemoStarter = Callable[[], Awaitable[Any]]
 
@@ -34,6 +37,8 @@ class WorkbenchActions(SteppingIn):
     # ------------------------------------------------------------------ composer
 
     def action_compose_envelope(self) -> None:
+        from tui.screens.composer import ChannelChoice, EnvelopeComposer
+
         # every channel, whatever the channels pane's filter shows, in the list's order
         ordered = list(dict.fromkeys([*self.channel_list.all_ids(), *self.source.metadata]))
         labels = self.channel_labels()
@@ -64,8 +69,7 @@ class WorkbenchActions(SteppingIn):
             for row in self.tail.recent_rows(channel_id, 25)
         ]
 
-    @on(EnvelopeComposer.SendRequested)
-    def _composer_send(self, event: EnvelopeComposer.SendRequested) -> None:
+    def on_envelope_composer_send_requested(self, event: EnvelopeComposer.SendRequested) -> None:
         self._post_composed(event.composer, event.envelope)
 
     @work(group="composer")
@@ -97,6 +101,8 @@ class WorkbenchActions(SteppingIn):
 
     def open_fork(self, channel_id: str, *, seq: int | None = None, envelope_id: str | None = None) -> None:
         """Open "Fork here…" on ``channel_id`` at ``seq`` (or at the seq of ``envelope_id``)."""
+        from tui.screens.fork import ForkForm
+
         self.push_screen(ForkForm(self.source, channel_id, seq=seq, envelope_id=envelope_id))
 
     # ------------------------------------------------------------------ evaluate
@@ -124,10 +130,11 @@ class WorkbenchActions(SteppingIn):
         except NetworkError:
             types = []
         peers = [(p.agent_id, p.name) for p in self.peers.peers if p.agent_id != self.source.human_id]
+        from tui.screens.open_channel import OpenChannelForm
+
         await self.push_screen(OpenChannelForm(types, peers))
 
-    @on(OpenChannelForm.OpenRequested)
-    def _open_requested(self, event: OpenChannelForm.OpenRequested) -> None:
+    def on_open_channel_form_open_requested(self, event: OpenChannelForm.OpenRequested) -> None:
         self._open_channel(event)
 
     @work(group="open")
@@ -150,6 +157,8 @@ class WorkbenchActions(SteppingIn):
         channel_id = self.current_channel
         if not channel_id:
             return
+        from tui.screens.confirm import ConfirmScreen
+
         label = self.channel_label(channel_id)
         names = [name for _, name in self.source.participants(channel_id)]
 

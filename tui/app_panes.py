@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.widget import Widget
-from textual.widgets import DataTable, HelpPanel, Input, KeyPanel, OptionList, TabbedContent, TextArea
+from textual.widgets import DataTable, Input, OptionList, TabbedContent
 
 from tui.collector import IdleCollector
 from tui.debugger import DebuggerActions
@@ -21,10 +21,10 @@ from tui.feed import LiveFeed
 from tui.screens.jump import JumpOverlay
 from tui.settings import Settings
 from tui.source import HubSource
+from tui.text_fields import is_text_field
 from tui.widgets.channel_list import ChannelList
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.envelope_tail import EnvelopeTail
-from tui.widgets.keys_panel import BindingIdsPanel, ScrollingHelpPanel
 from tui.widgets.pane_strip import PaneStrip
 from tui.widgets.peer_card import PeersPane
 from tui.widgets.projected_view import ProjectedView
@@ -95,7 +95,7 @@ class PaneLayout(DebuggerActions):
     def _in_text_field(self) -> bool:
         """The main screen is on top and a text field (input, editor) there has the keyboard."""
         focused = self.screen.focused
-        return self.screen is self.screen_stack[0] and isinstance(focused, (Input, TextArea))
+        return self.screen is self.screen_stack[0] and is_text_field(focused)
 
     def action_leave_field(self) -> None:
         """Escape in a text field of the main screen: back to navigating the pane it belongs to."""
@@ -199,7 +199,7 @@ class PaneLayout(DebuggerActions):
         main = self.screen_stack[0]
         margin = self._bottom_height
         focused = main.focused
-        if isinstance(focused, (Input, TextArea)) and focused.region.height:
+        if focused is not None and is_text_field(focused) and focused.region.height:
             below = main.size.height - focused.region.y
             if below <= main.size.height // 2:
                 margin = max(margin, below)
@@ -273,6 +273,10 @@ class PaneLayout(DebuggerActions):
         self.push_screen(JumpOverlay(targets), jumped)
 
     def action_toggle_help(self) -> None:
+        from textual.widgets import HelpPanel, KeyPanel  # on first use: the help's Markdown is slow to import
+
+        from tui.widgets.keys_panel import ScrollingHelpPanel
+
         if self.screen.query(HelpPanel):
             self.action_hide_help_panel()
         else:
@@ -280,6 +284,10 @@ class PaneLayout(DebuggerActions):
             self.screen.mount(ScrollingHelpPanel())  # scrolls as one page instead of cutting the text
 
     def action_toggle_keys(self) -> None:
+        from textual.widgets import HelpPanel, KeyPanel
+
+        from tui.widgets.keys_panel import BindingIdsPanel
+
         existing = self.screen.query(KeyPanel).filter(".-keys-only")
         if existing:
             existing.remove()

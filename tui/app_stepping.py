@@ -9,6 +9,7 @@ the feed's waiting / audit messages in, ``HubSource``'s stepping-in calls out, a
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +31,6 @@ from tui.feed import (
     YourTurns,
 )
 from tui.models import Inbox, InboxEntry
-from tui.screens.break_when import BreakWhenScreen, spec_for_channel, spec_for_envelope, spec_for_peer
-from tui.screens.breakpoints import BreakpointsScreen
-from tui.screens.inbox import InboxScreen
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.tail_held import HeldRow
 from tui.wording import humanize, namer_for
@@ -73,6 +71,15 @@ class SteppingIn(FeedRouting):
         """Channels in step mode as this workbench knows it (``NETWORK``: all of them)."""
         self.stepping = True
         """The hub answers the stepping-in ops (an older hub, or a connection that is no operator: no)."""
+
+    def open_screens(self, module: str, name: str) -> list[Any]:
+        """The screens of class ``name`` of ``module`` on the stack: none when that module was never imported
+        (the screens are imported when they first open, so nothing of one is open before)."""
+        loaded = sys.modules.get(module)
+        if loaded is None:
+            return []
+        klass = getattr(loaded, name)
+        return [screen for screen in self.screen_stack if isinstance(screen, klass)]
 
     # ------------------------------------------------------------------ the feed's messages
 
@@ -132,9 +139,8 @@ class SteppingIn(FeedRouting):
             await self.reload_breakpoints()
         except NetworkError:
             return
-        for screen in self.screen_stack:
-            if isinstance(screen, BreakpointsScreen):
-                screen.show(self.breakpoints)
+        for screen in self.open_screens("tui.screens.breakpoints", "BreakpointsScreen"):
+            screen.show(self.breakpoints)
 
     @on(EnvelopeTail.HeldOpened)
     def _held_opened(self, event: EnvelopeTail.HeldOpened) -> None:
@@ -152,9 +158,8 @@ class SteppingIn(FeedRouting):
                 if e.envelope is not None
             ]
         )
-        for screen in self.screen_stack:
-            if isinstance(screen, InboxScreen):
-                screen.refresh_entries()
+        for screen in self.open_screens("tui.screens.inbox", "InboxScreen"):
+            screen.refresh_entries()
         if quiet or not fresh or not self.ready:
             return  # what waited before the workbench opened: the status bar counts it
         for entry in fresh[:3]:
@@ -179,6 +184,8 @@ class SteppingIn(FeedRouting):
 
     def action_inbox(self, key: str | None = None) -> None:
         """Open "Waiting for you" (on ``key``'s entry when given)."""
+        from tui.screens.inbox import InboxScreen
+
         screen = InboxScreen(self)
         self.push_screen(screen)
         if key is not None:
@@ -292,6 +299,8 @@ class SteppingIn(FeedRouting):
         self.open_break_when(spec, origin, kind)
 
     def _spec_here(self) -> tuple[str, str, str]:
+        from tui.screens.break_when import spec_for_channel, spec_for_envelope, spec_for_peer
+
         pane = self.active_pane
         name_for = self.source.name_for
         if pane == "tail":
@@ -343,9 +352,13 @@ class SteppingIn(FeedRouting):
                 stops = "turns" if breakpoint_.on == "turn" else "posts"
                 self.notify(f"Breaking on {stops} matching {breakpoint_.spec}.", timeout=4)
 
+        from tui.screens.break_when import BreakWhenScreen
+
         self.push_screen(BreakWhenScreen(spec, submit, on=on, origin=origin), done)
 
     def action_breakpoints(self) -> None:
+        from tui.screens.breakpoints import BreakpointsScreen
+
         self.push_screen(BreakpointsScreen(self))
 
     async def reload_breakpoints(self) -> list[Breakpoint]:
@@ -394,9 +407,8 @@ class SteppingIn(FeedRouting):
         where = "the whole network" if channel_id is None else self.channel_label(channel_id)
         state = "on: every substantive post is held until you release it (w)" if on else "off"
         self.notify(f"Step mode {state} in {where}.", timeout=5)
-        for screen in self.screen_stack:
-            if isinstance(screen, BreakpointsScreen):
-                screen.show(self.breakpoints)
+        for screen in self.open_screens("tui.screens.breakpoints", "BreakpointsScreen"):
+            screen.show(self.breakpoints)
 
     def stepping_commands(self) -> list[DomainCommand]:
         """The palette's entries for stepping in."""

@@ -9,23 +9,24 @@ and its handlers for the tail's cursor. Everything here runs ``ag2net.debug`` on
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.widgets import Input, TextArea
 
 from tui.commands import DomainCommand
-from tui.screens.causation_tree import NEEDS_HUB as TREE_NEEDS_HUB
-from tui.screens.causation_tree import CausationTreeScreen, Jump
-from tui.screens.visibility_matrix import NEEDS_HUB as MATRIX_NEEDS_HUB
-from tui.screens.visibility_matrix import VisibilityMatrixScreen
 from tui.source import HubSource
+from tui.text_fields import is_text_field
 from tui.widgets.channel_list import ChannelList
 from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.scrub_panel import ScrubPanel
+
+if TYPE_CHECKING:
+    from tui.screens.causation_tree import Jump
+
+# The matrix's and the tree's screens are imported when they open (the first frame needs neither).
 
 
 class DebuggerHost(Protocol):
@@ -126,7 +127,7 @@ class DebuggerActions(App[None]):
         return bool(self.screen_stack) and self.screen is self.screen_stack[0]
 
     def _typing(self) -> bool:
-        return isinstance(self.screen.focused, (Input, TextArea)) and self._on_main_screen()
+        return is_text_field(self.screen.focused) and self._on_main_screen()
 
     def check_debug_action(self, action: str) -> bool | None:
         if action == "causation_tree":
@@ -142,6 +143,9 @@ class DebuggerActions(App[None]):
     # ------------------------------------------------------------------ visibility matrix
 
     def action_visibility_matrix(self) -> None:
+        from tui.screens.visibility_matrix import NEEDS_HUB as MATRIX_NEEDS_HUB
+        from tui.screens.visibility_matrix import VisibilityMatrixScreen
+
         app = self._wb
         hub = self.debug_hub
         if hub is None:
@@ -170,6 +174,9 @@ class DebuggerActions(App[None]):
     # ------------------------------------------------------------------ causation tree
 
     def action_causation_tree(self) -> None:
+        from tui.screens.causation_tree import NEEDS_HUB as TREE_NEEDS_HUB
+        from tui.screens.causation_tree import CausationTreeScreen
+
         app = self._wb
         screen = self.screen
         if isinstance(screen, EnvelopeDetail):
@@ -317,8 +324,12 @@ class DebuggerActions(App[None]):
         ]
 
 
-DEBUG_BINDING_CLASSES: tuple[type, ...] = (DebuggerActions, VisibilityMatrixScreen, CausationTreeScreen)
-"""Classes whose binding ids a user may remap (``WorkbenchApp.binding_ids``)."""
+def debug_binding_classes() -> tuple[type, ...]:
+    """Classes whose binding ids a user may remap (``WorkbenchApp.binding_ids``)."""
+    from tui.screens.causation_tree import CausationTreeScreen
+    from tui.screens.visibility_matrix import VisibilityMatrixScreen
+
+    return (DebuggerActions, VisibilityMatrixScreen, CausationTreeScreen)
 
 
-__all__ = ["DEBUG_ACTIONS", "DEBUG_BINDING_CLASSES", "DebuggerActions"]
+__all__ = ["DEBUG_ACTIONS", "DebuggerActions", "debug_binding_classes"]

@@ -336,6 +336,30 @@ class ConnectionChanged(FeedMessage):
         self.error = error
 
 
+class FirstRead:
+    """What the feed's startup reads before it posts anything: the observe position, the channel rows (the
+    passports read with them) and the newest page. ``read_first`` reads it before the app runs, so the
+    first frame can show the rows: once the app has started, these reads wait behind the mounting of
+    every widget."""
+
+    __slots__ = ("page", "position", "rows")
+
+    def __init__(self, position: int, rows: list[ChannelRow], page: list[TailItem]) -> None:
+        self.position = position
+        self.rows = rows
+        self.page = page
+
+
+async def read_first(source: HubSource, first_page: int) -> FirstRead:
+    """The startup's first reads, in its order (the position first: observing from it misses nothing)."""
+    position = await source.observe_position()
+    # the names with the channels: the first page's rows name their senders (a remote hub's
+    # client knows no passport until it asks), not ids until the peers load after it
+    rows, _ = await asyncio.gather(source.load_channels(), source.hc.list_agents(limit=10_000))
+    page = await source.last_page(rows, first_page)
+    return FirstRead(position, rows, page)
+
+
 class LiveFeed:
     """The one source of the workbench's data: reads and observes the hub, posts messages to ``app``."""
 
@@ -348,8 +372,11 @@ class LiveFeed:
         history_limit: int = 100_000,
         observe: bool = True,
         load_history: bool = True,
+        first_read: FirstRead | None = None,
     ) -> None:
         self.app = app
+        self._first_read = first_read
+        """What ``read_first`` read before the app ran (the startup uses it instead of reading), or None."""
         self.source = source
         self.first_page = first_page
         self.history_limit = history_limit
@@ -417,22 +444,29 @@ class LiveFeed:
 
     async def _startup(self) -> None:
         source = self.source
-        try:
-            position = await source.observe_position()
-            # the names with the channels: the first page's rows name their senders (a remote hub's
-            # client knows no passport until it asks), not ids until the peers load after it
-            rows, _ = await asyncio.gather(source.load_channels(), source.hc.list_agents(limit=10_000))
-        except FAILURES as exc:
-            self._tell(connected=False, error=f"Cannot reach the hub: {_why(exc)}")
-            return
+        first, self._first_read = self._first_read, None
+        if first is not None:
+            position, rows = first.position, first.rows
+        else:
+            try:
+                position = await source.observe_position()
+                # the names with the channels: the first page's rows name their senders (a remote hub's
+                # client knows no passport until it asks), not ids until the peers load after it
+                rows, _ = await asyncio.gather(source.load_channels(), source.hc.list_agents(limit=10_000))
+            except FAILURES as exc:
+                self._tell(connected=False, error=f"Cannot reach the hub: {_why(exc)}")
+                return
         self._note_sizes(rows)
         self._post(ChannelsLoaded(self, rows))
         self._post(Progress(self, "loading the newest envelopes…"))
-        try:
-            page = await source.last_page(rows, self.first_page)
-        except FAILURES as exc:
-            self._tell(connected=False, error=f"Cannot read the newest envelopes: {_why(exc)}")
-            return
+        if first is not None:
+            page = first.page
+        else:
+            try:
+                page = await source.last_page(rows, self.first_page)
+            except FAILURES as exc:
+                self._tell(connected=False, error=f"Cannot read the newest envelopes: {_why(exc)}")
+                return
         self._note_loaded(page)
         self._post(FeedBatch(self, page, {}))
         self._post(Progress(self, ""))
@@ -813,6 +847,7 @@ __all__ = [
     "ConnectionChanged",
     "FeedBatch",
     "FeedMessage",
+    "FirstRead",
     "HealthChanged",
     "HeldEdited",
     "HistoryBatch",
@@ -828,5 +863,6 @@ __all__ = [
     "WaitingChanged",
     "WaitingLoaded",
     "YourTurns",
+    "read_first",
     "reply_within",
 ]

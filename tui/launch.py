@@ -237,7 +237,8 @@ async def launch(
     from tui.app import WorkbenchApp
 
     try:  # before anything is opened: a [keys] entry naming no binding is the settings file's mistake
-        check_keymap(settings, WorkbenchApp.binding_ids())
+        if settings.keys:
+            check_keymap(settings, WorkbenchApp.binding_ids())
     except SettingsError as exc:
         raise LaunchError(str(exc)) from None
     log_to_file(None if open_path is not None else db_path)
@@ -283,6 +284,8 @@ async def launch(
             )
             background.add(watcher)
             watcher.add_done_callback(background.discard)
+        if hub is not None:  # an embedded hub answers at once; a remote one may be slow: the app shows that
+            await app.read_first_page()
         with contextlib.nullcontext() if stop_with is None else stop_with(app.exit):
             await app.run_async()
     finally:

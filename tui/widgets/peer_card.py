@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Input, Label, Markdown, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ag2net.skills import parse_skill_frontmatter
@@ -119,6 +119,8 @@ class PeerCard(VerticalScroll):
         self.field_rows = self._fields(peer)
         yield Static(_grid(self.field_rows), id="peer-fields")
         yield Label("Skill", classes="peer-section")
+        from textual.widgets import Markdown  # on the first card: Markdown is slow to import
+
         yield Markdown(parsed.body or "_(empty body)_", id="peer-body")
 
     @staticmethod
