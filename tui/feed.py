@@ -470,6 +470,12 @@ class LiveFeed:
         self._note_loaded(page)
         self._post(FeedBatch(self, page, {}))
         self._post(Progress(self, ""))
+        if first is not None:
+            # read before the app ran: the rest (peers and their cards, what waits, health) comes after the
+            # frame that shows the page, as it did when the page was read here
+            painted = asyncio.get_running_loop().create_future()
+            self.app.call_after_refresh(lambda: painted.done() or painted.set_result(None))
+            await painted
         if self.observe_enabled:
             self._run(self._observe(position), "observe", exclusive=True)
         self.load_peers()
