@@ -68,15 +68,12 @@ class AuditLog(BaseHubListener):
     def __init__(self, store: Store | str | Path | None, *, clock: Callable[[], str] | None = None) -> None:
         from ag2net.store import open_store
 
-        self._store = open_store(store)
+        self.store: Store = open_store(store)
+        """Where the records go (set once, here)."""
         self._clock = clock or utc_now
         self._subscribers: list[AuditSubscriber] = []
         self._bytes_written = 0
         self._opened = False
-
-    @property
-    def store(self) -> Store:
-        return self._store
 
     @property
     def bytes_written(self) -> int:
@@ -85,9 +82,9 @@ class AuditLog(BaseHubListener):
 
     async def _ready(self) -> Store:
         if not self._opened:
-            await self._store.open()  # idempotent; the hub has usually opened it already
+            await self.store.open()  # idempotent; the hub has usually opened it already
             self._opened = True
-        return self._store
+        return self.store
 
     async def append(self, record: dict) -> int:
         """Store one record (any ``kind``), then hand it to every subscriber in order; returns its
