@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support import quiet, until
 
 from ag2net import Hub, HubClient, Passport
 from ag2net.adapters.transitions import Always, RoundRobinTarget, Transition, TransitionGraph
 from ag2net.envelope import EV_TEXT
 from ag2net.store import SqliteStore
-from tests.support import quiet, until
 
 NAMES = ("ana", "ben", "cy")
 
