@@ -6,6 +6,7 @@ or ``None`` and does no I/O. Handlers (what to do about a violation) live with t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -118,9 +119,9 @@ def _round(seconds: float) -> float:
     return round(seconds, 3)
 
 
-class _TimedEvaluator:
+class _TimedEvaluator(ABC):
     """An evaluator that looks only while the channel is in ``state`` and measures against ``seconds``
-    (``threshold_seconds``, default ``default_seconds``); ``check`` is the rest."""
+    (``threshold_seconds``, default ``default_seconds``); each subclass's ``check`` is the rest."""
 
     name: str
     state = "active"
@@ -134,8 +135,9 @@ class _TimedEvaluator:
             return None
         return self.check(expectation, context, threshold_seconds(expectation, self.default_seconds))
 
+    @abstractmethod
     def check(self, expectation: Any, ctx: ExpectationContext, threshold: float) -> Violation | None:
-        raise NotImplementedError
+        """The violation of ``expectation`` once the channel is in ``state``, measured against ``threshold``."""
 
 
 class AcksWithinEvaluator(_TimedEvaluator):
