@@ -171,8 +171,17 @@ async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, f
     }
 
 
-async def run_paced(pairs: list[Pair], rate: float, seconds: float) -> dict[str, float]:
-    """Open-loop posts at ``rate`` envelopes/s in all, each pair on its own fixed schedule (see the docstring)."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: int) -> dict[str, float]:
+    """Open-loop posts at ``rate`` envelopes/s in all, each pair on its own fixed schedule (see the docstring).
+
+    Also the CPU share of the served hub and of this process (the load) over the run: which side is busy."""
+    server_cpu0, client_cpu0, wall0 = cpu_seconds(server_pid), time.process_time(), time.perf_counter()
     per_pair = rate / len(pairs)
     count = max(1, int(per_pair * seconds))
     for pair in pairs:
@@ -194,6 +203,9 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float) -> dict[str,
 
     await asyncio.gather(*(schedule(p, i / rate) for i, p in enumerate(pairs)))
     await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
+    wall = time.perf_counter() - wall0
+    server_share = (cpu_seconds(server_pid) - server_cpu0) / wall
+    client_share = (time.process_time() - client_cpu0) / wall
     latencies = sorted(x for p in pairs for x in p.latencies)
     p99 = round(percentile(latencies, 0.99) * 1000, 3)
     return {
@@ -204,6 +216,8 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float) -> dict[str,
         "p99_ms": p99,
         "p99_9_ms": round(percentile(latencies, 0.999) * 1000, 3),
         "max_ms": round(latencies[-1] * 1000, 3),
+        "server_cpu_share": round(server_share, 2),
+        "load_cpu_share": round(client_share, 2),
         "budget_p99_ms": PACED_P99_BUDGET_MS,
         "within_budget": p99 <= PACED_P99_BUDGET_MS and not failed,
     }
@@ -253,7 +267,7 @@ async def main(args: argparse.Namespace) -> None:
                 posts_in_flight=window * len(pairs),
                 **figures,
             )
-            paced = await run_paced(pairs, figures["envelopes_per_s"] / 2, args.paced_seconds)
+            paced = await run_paced(pairs, figures["envelopes_per_s"] / 2, args.paced_seconds, server.pid)
             emit(
                 figure="latency_at_half_peak",
                 clients=clients,
