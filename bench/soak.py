@@ -6,7 +6,11 @@ partner's posts. The pairs run in ``--procs`` client processes (this script with
 so one busy event loop adds little queueing of its own, while the clients' CPU, which competes with the
 server on a small machine, stays low). Every 10 s one JSON line gives the server's RSS (``VmRSS`` from
 ``/proc/<pid>/status``), that window's post-to-delivery latency, the server's CPU use and the machine's
-load average (latency figures mean little on a machine busy with other work); the last line is a JSON
+load average (latency figures mean little on a machine busy with other work), and the load's own worst
+event-loop lag (``load_lag_max_ms``: a client loop that stalls delays deliveries as a stalling hub would, so
+a spike with a large load lag is the load's, not the hub's) and the worst round trip of a probe that asks
+the hub for its cheapest answer every 20 ms (``hub_probe_rtt_max_ms``: how long the hub's loop was away); the
+last line is a JSON
 summary with the RSS slope after the first minute (least squares, MiB/min) and p50/p99/p99.9/max latency
 over the whole run, against the budgets (slope <= 1 MiB/min, p99 <= 20 ms, p99.9 <= 50 ms). The exit status
 is 1 when a budget is missed.
@@ -177,6 +181,63 @@ async def rotate(a: Peer, b: Peer, every: float, stop: float) -> None:
         print(json.dumps({"rotated": 1}), flush=True)
 
 
+class LoopLag:
+    """How late this process's own event loop runs: a tick every 5 ms, and how far past due each one woke.
+
+    The clients are the load, not the system measured; a stalled client loop delays its posts' deliveries
+    (the callback runs late) just as a stalled hub would, so each window reports the load's worst lag and
+    how many ticks were more than 10 ms late, to tell the two apart."""
+
+    TICK = 0.005
+    STALL = 0.010
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self.stalls = 0
+
+    async def run(self, stop: float) -> None:
+        due = time.monotonic() + self.TICK
+        while due < stop:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            late = time.monotonic() - due
+            self.worst = max(self.worst, late)
+            self.stalls += late > self.STALL
+            due = max(due + self.TICK, time.monotonic())
+
+    def take(self) -> tuple[float, int]:
+        worst, stalls = self.worst, self.stalls
+        self.worst, self.stalls = 0.0, 0
+        return worst, stalls
+
+
+class HubProbe:
+    """A round trip to the served hub every 20 ms (``adapter_types``, the cheapest op) from this process,
+    which only reads reports: its worst round trip per window says how long the hub's loop was away."""
+
+    EVERY = 0.020
+    STALL = 0.010
+
+    def __init__(self, url: str) -> None:
+        from ag2net import HubClient
+
+        self.client = HubClient.connect(url, rpc_timeout=60)
+        self.worst = 0.0
+        self.stalls = 0
+
+    async def run(self, stop: float) -> None:
+        while time.monotonic() < stop:
+            sent = time.monotonic()
+            await self.client.adapter_types()
+            rtt = time.monotonic() - sent
+            self.worst = max(self.worst, rtt)
+            self.stalls += rtt > self.STALL
+            await asyncio.sleep(self.EVERY)
+
+    def take(self) -> float:
+        worst, self.worst = self.worst, 0.0
+        return worst
+
+
 async def worker(args: argparse.Namespace) -> None:
     """Run ``--pairs`` pairs of clients; report each window's latencies on stdout as JSON lines."""
     tag = os.urandom(3).hex()
@@ -205,11 +266,14 @@ async def worker(args: argparse.Namespace) -> None:
     ]
     if args.rotate_seconds > 0:
         jobs += [asyncio.create_task(rotate(a, b, args.rotate_seconds, stop)) for a, b in pairs]
+    lag = LoopLag()
+    jobs.append(asyncio.create_task(lag.run(stop)))
 
     def report(window: int, finished: float | None = None) -> None:
         latencies = [round(x, 6) for p in peers for x in p.window]
         for p in peers:
             p.window = []
+        worst, stalls = lag.take()
         print(
             json.dumps(
                 {
@@ -219,6 +283,8 @@ async def worker(args: argparse.Namespace) -> None:
                     "failed": sum(p.failed for p in peers),
                     "errors": [e for p in peers for e in p.errors][:3],
                     "finished": finished,
+                    "load_lag_max_ms": round(worst * 1000, 1),
+                    "load_stalls": stalls,
                 }
             ),
             flush=True,
@@ -354,11 +420,16 @@ async def main(args: argparse.Namespace) -> int:
                     latest[w.pid] = data
 
         listeners = [asyncio.create_task(listen(w)) for w in workers]
+        probe = HubProbe(url)
+        await probe.client.adapter_types()  # connected before the clock starts
+        probing = asyncio.create_task(probe.run(start + args.seconds))
+        probe_worst = 0.0
         samples: list[tuple[float, float]] = []
         latencies: list[float] = []
         cpu_before, cpu_at = cpu_seconds(server.pid), time.monotonic()
         cpu_start = cpu_before
         windows = int(args.seconds // SAMPLE_SECONDS)
+        load_lag_worst, load_stalls = 0.0, 0
         for k in range(1, windows + 1):
             await asyncio.sleep(max(0.0, start + k * SAMPLE_SECONDS - time.monotonic()))
             elapsed = time.monotonic() - start
@@ -373,6 +444,11 @@ async def main(args: argparse.Namespace) -> int:
             got = reports.pop(k, [])
             window = [x for r in got for x in r["latencies"]]
             latencies += window
+            load_lag = max((r["load_lag_max_ms"] for r in got), default=None)
+            load_lag_worst = max(load_lag_worst, load_lag or 0.0)
+            load_stalls += sum(r["load_stalls"] for r in got)
+            probe_window = probe.take()
+            probe_worst = max(probe_worst, probe_window)
             emit(
                 t=round(elapsed, 1),
                 rss_mib=round(rss, 1),
@@ -383,11 +459,15 @@ async def main(args: argparse.Namespace) -> int:
                 window_p99_ms=ms(percentile(window, 0.99)),
                 window_max_ms=ms(max(window, default=None)),
                 server_cpu_percent=round(server_cpu, 1),
+                load_lag_max_ms=load_lag,
+                hub_probe_rtt_max_ms=round(probe_window * 1000, 1),
                 load_average=load_average(),
                 client_reports=f"{len(got)}/{len(workers)}",
             )
         await asyncio.wait_for(asyncio.gather(*(w.wait() for w in workers)), args.seconds + 600)
         await asyncio.gather(*listeners)
+        await probing
+        await probe.client.close()
         # a client that fell behind keeps posting past the end of the schedule: rate over the real span
         ends = [r["finished"] for r in latest.values() if r.get("finished")]
         span = max(args.seconds, max(ends, default=start + args.seconds) - start)
@@ -422,6 +502,10 @@ async def main(args: argparse.Namespace) -> int:
             p99_ms=p99,
             p99_9_ms=p999,
             max_ms=ms(max(latencies, default=None)),
+            load_lag_max_ms=load_lag_worst,
+            load_stalls_over_10ms=load_stalls,
+            hub_probe_rtt_max_ms=round(probe_worst * 1000, 1),
+            hub_probe_rtts_over_10ms=probe.stalls,
             server_cpu_seconds_per_1000_posts=round((cpu_before - cpu_start) / max(posted, 1) * 1000, 3),
             machine_cores=os.cpu_count(),
             budget={
