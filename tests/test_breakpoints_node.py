@@ -114,3 +114,28 @@ async def test_a_node_breakpoint_still_holds_after_the_hub_is_reopened(tmp_path)
         await hc.close()
     finally:
         await hub.close()
+
+
+async def test_hit_counts_are_kept_across_a_reopen(tmp_path):
+    db = tmp_path / "hub.db"
+    hub = await Hub.open(SqliteStore(db), **quiet(invite_ack_timeout=30))
+    hc, people, cid = await workflow(hub)
+    bp = await hub.break_on("node:ben", by="ops")
+    for turn in range(6):  # ben's two turns are held
+        await speak(hub, people[turn % 3], cid, f"turn {turn} by {NAMES[turn % 3]}")
+    assert [b.hits for b in await hub.list_breakpoints()] == [2]
+    await hc.close()
+    await hub.close()
+
+    hub = await Hub.open(SqliteStore(db), **quiet(invite_ack_timeout=30))
+    try:
+        (kept,) = await hub.list_breakpoints()
+        assert (kept.breakpoint_id, kept.hits) == (bp.breakpoint_id, 2)
+        hc = HubClient.local(hub)
+        people = [await hc.attach_human(n) for n in NAMES]
+        await speak(hub, people[0], cid, "turn 6 by ana")
+        assert await speak(hub, people[1], cid, "turn 7 by ben") is not None
+        assert [b.hits for b in await hub.list_breakpoints()] == [3]  # counting on from the kept count
+        await hc.close()
+    finally:
+        await hub.close()

@@ -331,10 +331,13 @@ class Breakpoints:
                 return bp_id
         return None
 
-    def hit(self, breakpoint_id: str) -> None:
+    async def hit(self, breakpoint_id: str) -> None:
+        """Count a post (or turn) the breakpoint held, kept in the store with the table: a count read after
+        a restart is the count before it. A hold waits on a person, so one small write per hit is cheap."""
         bp = self.table.get(breakpoint_id)
         if bp is not None:
             bp.hits += 1
+            await self.save()
 
 
 def to_json(value: Any) -> Any:

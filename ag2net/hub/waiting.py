@@ -218,7 +218,7 @@ class Stepping:
     ) -> Decision:
         bp_id = self.breakpoints.match_turn(agent_id, channel_id) or ""
         if bp_id:
-            self.breakpoints.hit(bp_id)
+            await self.breakpoints.hit(bp_id)
         detail = {"request": request, "trigger_envelope_id": trigger_envelope_id, "breakpoint_id": bp_id}
         return await self.wait_for(TURN, agent_id, channel_id, detail)
 
@@ -259,7 +259,7 @@ class Stepping:
             )
         future = self.waiting.future(item.item_id)
         if breakpoint_id:
-            self.breakpoints.hit(breakpoint_id)
+            await self.breakpoints.hit(breakpoint_id)
         notice = HELD_NOTICE.get()
         if notice is not None:
             notice(item)
