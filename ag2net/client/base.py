@@ -178,7 +178,11 @@ class ParticipantClient:
         channel_id = envelope.channel_id
         if channel_id in self._discarded:
             return
-        queue = self._inbox(channel_id)
+        queue = self._inboxes.get(channel_id)
+        if queue is None:
+            queue = self._inbox(channel_id)
+        else:  # _inbox's hit path, inline (one call per delivery)
+            self._inboxes.move_to_end(channel_id)
         if queue.qsize() >= self.inbox_limit:
             queue.get_nowait()
             self.inbox_dropped += 1

@@ -62,21 +62,24 @@ class HumanClient(ParticipantClient):
     async def receive(self, envelope: Envelope) -> None:
         if self._disconnected:
             return
+        agent_id = self.agent_id
         if (
-            self.auto_ack_invites
-            and envelope.event_type == EV_CHANNEL_INVITE
-            and envelope.sender_id != self.agent_id
+            envelope.event_type == EV_CHANNEL_INVITE
+            and self.auto_ack_invites
+            and envelope.sender_id != agent_id
         ):
             with contextlib.suppress(NetworkError):
                 await self._post_ack(envelope)
         self._to_inbox(envelope)
         self._buffer(envelope)
-        for callback in list(self._callbacks):
-            try:
-                await callback(envelope)
-            except Exception:
-                log.exception("HumanClient %s: envelope callback failed", self.name)
-        await self._hub_client.ack(envelope, self.agent_id)
+        callbacks = self._callbacks
+        if callbacks:
+            for callback in callbacks.copy():  # a callback may add or remove callbacks
+                try:
+                    await callback(envelope)
+                except Exception:
+                    log.exception("HumanClient %s: envelope callback failed", self.name)
+        await self._hub_client.ack(envelope, agent_id)
 
     def _buffer(self, envelope: Envelope) -> None:
         if self._buffered >= self.pull_buffer:

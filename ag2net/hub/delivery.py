@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ag2net.channel import ChannelMetadata
-from ag2net.envelope import Envelope, is_protocol_event
+from ag2net.envelope import PRIORITY_RANK, Envelope, is_protocol_event
 from ag2net.errors import NotFoundError
 from ag2net.hub.core import ChannelTable, DeliveryBook, candidates, recipients
 from ag2net.hub.dispatch import Background, Mailbox
@@ -169,6 +169,7 @@ class Delivery(DeliveryBook):
         mailboxes = self.mailboxes
         unacked = self.unacked
         fired = self.pressure_fired
+        rank = PRIORITY_RANK.get(env.priority, 1)  # one read for every recipient
         for rid in targets:
             endpoint = bindings.get(rid)
             if endpoint is None:
@@ -190,7 +191,7 @@ class Delivery(DeliveryBook):
             mailbox = mailboxes.get(rid)
             if mailbox is None:
                 mailbox = mailboxes[rid] = Mailbox(rid, endpoint, self.dispatch_failed)
-            mailbox.put(env)
+            mailbox.put(env, rank)
 
     def check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:
         inbox = rec.rule.limits.inbox

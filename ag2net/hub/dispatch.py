@@ -48,8 +48,10 @@ class Mailbox:
     def __len__(self) -> int:
         return self._size
 
-    def put(self, envelope: Envelope) -> None:
-        self._levels[_RANK.get(envelope.priority, 1)].append(envelope)
+    def put(self, envelope: Envelope, rank: int | None = None) -> None:
+        """Queue ``envelope``; ``rank`` is its priority level when the caller has it already (a dispatch to
+        many recipients reads it once)."""
+        self._levels[_RANK.get(envelope.priority, 1) if rank is None else rank].append(envelope)
         self._size += 1
         waiter = self._waiter
         if waiter is not None:
@@ -68,19 +70,28 @@ class Mailbox:
 
     async def _pump(self) -> None:
         loop = asyncio.get_running_loop()
-        urgent, normal = self._levels[0], self._levels[1]
+        levels = self._levels
+        urgent, normal = levels[0], levels[1]
         recipient_id = self.recipient_id
         while True:
-            # the common case first: nothing urgent, the next normal envelope (else _pop's full order)
+            if not self._size:
+                waiter = self._waiter = loop.create_future()
+                await waiter
+                continue
+            # Drain without waiting while anything is queued: one wake serves every envelope that queued up
+            # meanwhile. The common case first: nothing urgent, the next normal envelope (else the full
+            # order, re-read before each delivery so an urgent one that arrives mid-drain goes next).
             if normal and not urgent:
-                self._size -= 1
                 envelope = normal.popleft()
             else:
-                envelope = self._pop()
-                if envelope is None:
-                    waiter = self._waiter = loop.create_future()
-                    await waiter
+                for level in levels:
+                    if level:
+                        envelope = level.popleft()
+                        break
+                else:  # pragma: no cover - _size says something is queued
+                    self._size = 0
                     continue
+            self._size -= 1
             endpoint = self.endpoint
             if endpoint is None:
                 continue
