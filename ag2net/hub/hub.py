@@ -41,6 +41,7 @@ from ag2net.hub.listeners import BaseHubListener, Listeners
 from ag2net.hub.local import LocalLink
 from ag2net.hub.logs import ChannelLogs
 from ag2net.hub.observe import ObservedEvent, ObserveLog
+from ag2net.hub.ops import run_op
 from ag2net.hub.records import SNAPSHOT_KEY, AgentRecord, PendingTurn, default_handlers
 from ag2net.hub.registry import Identities
 from ag2net.hub.remote import RemoteAgentProxy
@@ -481,7 +482,22 @@ class Hub(BaseHubListener):
     bind_endpoint = forward("delivery", Delivery.bind)
     unbind_endpoint = forward("delivery", Delivery.unbind)
     presence = forward("delivery", Delivery.presence)
-    handle_receipt = forward("delivery", Delivery.handle_receipt)
+
+    def handle_receipt(
+        self,
+        endpoint: Any,
+        envelope_id: str,
+        status: str,
+        recipient_id: str,
+        channel_id: str,
+        reason: str = "",
+    ) -> None:
+        """A client acknowledged (or refused) one delivery (``Delivery.handle_receipt``).
+
+        Written out rather than forwarded: it runs once per delivery, and a forward's lookup and
+        argument packing cost as much as the receipt itself."""
+        self.delivery.handle_receipt(endpoint, envelope_id, status, recipient_id, channel_id, reason)
+
     replay = forward("delivery", Delivery.replay)
     inbox_cursor = forward("delivery", Delivery.cursor)
     pending_inbox = forward("delivery", Delivery.pending)
@@ -608,8 +624,6 @@ class Hub(BaseHubListener):
     # ------------------------------------------------------------------ ops (transport seam)
 
     async def handle_op(self, endpoint: Any, op: str, params: dict[str, Any]) -> Any:
-        from ag2net.hub.ops import run_op
-
         if self._closed:
             raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
 
