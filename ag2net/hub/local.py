@@ -243,6 +243,12 @@ class LocalLinkClient:
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
     ) -> None:
+        self.receipt_now(envelope_id, status, recipient_id, channel_id, reason)
+
+    def receipt_now(
+        self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
+    ) -> None:
+        """``receipt``, synchronously: the hub takes it at once (``HubClient.ack`` calls this)."""
         hub = self.hub
         if hub is None or not self._attached:  # one per delivery: the attached case without a call
             hub = self._need_hub()
