@@ -77,6 +77,9 @@ class LocalLinkEndpoint:
 
     #: An in-process connection: the hub's own process, the operator unless ``operator`` says otherwise.
     in_process = True
+    #: No access policy (``run_op`` asks ``endpoint.authorize``): said here, so the lookup finds it at once
+    #: instead of raising and swallowing an AttributeError on every op.
+    authorize = None
 
     def __init__(
         self,
