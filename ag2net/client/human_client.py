@@ -89,9 +89,13 @@ class HumanClient(ParticipantClient):
         self._arrived.set()
 
     def _drop_oldest(self) -> None:
-        heads = [level for level in self._levels if level]
-        if heads:
-            min(heads, key=lambda level: level[0][0]).popleft()
+        # the level whose head arrived first (a plain loop: this runs per delivery once the buffer is full)
+        oldest = None
+        for level in self._levels:
+            if level and (oldest is None or level[0][0] < oldest[0][0]):
+                oldest = level
+        if oldest is not None:
+            oldest.popleft()
             self._buffered -= 1
             self.dropped += 1
 
