@@ -64,9 +64,12 @@ def is_task_event(event_type: str) -> bool:
     return event_type.startswith("ag2.task.")
 
 
+_PROTOCOL_PREFIXES = ("ag2.channel.", "ag2.task.")
+
+
 def is_protocol_event(event_type: str) -> bool:
     """Channel or task protocol events: allowed while pending, never counted against inboxes."""
-    return event_type.startswith("ag2.channel.") or event_type.startswith("ag2.task.")
+    return event_type.startswith(_PROTOCOL_PREFIXES)
 
 
 @dataclass(slots=True)
@@ -456,6 +459,14 @@ _json_default = json.JSONEncoder().default
 
 def _sorted_json(value: Any) -> str:
     """``json.dumps(value, sort_keys=True, allow_nan=False)``, without building a ``JSONEncoder`` per call."""
+    if type(value) is dict and len(value) == 1:  # a text post's {"text": ...}: written directly
+        [(key, item)] = value.items()
+        if type(key) is str:
+            kind = type(item)
+            if kind is str:
+                return "{" + _encode_str(key) + ": " + _encode_str(item) + "}"
+            if kind is int:
+                return "{" + _encode_str(key) + ": " + int.__repr__(item) + "}"
     if _c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
         return json.dumps(value, sort_keys=True, allow_nan=False)
     # a fresh markers dict per call: the C encoder leaves its entries behind when it raises
