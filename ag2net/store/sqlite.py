@@ -519,6 +519,8 @@ class SqliteStore(SqlStore):
         One caller's bad write (a constraint, text SQLite cannot bind, a fault raised by the database)
         must never fail the other callers' writes that happened to share its group commit.
         """
+        if len(ops) == 1 and ops[0][0] == APPEND and len(self._tail) + 1 < self._ids_batch:
+            return self._write_lone_append(ops)
         try:
             conn = self._begin()
         except Exception as exc:
@@ -533,6 +535,21 @@ class SqliteStore(SqlStore):
             self._rollback()
             return self._write_one_by_one(ops)
         self._committed(counters, new_ids, indexed)
+        return results
+
+    def _write_lone_append(self, ops: list[Op]) -> list:
+        """One append alone, with no bulk move of ids due: its single INSERT, which SQLite commits as a
+        transaction of its own (the connection is in autocommit mode). ``BEGIN IMMEDIATE`` and ``COMMIT``
+        around it would add a fifth to the cost of the commit; the row is as durable either way. A failed
+        INSERT wrote nothing: the op is retried as in any failed batch, for its own error."""
+        counters: dict[Any, int] = {}
+        new_ids: dict[str, tuple[str, int, int]] = {}
+        try:
+            results = self._apply_appends(ops, counters, new_ids)
+        except Exception:
+            self._rollback()
+            return self._write_one_by_one(ops)
+        self._committed(counters, new_ids, False)
         return results
 
     def _begin(self) -> sqlite3.Connection:
