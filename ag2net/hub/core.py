@@ -369,13 +369,19 @@ def admit_send(
     protocol = is_protocol_event(env.event_type)
     if not protocol and core.default_rules:
         agents = core.identities.agents
-        delivery = core.delivery
+        unacked = core.delivery.unacked
+        sender_id = env.sender_id
         for rid in candidates(md, env):
-            if rid == env.sender_id:
+            if rid == sender_id:
                 continue
             rec = agents.get(rid)
             if rec is not None:
-                rules.check_inbox(rid, delivery.pending(rid), rec.rule.limits.inbox.max_pending)
+                # rules.check_inbox, called only when it refuses (this runs once per recipient per post)
+                cap = rec.rule.limits.inbox.max_pending
+                if cap > 0:
+                    pending = unacked.get(rid)
+                    if pending and len(pending) >= cap:
+                        rules.check_inbox(rid, len(pending), cap)
     if state is None:
         state = table.states.get(cid)
     if state is None:
