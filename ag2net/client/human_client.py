@@ -62,7 +62,7 @@ class HumanClient(ParticipantClient):
     async def receive(self, envelope: Envelope) -> None:
         if self._disconnected:
             return
-        agent_id = self.agent_id
+        agent_id = self._passport.agent_id or self.agent_id  # the property raises when there is none
         if (
             envelope.event_type == EV_CHANNEL_INVITE
             and self.auto_ack_invites

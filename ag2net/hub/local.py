@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Protocol, TypeVar
 
 from ag2net.channel import ChannelMetadata
@@ -54,6 +54,10 @@ class LocalHub(HubPort, Protocol):
     def adapter_state(self, channel_id: str) -> Any: ...
 
     async def replay(self, endpoint: Any, agent_id: str, since_envelope_id: str) -> int: ...
+
+
+async def _done() -> None:
+    """Nothing to wait for (a closed connection's delivery, or one queued as a frame)."""
 
 
 async def _drain(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
@@ -98,13 +102,16 @@ class LocalLinkEndpoint:
         self._on_notify: NotifyHandler | None = None
         self.closed = False
 
-    async def notify(self, recipient_id: str, envelope: Envelope) -> None:
+    def notify(self, recipient_id: str, envelope: Envelope) -> Awaitable[None]:
+        """Deliver ``envelope`` (awaited by the caller, as ``Endpoint.notify``): the handler's own
+        awaitable when a ``HubClient`` opened the connection, so a delivery runs one coroutine, not two."""
+        on_notify = self._on_notify
         if self.closed:
-            return
-        if self._on_notify is not None:
-            await self._on_notify(recipient_id, envelope)
-        else:
-            self.hub_to_client.put_nowait(fr.NotifyFrame(envelope=envelope, recipient_id=recipient_id))
+            return _done()
+        if on_notify is not None:
+            return on_notify(recipient_id, envelope)
+        self.hub_to_client.put_nowait(fr.NotifyFrame(envelope=envelope, recipient_id=recipient_id))
+        return _done()
 
     async def send_frame(self, frame: fr.Frame) -> None:
         """To the client; dropped silently once the connection is closed (as in ag2)."""
@@ -235,10 +242,13 @@ class LocalLinkClient:
         """Run an op as this connection: the hub sees its endpoint (its bound identities), never "no
         endpoint" (the hub itself), so a connection made by hand keeps the rules of one a client opened.
         ``request`` is the op's typed request (or, as ag2net's links took it before, its name and params)."""
-        hub = self._need_hub()
+        hub = self.hub
+        if hub is None:
+            hub = self._need_hub()
         if self._closed:
             raise RuntimeError("this LocalLinkClient is closed; take a new one with LocalLink(hub).client()")
-        self.attach()
+        if not self._attached:  # attach(), without a call per op once attached
+            self.attach()
         if isinstance(request, str):
             request = request_of(request, dict(params or {}))
         return await hub.handle_op(self._endpoint, request.spec.name, request)
