@@ -72,6 +72,27 @@ async def test_a_database_fault_in_one_write_fails_only_that_write(sqlite_store)
     assert await store.read_wal("c1") == [env(i) for i in range(1, 30, 2)]
 
 
+async def test_a_lone_append_that_sqlite_refuses_fails_alone_and_the_next_takes_its_seq(sqlite_store):
+    """One append at a time (each its own commit): a refused INSERT leaves no row and no gap."""
+    store = sqlite_store
+
+    def guard(channel_id: str) -> int:
+        if channel_id == "poisoned":
+            raise RuntimeError("refused by the test's trigger")
+        return 0
+
+    store._conn.create_function("guard", 1, guard)
+    store._conn.execute("CREATE TRIGGER fault BEFORE INSERT ON wal BEGIN SELECT guard(NEW.channel_id); END")
+    assert await store.append("c1", "e1", env(1)) == 1
+    with pytest.raises(StoreError, match="this write was not saved"):
+        await store.append("poisoned", "p1", env(-1))
+    assert await store.append("c1", "e2", env(2)) == 2
+    store._conn.execute("DROP TRIGGER fault")
+    assert await store.append("poisoned", "p2", env(-2)) == 1  # the refused one left no gap
+    assert await store.wal_counts() == {"c1": 2, "poisoned": 1}
+    assert await store.read_wal("c1") == [env(1), env(2)]
+
+
 # --- the stores refuse unencodable text before it is queued ---
 
 

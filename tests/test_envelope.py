@@ -231,6 +231,20 @@ def test_wire_shape_has_sorted_reference_keys() -> None:
     assert to_dict(env) == dataclasses.asdict(env)
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["plain", 'é ☃ \u2028 "q" \\ \n', "😀", "", 0, -7, 10**40, True, False, None, 1.5, [1, "a"], {"k": 1}],
+)
+def test_a_one_key_event_data_is_written_as_json_dumps_writes_it(value: Any) -> None:
+    """A text post's ``{"text": ...}`` (one key, a str or int value) is written without the json module's
+    encoder: every value type gives the bytes ``json.dumps(..., sort_keys=True)`` gives."""
+    for key in ("text", "ключ"):
+        env = Envelope("c", "s", None, EV_TEXT, {key: value}, envelope_id=make_id(), created_at="2026")
+        assert to_json(env) == json.dumps(env.to_dict(), sort_keys=True)
+    env = Envelope("c", "s", None, EV_TEXT, {7: value}, envelope_id=make_id(), created_at="2026")
+    assert to_json(env) == json.dumps(env.to_dict(), sort_keys=True)  # a non-str key: json's own path
+
+
 def test_round_trip() -> None:
     env = text(
         [BOB, CAROL], envelope_id=make_id(), task_id="t1", causation_id=make_id(), depth=2, ttl_seconds=30
