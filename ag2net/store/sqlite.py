@@ -37,7 +37,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+import types
+from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from time import perf_counter
@@ -177,6 +178,13 @@ FROM heads WHERE channel_id IS NOT NULL
 
 
 _WRITERS = ("auto", "inline", "thread")
+
+
+@types.coroutine
+def _one_iteration() -> Generator[None, None, None]:
+    """``asyncio.sleep(0)`` without its wrapper: a bare yield, which the task reads as "run me again in the
+    next iteration of the loop" (one call less per batch leader)."""
+    yield
 
 
 class SqliteStore(SqlStore):
@@ -442,7 +450,7 @@ class SqliteStore(SqlStore):
         # Lead the batch: yield once so every write issued in this loop iteration joins it.
         self._flush_scheduled = True
         try:
-            await asyncio.sleep(0)
+            await _one_iteration()
         except asyncio.CancelledError:
             fut.cancel()
             if not self._paused:
