@@ -7,9 +7,13 @@ is bounded: the newest ``inbox_limit`` envelopes per channel, ``inbox_channels``
 
 from __future__ import annotations
 
+import asyncio
+import random
+
 from support import until
 
 from ag2net import EV_CHANNEL_CLOSED, EV_TEXT, Agent, HubClient, Passport, ScriptedModel
+from ag2net.client.base import ChannelInbox
 
 
 def closed(e) -> bool:
@@ -101,3 +105,41 @@ async def test_two_clients_each_see_their_own_inbox(hub):
     assert env.sender_id == alice.agent_id
     await a.close()
     await b.close()
+
+
+def _task_dones(queue: asyncio.Queue) -> int:
+    """How many ``task_done()`` calls the queue takes before it says there were too many."""
+    count = 0
+    while True:
+        try:
+            queue.task_done()
+        except ValueError:
+            return count
+        count += 1
+
+
+async def test_an_inbox_push_does_to_the_queue_what_get_nowait_and_put_nowait_do() -> None:
+    """``ChannelInbox.push`` (at the inbox limit a delivery drops the oldest) against the two Queue calls
+    it stands for: the same items in order, the same unfinished count, and a waiting getter is woken."""
+    rng = random.Random(7)
+    for _ in range(100):
+        inbox, reference = ChannelInbox(), asyncio.Queue()
+        limit = rng.randint(1, 4)
+        for i in range(25):
+            if rng.random() < 0.7:
+                dropped = reference.qsize() >= limit
+                if dropped:
+                    reference.get_nowait()
+                reference.put_nowait(i)
+                assert inbox.push(i, limit) is dropped  # type: ignore[arg-type]  # ints stand for envelopes
+            elif reference.qsize():
+                assert inbox.get_nowait() == reference.get_nowait()
+            assert inbox.qsize() == reference.qsize()
+        drained = [inbox.get_nowait() for _ in range(inbox.qsize())]
+        assert drained == [reference.get_nowait() for _ in range(reference.qsize())]
+        assert _task_dones(inbox) == _task_dones(reference) > 0
+    inbox = ChannelInbox()
+    getter = asyncio.create_task(inbox.get())
+    await asyncio.sleep(0)
+    inbox.push("x", 3)  # type: ignore[arg-type]
+    assert await asyncio.wait_for(getter, 1) == "x"

@@ -16,6 +16,36 @@ if TYPE_CHECKING:
     from ag2net.client.hub_port import ParticipantHub
 
 
+#: Python 3.13's queues can be shut down (then a put raises): ``ChannelInbox.push`` leaves that to them.
+_SHUTDOWN = hasattr(asyncio.Queue(), "_is_shutdown")
+
+
+class ChannelInbox(asyncio.Queue["Envelope | None"]):
+    """One channel's inbox: an unbounded ``asyncio.Queue`` that a delivery joins with ``push``."""
+
+    def push(self, envelope: Envelope, limit: int) -> bool:
+        """``put_nowait(envelope)``, dropping the oldest entry first when ``limit`` are queued (as
+        ``get_nowait()`` would); returns whether one was dropped.
+
+        It runs once per delivery. While no task awaits ``get()`` there is nobody to wake, so it does what
+        the two calls do to the queue without their ten method calls; a waiting getter takes them."""
+        state: Any = self  # asyncio.Queue's own fields (what its _put/_get hooks use), not in typeshed
+        if state._getters or limit <= 0 or state._maxsize > 0 or (_SHUTDOWN and state._is_shutdown):
+            dropped = self.qsize() >= limit
+            if dropped:
+                self.get_nowait()
+            self.put_nowait(envelope)
+            return dropped
+        items = state._queue
+        dropped = len(items) >= limit
+        if dropped:
+            items.popleft()
+        items.append(envelope)
+        state._unfinished_tasks += 1
+        state._finished.clear()
+        return dropped
+
+
 class ParticipantClient:
     """Base of the two participant kinds bound to one ``HubClient``."""
 
@@ -35,7 +65,7 @@ class ParticipantClient:
         self._disconnected = False
         # Every received envelope is queued in its channel's inbox (created on demand, and by open() for
         # the creator), so a waiter that starts late still sees what arrived before it.
-        self._inboxes: OrderedDict[str, asyncio.Queue[Envelope | None]] = OrderedDict()
+        self._inboxes: OrderedDict[str, ChannelInbox] = OrderedDict()
         self._waiting: dict[str, int] = {}
         self._discarded: OrderedDict[str, None] = OrderedDict()
         self.inbox_dropped = 0
@@ -151,12 +181,12 @@ class ParticipantClient:
         self._discarded.pop(channel_id, None)
         return self._inbox(channel_id)
 
-    def _inbox(self, channel_id: str) -> asyncio.Queue[Envelope | None]:
+    def _inbox(self, channel_id: str) -> ChannelInbox:
         queue = self._inboxes.get(channel_id)
         if queue is not None:
             self._inboxes.move_to_end(channel_id)
             return queue
-        queue = self._inboxes[channel_id] = asyncio.Queue()
+        queue = self._inboxes[channel_id] = ChannelInbox()
         excess = len(self._inboxes) - self.inbox_channels
         for old in list(self._inboxes)[:-1]:
             if excess <= 0:
@@ -183,10 +213,8 @@ class ParticipantClient:
             queue = self._inbox(channel_id)
         else:  # _inbox's hit path, inline (one call per delivery)
             self._inboxes.move_to_end(channel_id)
-        if queue.qsize() >= self.inbox_limit:
-            queue.get_nowait()
+        if queue.push(envelope, self.inbox_limit):
             self.inbox_dropped += 1
-        queue.put_nowait(envelope)
 
     async def wait_for_channel_event(
         self, *, channel_id: str, predicate: Callable[[Envelope], bool], timeout: float = 300.0
