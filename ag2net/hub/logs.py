@@ -54,9 +54,7 @@ class ChannelLogs:
             else:
                 log.warning("channel %s: cached WAL out of step (%d, seq %d); dropped", cid, len(wal), seq)
                 cache.discard(cid)
-        self.services.observe_log.append(
-            "envelope", channel_id=cid, seq=seq, envelope=env, size=len(text) + ENVELOPE_OVERHEAD
-        )
+        self.services.observe_log.append_envelope(cid, seq, env, len(text) + ENVELOPE_OVERHEAD)
 
     async def append(self, md: ChannelMetadata, env: Envelope, text: str | None = None) -> int:
         """Durably append one stamped envelope, then count and cache it; returns its seq.

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ag2net.envelope import Envelope
 from ag2net.errors import ProtocolError
 from ag2net.protocol.observe import ObservedEvent
 
@@ -37,7 +38,15 @@ class ObserveLog:
     def append(self, kind: str, *, size: int = 400, **fields: Any) -> ObservedEvent:
         """Record one event; ``size`` estimates the memory it holds (an envelope's: its JSON and more)."""
         self._position += 1
-        event = ObservedEvent(self._position, kind, **fields)
+        return self._push(ObservedEvent(self._position, kind, **fields), size)
+
+    def append_envelope(self, channel_id: str, seq: int, envelope: Envelope, size: int) -> ObservedEvent:
+        """``append("envelope", ...)`` of one admitted envelope, its fields passed by position (once per
+        post: no keyword dicts built and unpacked)."""
+        self._position += 1
+        return self._push(ObservedEvent(self._position, "envelope", channel_id, seq, envelope), size)
+
+    def _push(self, event: ObservedEvent, size: int) -> ObservedEvent:
         buffer, sizes = self._buffer, self._sizes
         buffer.append(event)
         sizes.append(size)
