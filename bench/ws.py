@@ -13,6 +13,10 @@ throughput run, the senders post open-loop on a fixed schedule at half the envel
 ``--paced-seconds``; latency runs from each post's *scheduled* time (a stall delays the posts behind it and
 counts against them: no coordinated omission) to the receiver's callback; p50/p99/p99.9/max and the budget.
 
+``server_cpu_us_per_envelope`` (throughput and paced runs): the served hub's user + system CPU over the run
+divided by the envelopes delivered. ``--clients 10`` runs one client count; ``--no-idle-memory`` skips the
+memory figure.
+
 The garbage collector: the served hub tunes its own as ``ag2net serve`` does (``ag2net.server.gc_tuning``;
 ``--server-gc default`` keeps CPython's); this process, the load, tunes its too unless ``--client-gc default``.
 """
@@ -85,6 +89,7 @@ async def start_server(store: str, gc_mode: str) -> tuple[asyncio.subprocess.Pro
         gc_mode,
         stdout=asyncio.subprocess.PIPE,
     )
+    assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
     if not line.startswith(b"READY "):
         raise RuntimeError(f"bench server did not start: {line!r}")
@@ -144,9 +149,12 @@ async def make_pairs(url: str, clients: int) -> tuple[list[Pair], list[HubClient
     return pairs, made
 
 
-async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, float]:
+async def run_load(
+    pairs: list[Pair], per_pair: int, window: int, server_pid: int | None = None
+) -> dict[str, float]:
     for pair in pairs:
         pair.arm(per_pair)
+    server_cpu0 = cpu_seconds(server_pid) if server_pid is not None else 0.0
 
     async def pump(pair: Pair, count: int) -> None:
         for _ in range(count):
@@ -161,7 +169,7 @@ async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, f
     await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
     elapsed = max(p.last_at for p in pairs) - start
     latencies = [x for p in pairs for x in p.latencies]
-    return {
+    figures = {
         "envelopes": len(latencies),
         "seconds": round(elapsed, 3),
         "envelopes_per_s": round(len(latencies) / elapsed),
@@ -169,6 +177,11 @@ async def run_load(pairs: list[Pair], per_pair: int, window: int) -> dict[str, f
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
         "mean_ms": round(statistics.fmean(latencies) * 1000, 3),
     }
+    if server_pid is not None:
+        figures["server_cpu_us_per_envelope"] = round(
+            (cpu_seconds(server_pid) - server_cpu0) / len(latencies) * 1e6, 1
+        )
+    return figures
 
 
 def cpu_seconds(pid: int) -> float:
@@ -204,7 +217,8 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: 
     await asyncio.gather(*(schedule(p, i / rate) for i, p in enumerate(pairs)))
     await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
     wall = time.perf_counter() - wall0
-    server_share = (cpu_seconds(server_pid) - server_cpu0) / wall
+    server_cpu = cpu_seconds(server_pid) - server_cpu0
+    server_share = server_cpu / wall
     client_share = (time.process_time() - client_cpu0) / wall
     latencies = sorted(x for p in pairs for x in p.latencies)
     p99 = round(percentile(latencies, 0.99) * 1000, 3)
@@ -217,6 +231,7 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: 
         "p99_9_ms": round(percentile(latencies, 0.999) * 1000, 3),
         "max_ms": round(latencies[-1] * 1000, 3),
         "server_cpu_share": round(server_share, 2),
+        "server_cpu_us_per_envelope": round(server_cpu / max(1, len(latencies)) * 1e6, 1),
         "load_cpu_share": round(client_share, 2),
         "budget_p99_ms": PACED_P99_BUDGET_MS,
         "within_budget": p99 <= PACED_P99_BUDGET_MS and not failed,
@@ -251,7 +266,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         total = 2_000 if args.quick else 20_000
         sequential = 200 if args.quick else 2_000
-        for clients in (1, 10, 100):
+        for clients in args.clients:
             pairs, made = await make_pairs(url, clients)
             await run_load(pairs, max(1, 200 // len(pairs)), 1)  # warm-up
             window = max(1, -(-args.inflight // len(pairs)))
@@ -259,7 +274,7 @@ async def main(args: argparse.Namespace) -> None:
                 from ag2net.server.gc_tuning import tune_for_latency
 
                 tune_for_latency()  # the load generator, warmed up: its pauses are not the hub's
-            figures = await run_load(pairs, total // len(pairs), window)
+            figures = await run_load(pairs, total // len(pairs), window, server.pid)
             emit(
                 figure="throughput",
                 clients=clients,
@@ -280,14 +295,15 @@ async def main(args: argparse.Namespace) -> None:
             emit(figure="latency_one_in_flight", clients=clients, store=args.store, **figures)
             for client in made:
                 await client.close()
-        await idle_memory(url, server.pid, 50 if args.quick else 200)
+        if args.idle_memory:
+            await idle_memory(url, server.pid, 50 if args.quick else 200)
     finally:
         server.kill()
         await server.wait()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
     parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
     parser.add_argument(
@@ -303,6 +319,18 @@ if __name__ == "__main__":
             default="latency",
             help=f"the {side}'s garbage collector: tuned (latency, the default) or CPython's (default)",
         )
+    parser.add_argument(
+        "--clients",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1, 10, 100],
+        help="comma-separated client counts to run (1,10,100)",
+    )
+    parser.add_argument(
+        "--no-idle-memory",
+        dest="idle_memory",
+        action="store_false",
+        help="skip the idle-connection memory figure",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.quick and parsed.paced_seconds == 10.0:
