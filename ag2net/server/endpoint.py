@@ -205,10 +205,28 @@ class WsEndpoint(WsLinkEndpoint):
 
     async def _write(self, text: str) -> None:
         """Write one message; the caller holds ``_output``. The watchdog closes the connection when a
-        write is not taken within the server's ``send_timeout``."""
+        write is not taken within the server's ``send_timeout``.
+
+        The common case, an open connection whose socket took everything written so far, frames the
+        message with the sans-I/O protocol and hands it to the transport without awaiting: what
+        ``ws.send`` would do, minus its context manager and drain (which waits only when the transport's
+        buffer is above its limit, so never with an empty one). Anything else (a buffer not yet drained, a
+        connection closing) goes through ``ws.send``: its flow control and its ``ConnectionClosed``."""
+        ws = self.ws
+        protocol = ws.protocol
+        transport = ws.transport
+        if (
+            protocol.state is State.OPEN
+            and not transport.get_write_buffer_size()
+            and not transport.is_closing()
+        ):
+            protocol.send_text(text.encode())
+            for data in protocol.data_to_send():
+                transport.write(data)  # a text frame in an open connection: never the EOF marker
+            return
         self.writing_since = asyncio.get_running_loop().time()
         try:
-            await self.ws.send(text)
+            await ws.send(text)
         finally:
             self.writing_since = None
 
