@@ -2,7 +2,8 @@
 
 ``to_wire`` turns Python values (records, envelopes, enums, read-only sequences) into JSON data: records by
 their ``to_dict`` (a ``Passport`` without its auth claim unless ``claims=True``: a client presents its
-own claim in params, a hub never hands one out in a result). ``dumps`` writes one message.
+own claim in params, a hub never hands one out in a result). ``dumps`` writes one message;
+``notify_json`` and ``response_json`` write the two the server sends per post without a dict to encode.
 Decoding is per op (``ag2net.protocol.ops``): each param and result declares its ``Codec``.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ag2net.envelope import Envelope
 from ag2net.errors import ProtocolError
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -51,6 +53,35 @@ def _json_default(value: Any) -> Any:
 def dumps(data: Any) -> str:
     """One wire message: compact JSON; records, enums and sequences inside it are encoded by ``to_wire``."""
     return json.dumps(data, default=_json_default, separators=(",", ":"))
+
+
+_encode_str = json.encoder.encode_basestring_ascii
+
+
+def notify_json(envelope: Envelope, recipient_id: str) -> str:
+    """A notify frame's wire text with the envelope's own JSON (``Envelope.to_json``) spliced in: the
+    frame ``dumps`` writes for ``{"kind": "notify", "envelope": envelope.to_dict(), "recipient_id": ...}``
+    (its envelope's keys in another order), without building that dict and encoding it again."""
+    try:
+        envelope_text = envelope.to_json()
+    except (TypeError, ValueError):  # not plain JSON data (records inside event_data): to_wire says what
+        return dumps({"kind": "notify", "envelope": envelope.to_dict(), "recipient_id": recipient_id})
+    return (
+        '{"kind":"notify","envelope":' + envelope_text + ',"recipient_id":' + _encode_str(recipient_id) + "}"
+    )
+
+
+def response_json(request_id: str, result: Any) -> str:
+    """A successful response frame's wire text (no identity secret) around ``result``, JSON data: what
+    ``dumps`` writes for the response dict, a string result (an envelope id) encoded in place."""
+    encoded = _encode_str(result) if type(result) is str else dumps(result)
+    return (
+        '{"kind":"response","request_id":'
+        + _encode_str(request_id)
+        + ',"ok":true,"result":'
+        + encoded
+        + ',"error_code":"","error_message":""}'
+    )
 
 
 # ---------------------------------------------------------------------------------------------- codecs
@@ -153,4 +184,18 @@ INT = Scalar(int, "int")
 BOOL = Scalar(bool, "bool")
 STR = Scalar(str, "str")
 
-__all__ = ["BOOL", "INT", "JSON", "STR", "Codec", "ListOf", "Record", "Scalar", "TupleOf", "dumps", "to_wire"]
+__all__ = [
+    "BOOL",
+    "INT",
+    "JSON",
+    "STR",
+    "Codec",
+    "ListOf",
+    "Record",
+    "Scalar",
+    "TupleOf",
+    "dumps",
+    "notify_json",
+    "response_json",
+    "to_wire",
+]

@@ -28,7 +28,7 @@ from ag2net.hub.auth import new_identity_secret
 from ag2net.hub.waiting import HELD_NOTICE
 from ag2net.ids import make_id
 from ag2net.protocol import frames as fr
-from ag2net.protocol.codec import dumps
+from ag2net.protocol.codec import dumps, notify_json, response_json
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import encode_result
 from ag2net.transport.ws import HELD_KIND, HELD_NOTICE_PARAM, WsLinkEndpoint
@@ -234,7 +234,8 @@ class WsEndpoint(WsLinkEndpoint):
         await self._send(fr.encode_frame(frame))
 
     async def _send_notify(self, recipient_id: str, envelope: Envelope) -> None:
-        await self._send({"kind": "notify", "envelope": envelope.to_dict(), "recipient_id": recipient_id})
+        async with self._output:
+            await self._write(notify_json(envelope, recipient_id))
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -514,20 +515,23 @@ class WsEndpoint(WsLinkEndpoint):
         async with self._output:
             if self.ws.state is not State.OPEN:
                 return  # nobody to answer: skip the encoding
-            data: dict[str, Any] = {
-                "kind": "response",
-                "request_id": frame.request_id,
-                "ok": True,
-                "result": None,
-                "error_code": "",
-                "error_message": "",
-            }
-            if secret is not None:
-                data["identity_secret"] = secret
             try:
                 # Encoded only now, holding the writer: queued answers stay references to hub objects.
-                data["result"] = encode_result(result, frame.op)
-                text = dumps(data)
+                encoded = encode_result(result, frame.op)
+                if secret is None:
+                    text = response_json(frame.request_id, encoded)
+                else:
+                    text = dumps(
+                        {
+                            "kind": "response",
+                            "request_id": frame.request_id,
+                            "ok": True,
+                            "result": encoded,
+                            "error_code": "",
+                            "error_message": "",
+                            "identity_secret": secret,
+                        }
+                    )
             except (TypeError, ValueError, RecursionError) as exc:
                 log.exception("result of op %s is not JSON", frame.op)
                 text = dumps(
