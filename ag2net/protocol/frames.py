@@ -141,25 +141,30 @@ _REQUIRED = {
 }
 
 
+#: The keys each frame kind's JSON object may carry: its fields and ``kind``.
+_KEYS = {kind: frozenset(names | {"kind"}) for kind, names in _FIELDS.items()}
+
+
 def decode_frame(data: dict[str, Any]) -> Frame:
     """Rebuild a frame from the dict ``encode_frame`` made (``kind`` says which); raises
     ``FrameDecodeError`` (a ``ProtocolError``) naming the field that is missing, unknown or mistyped."""
     if not isinstance(data, dict):
         raise FrameDecodeError(f"frame must be a JSON object, got {type(data).__name__}")
-    rest = dict(data)
-    kind = rest.pop("kind", None)
-    cls = FRAME_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in FRAME_TYPES:
         raise FrameDecodeError(f"unknown frame kind: {kind!r}")  # ag2's words (the field is 'kind')
-    unknown = sorted(set(rest) - _FIELDS[kind])
-    if unknown:
+    cls = FRAME_TYPES[kind]
+    if not _KEYS[kind].issuperset(data):
+        unknown = sorted(set(data) - _KEYS[kind])
         raise FrameDecodeError(
             f"malformed {kind} frame: unknown field {unknown[0]!r}; a {kind} frame has only "
             + ", ".join(repr(n) for n in sorted(_FIELDS[kind]))
         )
-    missing = [name for name in _REQUIRED[kind] if name not in rest]
-    if missing:
-        raise FrameDecodeError(f"malformed {kind} frame: missing required field {missing[0]!r}")
+    for name in _REQUIRED[kind]:
+        if name not in data:
+            raise FrameDecodeError(f"malformed {kind} frame: missing required field {name!r}")
+    rest = dict(data)
+    del rest["kind"]
     if kind == "notify":
         env = rest["envelope"]
         if not isinstance(env, dict):
