@@ -14,7 +14,8 @@ throughput run, the senders post open-loop on a fixed schedule at half the envel
 counts against them: no coordinated omission) to the receiver's callback; p50/p99/p99.9/max and the budget.
 
 ``server_cpu_us_per_envelope`` (throughput and paced runs): the served hub's user + system CPU over the run
-divided by the envelopes delivered. ``--clients 10`` runs one client count; ``--no-idle-memory`` skips the
+divided by the envelopes delivered; ``server_system_cpu_share_of_cpu`` (paced): how much of it was the kernel's
+(socket writes and reads, epoll waits and wake-ups). ``--clients 10`` runs one client count; ``--no-idle-memory`` skips the
 memory figure.
 
 The garbage collector: the served hub tunes its own as ``ag2net serve`` does (``ag2net.server.gc_tuning``;
@@ -184,10 +185,11 @@ async def run_load(
     return figures
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+def cpu_seconds(pid: int, *, system_only: bool = False) -> float:
+    """User + system (or, ``system_only``, system) CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[12]) if system_only else int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: int) -> dict[str, float]:
@@ -195,6 +197,7 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: 
 
     Also the CPU share of the served hub and of this process (the load) over the run: which side is busy."""
     server_cpu0, client_cpu0, wall0 = cpu_seconds(server_pid), time.process_time(), time.perf_counter()
+    server_sys0 = cpu_seconds(server_pid, system_only=True)
     per_pair = rate / len(pairs)
     count = max(1, int(per_pair * seconds))
     for pair in pairs:
@@ -218,6 +221,7 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: 
     await asyncio.wait_for(asyncio.gather(*(p.done.wait() for p in pairs)), 120)
     wall = time.perf_counter() - wall0
     server_cpu = cpu_seconds(server_pid) - server_cpu0
+    server_sys = cpu_seconds(server_pid, system_only=True) - server_sys0
     server_share = server_cpu / wall
     client_share = (time.process_time() - client_cpu0) / wall
     latencies = sorted(x for p in pairs for x in p.latencies)
@@ -232,6 +236,7 @@ async def run_paced(pairs: list[Pair], rate: float, seconds: float, server_pid: 
         "max_ms": round(latencies[-1] * 1000, 3),
         "server_cpu_share": round(server_share, 2),
         "server_cpu_us_per_envelope": round(server_cpu / max(1, len(latencies)) * 1e6, 1),
+        "server_system_cpu_share_of_cpu": round(server_sys / server_cpu, 2) if server_cpu else 0.0,
         "load_cpu_share": round(client_share, 2),
         "budget_p99_ms": PACED_P99_BUDGET_MS,
         "within_budget": p99 <= PACED_P99_BUDGET_MS and not failed,
