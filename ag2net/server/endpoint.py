@@ -31,6 +31,7 @@ from ag2net.protocol import frames as fr
 from ag2net.protocol.codec import dumps, notify_json, response_json
 from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import encode_result
+from ag2net.server.connection import TakingConnection
 from ag2net.transport.ws import HELD_KIND, HELD_NOTICE_PARAM, WsLinkEndpoint
 
 log = logging.getLogger("ag2net.server")
@@ -135,7 +136,9 @@ class WsEndpoint(WsLinkEndpoint):
         self._answered: dict[str, asyncio.Event] = {}  # request id -> set once its answer is written
         self._held: dict[str, list[Envelope]] = {}
         self._replaying: dict[str, int] = {}
-        self._inflight = asyncio.Semaphore(MAX_INFLIGHT_REQUESTS)
+        # Requests read and not yet answered may take this many more slots (``_take_slot``/``_give_slot``).
+        self._free_slots = MAX_INFLIGHT_REQUESTS
+        self._slot_freed: asyncio.Future[None] | None = None
         # One message is written at a time: what waits is an answer's Python objects, not its encoded
         # copy, and the socket buffer holds at most one message beyond websockets' write limit.
         self._output = asyncio.Lock()
@@ -147,6 +150,10 @@ class WsEndpoint(WsLinkEndpoint):
         self._authenticated = False
         self.writing_since: float | None = None  # when the message being written started (watchdog)
         self._shutting = False
+        if isinstance(ws, TakingConnection):
+            ws.taker = (
+                self._take
+            )  # requests and receipts handled as they are parsed (ag2net.server.connection)
 
     @property
     def authenticated(self) -> bool:
@@ -247,8 +254,19 @@ class WsEndpoint(WsLinkEndpoint):
         """Read frames until the connection ends."""
         clock = asyncio.get_running_loop().time
         turn_began = clock()
+        ws = self.ws
+        taking = ws if isinstance(ws, TakingConnection) else None
         try:
-            async for message in self.ws:
+            while True:
+                if taking is None:
+                    message = await ws.recv()
+                else:
+                    taking.reader_waiting = True  # meanwhile a request or receipt is taken as it arrives
+                    try:
+                        message = await ws.recv()
+                    finally:
+                        taking.reader_waiting = False
+                    taking.message_read()
                 if self._refused:
                     break
                 try:
@@ -264,6 +282,58 @@ class WsEndpoint(WsLinkEndpoint):
                     turn_began = clock()
         except ConnectionClosed:
             pass
+
+    def _take(self, text: str) -> bool:
+        """A message that arrived while the reader waited, nothing queued ahead of it: handle it now when it
+        is a request with a free in-flight slot or a receipt (what ``_on_message`` would do, without
+        awaiting). Anything else is left to the reader (``False``), which parses it again and answers it."""
+        if self._refused or self._free_slots <= 0:
+            return False
+        try:
+            data = fr.parse_json(text)
+            if type(data) is not dict or data.get("kind") not in ("request", "receipt"):
+                return False
+            frame = fr.decode_frame(data)
+        except Exception:  # malformed: the reader's path says what is wrong with it
+            return False
+        if isinstance(frame, fr.RequestFrame):
+            self._free_slots -= 1  # given back once the answer is written (or cannot be)
+            self._spawn(self._request(frame))
+            return True
+        if isinstance(frame, fr.ReceiptFrame):
+            try:
+                self._receipt(frame)
+            except Exception as exc:  # one bad frame never ends the connection
+                log.exception("frame handling failed on connection %s", self.endpoint_id)
+                self._spawn(
+                    self._send_quietly(
+                        fr.encode_frame(fr.ErrorFrame("error", str(exc) or type(exc).__name__))
+                    )
+                )
+            return True
+        return False
+
+    def _receipt(self, frame: fr.ReceiptFrame) -> None:
+        self.hub.handle_receipt(
+            self, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
+        )
+
+    async def _take_slot(self) -> None:
+        """One in-flight slot for a request the reader read; waits while all are taken (only the reader
+        waits: the connection takes a request as it arrives only while the reader waits for a message)."""
+        while self._free_slots <= 0:
+            waiter = self._slot_freed = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._slot_freed = None
+        self._free_slots -= 1
+
+    def _give_slot(self) -> None:
+        self._free_slots += 1
+        waiter = self._slot_freed
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _on_message(self, message: str | bytes) -> None:
         try:
@@ -283,12 +353,10 @@ class WsEndpoint(WsLinkEndpoint):
             await self._answer_malformed(data, exc)
             return
         if isinstance(frame, fr.RequestFrame):
-            await self._inflight.acquire()  # released once the answer is written (or cannot be)
+            await self._take_slot()  # given back once the answer is written (or cannot be)
             self._spawn(self._request(frame))
         elif isinstance(frame, fr.ReceiptFrame):
-            self.hub.handle_receipt(
-                self, frame.envelope_id, frame.status, frame.recipient_id, frame.channel_id, frame.reason
-            )
+            self._receipt(frame)
         elif isinstance(frame, fr.HelloFrame):
             await self._hello(frame)
         elif isinstance(frame, fr.PingFrame):
@@ -506,7 +574,7 @@ class WsEndpoint(WsLinkEndpoint):
         finally:
             # The slot is held until the answer is written: answers a peer does not read count against
             # its in-flight limit, so its reader stops and its requests wait in its own socket.
-            self._inflight.release()
+            self._give_slot()
             answered = self._answered.pop(frame.request_id, None)
             if answered is not None:
                 answered.set()

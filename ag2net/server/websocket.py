@@ -66,6 +66,7 @@ from ag2net.errors import AccessDeniedError, AuthError
 from ag2net.hub.auth import ApiKeyAuth, AuthRegistry, IdentitySecrets
 from ag2net.ids import make_id
 from ag2net.protocol.ops import OPS as CATALOGUE
+from ag2net.server.connection import TakingConnection
 from ag2net.server.connection_limits import (
     DEFAULT_MAX_UNAUTHENTICATED,
     DEFAULT_MAX_UNAUTHENTICATED_PER_ADDRESS,
@@ -494,6 +495,7 @@ async def serve_ws(
             max_size=max_message_bytes,
             max_queue=64,
             compression=compression,
+            create_connection=TakingConnection,
         ) as server:
             state.server = server
             watchdog = asyncio.get_running_loop().create_task(state.watchdog())
