@@ -33,6 +33,7 @@ from ag2net.protocol.ops import OPS as CATALOGUE
 from ag2net.protocol.ops import encode_result
 from ag2net.server.connection import TakingConnection
 from ag2net.transport.ws import HELD_KIND, HELD_NOTICE_PARAM, WsLinkEndpoint
+from ag2net.transport.ws_write import write_now
 
 log = logging.getLogger("ag2net.server")
 
@@ -212,28 +213,13 @@ class WsEndpoint(WsLinkEndpoint):
 
     async def _write(self, text: str) -> None:
         """Write one message; the caller holds ``_output``. The watchdog closes the connection when a
-        write is not taken within the server's ``send_timeout``.
-
-        The common case, an open connection whose socket took everything written so far, frames the
-        message with the sans-I/O protocol and hands it to the transport without awaiting: what
-        ``ws.send`` would do, minus its context manager and drain (which waits only when the transport's
-        buffer is above its limit, so never with an empty one). Anything else (a buffer not yet drained, a
-        connection closing) goes through ``ws.send``: its flow control and its ``ConnectionClosed``."""
-        ws = self.ws
-        protocol = ws.protocol
-        transport = ws.transport
-        if (
-            protocol.state is State.OPEN
-            and not transport.get_write_buffer_size()
-            and not transport.is_closing()
-        ):
-            protocol.send_text(text.encode())
-            for data in protocol.data_to_send():
-                transport.write(data)  # a text frame in an open connection: never the EOF marker
+        write is not taken within the server's ``send_timeout``. An open connection whose socket took
+        everything so far is written to at once (``ag2net.transport.ws_write``)."""
+        if write_now(self.ws, text):
             return
         self.writing_since = asyncio.get_running_loop().time()
         try:
-            await ws.send(text)
+            await self.ws.send(text)
         finally:
             self.writing_since = None
 

@@ -78,6 +78,7 @@ from ag2net.transport.ws_dial import (
 )
 from ag2net.transport.ws_identities import IdentityBook
 from ag2net.transport.ws_requests import PendingRequests
+from ag2net.transport.ws_write import write_now
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +345,8 @@ class WsLinkClient:
             if ws is None:
                 raise ConnectionLostError(f"connection to {self.url} lost before op {op!r} was sent")
             try:
-                await ws.send(text)
+                if not write_now(ws, text):
+                    await ws.send(text)
             except ConnectionClosed:
                 await self._settle_reader()
                 if self._failure is not None:
@@ -391,8 +393,10 @@ class WsLinkClient:
             "channel_id": channel_id,
             "reason": reason,
         }
-        with contextlib.suppress(ConnectionClosed):
-            await ws.send(json.dumps(data))
+        text = json.dumps(data)
+        if not write_now(ws, text):
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(text)
 
     def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
         """Every observed event after ``since`` (default: from now). Needs the operator role."""
