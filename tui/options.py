@@ -38,7 +38,7 @@ def seat_name(as_name: str | None, settings: Settings) -> str:
     """The name the human is seated as: ``--as``, the settings file's ``human_name``, the OS user."""
     if as_name is not None:
         return check_name(as_name)
-    if "human_name" in settings.model_fields_set:
+    if "human_name" in settings.file_keys:
         try:
             check_agent_name(settings.human_name)
         except (NetworkError, ValueError) as exc:

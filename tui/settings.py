@@ -17,6 +17,9 @@ Example ``~/.config/ag2net/workbench.toml``::
     output = 10.00
 
 Errors are one sentence naming the key and the file.
+
+``Settings`` is a plain dataclass: the defaults (no settings file) import no pydantic. A file is validated
+against its pydantic schema (``tui/settings_file.py``), imported only when there is a file to read.
 """
 
 from __future__ import annotations
@@ -24,10 +27,9 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class SettingsError(ValueError):
@@ -70,49 +72,36 @@ def screenshot_failure(folder: Path, error: BaseException) -> str:
     return f"the screenshot was not saved in {folder} ({reason}); make the folder writable or start the workbench elsewhere"
 
 
-class PriceSetting(BaseModel):
+@dataclass(frozen=True, slots=True)
+class PriceSetting:
     """One model's prices in ``[prices."MODEL"]``: dollars per million tokens (``cached_input`` defaults to
     ``input``; ``cache_write`` only for providers that bill cache writes)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cached_input: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
 
 
 PRICE_KEYS = ("input", "cached_input", "output", "cache_write")
 
 
-class Settings(BaseModel):
-    """Everything the workbench reads from its settings file."""
+@dataclass(kw_only=True, slots=True)
+class Settings:
+    """Everything the workbench reads from its settings file (the defaults when there is none). Built by
+    hand (tests, screenshots) it is taken as given; ``load_settings`` validates what a file says."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    database: Path = Field(default_factory=default_database_path)
+    database: Path = field(default_factory=default_database_path)
     theme: str = "textual-dark"
-    tail_limit: int = Field(default=100_000, ge=100, le=5_000_000)
+    tail_limit: int = 100_000
     human_name: str = "me"
-    keys: dict[str, str] = Field(default_factory=dict)
-    first_page: int = Field(default=500, ge=10, le=100_000)
-    prices: dict[str, PriceSetting] = Field(default_factory=dict)
-    source: Path | None = Field(default=None, exclude=True)
-
-    @field_validator("database", mode="before")
-    @classmethod
-    def _expand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return Path(os.path.expandvars(value)).expanduser()
-        return value
-
-    @field_validator("keys")
-    @classmethod
-    def _keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for binding_id, keys in value.items():
-            if not keys.strip():
-                raise ValueError(f'key for {binding_id!r} is empty; write e.g. "{binding_id}" = "f"')
-        return value
+    keys: dict[str, str] = field(default_factory=dict)
+    first_page: int = 500
+    prices: dict[str, PriceSetting] = field(default_factory=dict)
+    source: Path | None = None
+    """The settings file these came from (``None``: the defaults, or built by hand)."""
+    file_keys: frozenset[str] = frozenset()
+    """The keys the settings file gave (``human_name`` given there is checked before seating)."""
 
     def price_table(self, environ: Any = None) -> Any:
         """The price table the workbench costs turns with: the built-in prices, this file's ``[prices]`` over
@@ -158,8 +147,12 @@ def load_settings(path: Path | str | None = None, *, must_exist: bool = False) -
         raise SettingsError(f"settings file {file} is not valid TOML ({exc}); fix the syntax") from None
     except OSError as exc:
         raise SettingsError(f"settings file {file} cannot be read ({exc.strerror})") from None
+    from pydantic import ValidationError  # only when there is a file: ~80 ms of start-up otherwise
+
+    from tui.settings_file import SettingsFields
+
     try:
-        settings = Settings(**data)
+        given = SettingsFields(**data).given()
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(top level)"
@@ -169,12 +162,13 @@ def load_settings(path: Path | str | None = None, *, must_exist: bool = False) -
                 "million tokens)"
             ) from None
         if error["type"] == "extra_forbidden":
-            known = ", ".join(k for k in Settings.model_fields if k != "source")
+            known = ", ".join(SettingsFields.model_fields)
             raise SettingsError(f"unknown key {key!r} in {file}; known keys are {known}") from None
         message = error["msg"].removeprefix("Value error, ")
         raise SettingsError(f"key {key!r} in {file} is invalid: {message}") from None
-    settings.source = file
-    return settings
+    file_keys = frozenset(given)
+    prices = {model: PriceSetting(**entry) for model, entry in given.pop("prices", {}).items()}
+    return Settings(**given, prices=prices, source=file, file_keys=file_keys)
 
 
 def check_keymap(settings: Settings, known_ids: set[str]) -> None:
