@@ -193,6 +193,7 @@ palette lists the breakpoints and toggles step mode.
         demo: DemoStarter | None = None,
         observe: bool = True,
         load_history: bool = True,
+        collector: IdleCollector | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings or Settings()
@@ -211,8 +212,9 @@ palette lists the breakpoints and toggles step mode.
         """The first page is shown, peers and health loaded, observing begun (the feed's ``Ready``)."""
         self._feed: LiveFeed | None = None
         self._first_read: FirstRead | None = None
-        self.collector = IdleCollector()
-        """When Python's full garbage collections run: not while the workbench starts, not mid-typing."""
+        self.collector = collector or IdleCollector()
+        """When Python's full garbage collections run: not while the workbench starts, not mid-typing
+        (``tui.launch`` passes one it holds already: from before the app's modules are imported)."""
         self._query_mode = "filter"
         self._focus_before_chat: Widget | None = None
         self._bottom_height = 0

@@ -8,7 +8,8 @@ frame.
 
 ``IdleCollector`` changes when collection happens, not whether:
 
-- From ``hold()`` (the app loading) until ``settle()`` (the first page painted) the collector is
+- From ``hold()`` (the app loading; for ``ag2net tui``, ``tui.launch`` starting, before the workbench's
+  modules are imported and the hub is opened) until ``settle()`` (the first page painted) the collector is
   off. Then one full collection runs (after the first frame, so it never delays it), and everything
   still alive — modules, the hub's state, the widgets of the main screen, all of which live as long
   as the workbench — is moved out of the collector's reach with ``gc.freeze()``. The collection

@@ -21,6 +21,7 @@ from typing import Any
 
 from ag2net import ConnectionLostError, HubClient, HumanClient
 from ag2net.errors import NetworkError
+from tui.collector import IdleCollector
 from tui.settings import Settings, SettingsError, check_keymap
 
 DEMO_PACE = 1.5  # seconds between scripted demo steps: slow enough to watch
@@ -234,68 +235,76 @@ async def launch(
     ``stop_with(app.exit)`` is entered while the app runs: the command line's ``stopping_with``, so SIGTERM
     (or SIGINT) ends the app as quitting does and the hub is closed below.
     """
-    from tui.app import WorkbenchApp
-
-    try:  # before anything is opened: a [keys] entry naming no binding is the settings file's mistake
-        if settings.keys:
-            check_keymap(settings, WorkbenchApp.binding_ids())
-    except SettingsError as exc:
-        raise LaunchError(str(exc)) from None
-    log_to_file(None if open_path is not None else db_path)
-    background: set[asyncio.Task[Any]] = set()
-    networks: list[Any] = []
-    stop_background = background_stopper(background, networks)
-    hub = None
-    leadership = None
-    opened = None
-    if connect is not None:
-        hub_client = await dial(connect, token=token, operator_token=operator_token)
-        demo = None
-        offer = False
-    elif open_path is not None:
-        from tui.open_file import open_file
-
-        opened = await open_file(open_path)
-        hub, demo, offer = opened.hub, None, False
-        hub_client = HubClient.local(hub)
-    else:
-        offer = is_new_database(db_path)
-        if isinstance(db_path, str):
-            hub, leadership = await lead(db_path)
-        else:
-            hub = await open_hub(db_path)
-        hub_client = HubClient.local(hub)
-        demo = demo_starter(hub, human_name, background, networks, approvals=demo_approvals)
+    collector = IdleCollector()
+    collector.hold()  # no collections until the first page is painted (the app settles it): see tui.collector
     try:
-        human = await seat(hub_client, human_name)
-        if network is not None and hub is not None:
-            await run_network(network, hub)
-        app = WorkbenchApp(hub_client, human, settings, demo=demo)
-        app.autostart_demo = bool(start_demo and demo is not None)
-        app.offer_demo = bool(offer and not start_demo and demo is not None)
-        if opened is not None:
-            app.sub_title = opened.title
-            shown = asyncio.get_running_loop().create_task(announce_copy(opened, app))
-            background.add(shown)
-            shown.add_done_callback(background.discard)
-        if leadership is not None:
-            watcher = asyncio.get_running_loop().create_task(
-                watch_leadership(leadership, app, stop_background)
-            )
-            background.add(watcher)
-            watcher.add_done_callback(background.discard)
-        if hub is not None:  # an embedded hub answers at once; a remote one may be slow: the app shows that
-            await app.read_first_page()
-        with contextlib.nullcontext() if stop_with is None else stop_with(app.exit):
-            await app.run_async()
+        from tui.app import WorkbenchApp
+
+        try:  # before anything is opened: a [keys] entry naming no binding is the settings file's mistake
+            if settings.keys:
+                check_keymap(settings, WorkbenchApp.binding_ids())
+        except SettingsError as exc:
+            raise LaunchError(str(exc)) from None
+        log_to_file(None if open_path is not None else db_path)
+        background: set[asyncio.Task[Any]] = set()
+        networks: list[Any] = []
+        stop_background = background_stopper(background, networks)
+        hub = None
+        leadership = None
+        opened = None
+        if connect is not None:
+            hub_client = await dial(connect, token=token, operator_token=operator_token)
+            demo = None
+            offer = False
+        elif open_path is not None:
+            from tui.open_file import open_file
+
+            opened = await open_file(open_path)
+            hub, demo, offer = opened.hub, None, False
+            hub_client = HubClient.local(hub)
+        else:
+            offer = is_new_database(db_path)
+            if isinstance(db_path, str):
+                hub, leadership = await lead(db_path)
+            else:
+                hub = await open_hub(db_path)
+            hub_client = HubClient.local(hub)
+            demo = demo_starter(hub, human_name, background, networks, approvals=demo_approvals)
+        try:
+            human = await seat(hub_client, human_name)
+            if network is not None and hub is not None:
+                await run_network(network, hub)
+            app = WorkbenchApp(hub_client, human, settings, demo=demo, collector=collector)
+            app.autostart_demo = bool(start_demo and demo is not None)
+            app.offer_demo = bool(offer and not start_demo and demo is not None)
+            if opened is not None:
+                app.sub_title = opened.title
+                shown = asyncio.get_running_loop().create_task(announce_copy(opened, app))
+                background.add(shown)
+                shown.add_done_callback(background.discard)
+            if leadership is not None:
+                watcher = asyncio.get_running_loop().create_task(
+                    watch_leadership(leadership, app, stop_background)
+                )
+                background.add(watcher)
+                watcher.add_done_callback(background.discard)
+            if (
+                hub is not None
+            ):  # an embedded hub answers at once; a remote one may be slow: the app shows that
+                await app.read_first_page()
+            with contextlib.nullcontext() if stop_with is None else stop_with(app.exit):
+                await app.run_async()
+        finally:
+            await stop_background()
+            await hub_client.close()
+            if leadership is not None:
+                # closes the hub (unless it lost the lock), then the store and the lock session
+                await leadership.close(hub)
+            elif hub is not None:
+                await hub.close()
+
     finally:
-        await stop_background()
-        await hub_client.close()
-        if leadership is not None:
-            # closes the hub (unless it lost the lock), then the store and the lock session
-            await leadership.close(hub)
-        elif hub is not None:
-            await hub.close()
+        collector.release()  # the app released it when it ran; this is for a start that failed before
 
 
 def background_stopper(
