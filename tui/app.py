@@ -32,7 +32,6 @@ from tui.settings import Settings, check_keymap, keymap_conflicts
 from tui.source import HubSource
 from tui.widgets.channel_list import ChannelList, ChannelTable
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.fitted_footer import FittedFooter
 from tui.widgets.pane_strip import PaneStrip
@@ -262,7 +261,8 @@ palette lists the breakpoints and toggles step mode.
     def binding_classes(cls) -> list[type]:
         """The classes whose bindings a user may remap in ``[keys]`` (the app's first).
 
-        The screens are imported here, not when the app is: the first frame needs none of them."""
+        The screens (and the envelope detail) are imported here, not when the app is: the first frame needs
+        none of them."""
         from tui.screens.break_when import BreakWhenScreen
         from tui.screens.breakpoints import BreakpointsScreen
         from tui.screens.composer import EnvelopeComposer
@@ -271,6 +271,7 @@ palette lists the breakpoints and toggles step mode.
         from tui.screens.inbox import AskScreen, EditHeldScreen, InboxScreen
         from tui.screens.open_channel import OpenChannelForm
         from tui.screens.replay_compare import ReplayCompare
+        from tui.widgets.envelope_detail import EnvelopeDetail
 
         return [
             cls,

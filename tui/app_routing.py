@@ -33,8 +33,10 @@ from tui.feed import (
 from tui.formatting import preview
 from tui.widgets.channel_list import ChannelList
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
+
+if TYPE_CHECKING:
+    from tui.widgets.envelope_detail import EnvelopeDetail
 
 SETTLE_AFTER_READY = 0.3
 """Seconds after the first page when the garbage collector's startup pause ends (the page is painted by then)."""
@@ -265,6 +267,8 @@ class FeedRouting(PaneLayout):
                 cause_label = f"#{cause.seq} {self.source.name_for(cause.envelope.sender_id)}: " + preview(
                     cause.envelope, 50
                 )
+        from tui.widgets.envelope_detail import EnvelopeDetail  # on the first one: the first frame has none
+
         participants = [a for a, _ in self.source.participants(envelope.channel_id)]
         self.push_screen(
             EnvelopeDetail(
@@ -278,8 +282,8 @@ class FeedRouting(PaneLayout):
             )
         )
 
-    @on(EnvelopeDetail.OpenRequested)
-    def _open_cause(self, event: EnvelopeDetail.OpenRequested) -> None:
+    def on_envelope_detail_open_requested(self, event: EnvelopeDetail.OpenRequested) -> None:
+        """The detail's causation link (a handler by name: ``EnvelopeDetail`` is imported on first use)."""
         row = self.tail.find_envelope(event.envelope_id)
         if row is not None:
             self.open_envelope(row.envelope, row.seq, row.channel)

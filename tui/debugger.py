@@ -9,7 +9,8 @@ and its handlers for the tail's cursor. Everything here runs ``ag2net.debug`` on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+import sys
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard
 
 from textual import on, work
 from textual.app import App
@@ -19,14 +20,21 @@ from tui.commands import DomainCommand
 from tui.source import HubSource
 from tui.text_fields import is_text_field
 from tui.widgets.channel_list import ChannelList
-from tui.widgets.envelope_detail import EnvelopeDetail
 from tui.widgets.envelope_tail import EnvelopeTail
 from tui.widgets.scrub_panel import ScrubPanel
 
 if TYPE_CHECKING:
     from tui.screens.causation_tree import Jump
+    from tui.widgets.envelope_detail import EnvelopeDetail
 
 # The matrix's and the tree's screens are imported when they open (the first frame needs neither).
+
+
+def shows_detail(screen: object) -> TypeGuard[EnvelopeDetail]:
+    """``screen`` is an envelope's detail. Its module is looked up only once something imported it (it
+    brings Textual's editor, which the first frame has none of): before that, no screen can be one."""
+    detail = sys.modules.get("tui.widgets.envelope_detail")
+    return detail is not None and isinstance(screen, detail.EnvelopeDetail)
 
 
 class DebuggerHost(Protocol):
@@ -131,7 +139,7 @@ class DebuggerActions(App[None]):
 
     def check_debug_action(self, action: str) -> bool | None:
         if action == "causation_tree":
-            if isinstance(self.screen, EnvelopeDetail):
+            if shows_detail(self.screen):
                 return True
             return self._on_main_screen() and not self._typing()
         if not self._on_main_screen() or self._typing():
@@ -179,7 +187,7 @@ class DebuggerActions(App[None]):
 
         app = self._wb
         screen = self.screen
-        if isinstance(screen, EnvelopeDetail):
+        if shows_detail(screen):
             envelope = screen.envelope
         else:
             row = app.tail.cursor_row
@@ -207,7 +215,7 @@ class DebuggerActions(App[None]):
         if jump is None:
             return
         app = self._wb
-        while len(self.screen_stack) > 1 and isinstance(self.screen, EnvelopeDetail):
+        while len(self.screen_stack) > 1 and shows_detail(self.screen):
             self.pop_screen()
         app.channel_list.select(jump.channel_id)
         app.select_channel(jump.channel_id)
