@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ag2net import ConnectionLostError, HubClient, HumanClient
+from ag2net import HubClient, HumanClient
 from ag2net.errors import NetworkError
 from tui.collector import IdleCollector
 from tui.settings import Settings, SettingsError, check_keymap
@@ -79,6 +79,8 @@ def demo_starter(
 
 async def dial(url: str, *, token: str | None, operator_token: str | None) -> HubClient:
     """A ``HubClient`` connected to the hub at ``url``; a hub that cannot be reached is a ``LaunchError``."""
+    from ag2net.transport.ws import ConnectionLostError  # the WebSocket client: only to dial a hub
+
     hub_client = HubClient.connect(url, token=token, operator_token=operator_token)
     try:
         await hub_client.open()  # connect() builds the client; open() dials the hub

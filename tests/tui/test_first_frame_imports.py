@@ -2,6 +2,7 @@
 
 The envelope detail (and with it Textual's editor, ``TextArea``, and tree-sitter) loads when the first
 detail opens; the screens when one opens (or a ``[keys]`` remapping is checked), the jump overlay aside.
+The command (``tui.cli``, ``tui.launch``) loads the WebSocket client only to dial a hub (``--connect``).
 """
 
 from __future__ import annotations
@@ -34,3 +35,9 @@ def test_the_app_loads_no_editor_and_no_screen_but_the_jump_overlay() -> None:
 def test_the_probe_sees_them_once_the_keymap_is_checked() -> None:
     loaded = set(_loaded("import tui.app\ntui.app.WorkbenchApp.binding_ids()"))
     assert {"textual.widgets._text_area", "tui.widgets.envelope_detail", "tui.screens.composer"} <= loaded
+
+
+def test_the_command_loads_the_websocket_client_only_to_dial_a_hub() -> None:
+    loaded = _loaded("import tui.cli\nimport tui.app")
+    assert [m for m in loaded if m.split(".")[0] == "websockets" or m.startswith("ag2net.transport.ws")] == []
+    assert "websockets.asyncio.client" in _loaded("import tui.launch\nimport ag2net.transport.ws")
