@@ -24,8 +24,9 @@ Prints one JSON line per figure:
   With ``--million`` also on a 1,000,000-envelope database the bench builds once into a temp folder
   (``build_database`` says how long the build took and the size on disk). Each figure prints the
   one-minute load average over its runs, and the CPU seconds the process used by its first rows.
-- ``import_tui_app``: a fresh interpreter importing ``tui.app``, wall and CPU seconds (median of 5).
-Usage: python bench/tui.py [--n 100000] [--skip-db] [--million] [--only jump|command|keys]
+- ``import_tui_app``: a fresh interpreter importing ``tui.app``, wall and CPU seconds (median of 5; of
+  ``--runs`` with ``--only import``, which prints this figure alone).
+Usage: python bench/tui.py [--n 100000] [--skip-db] [--million] [--only jump|command|keys|import] [--runs 5]
 """
 
 from __future__ import annotations
@@ -375,18 +376,24 @@ def import_seconds(runs: int = 5) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def command_figures(db: Path | None, envelopes: int = 100_000, million: Path | None = None) -> None:
-    ag2net = str(Path(sys.executable).with_name("ag2net"))
+def import_figure(runs: int = 5) -> None:
+    """Emit ``import_tui_app``: the median of ``runs`` fresh interpreters importing ``tui.app``."""
     load = load_average()
-    wall, cpu = import_seconds()
+    wall, cpu = import_seconds(runs)
     emit(
         bench="import_tui_app",
         seconds=round(wall, 2),
         cpu_seconds=round(cpu, 2),
         budget_seconds=0.5,
         bytecode_cached=not sys.dont_write_bytecode,
+        runs=runs,
         load_avg_1min=f"{load}-{load_average()}",
     )
+
+
+def command_figures(db: Path | None, envelopes: int = 100_000, million: Path | None = None) -> None:
+    ag2net = str(Path(sys.executable).with_name("ag2net"))
+    import_figure()
     first_rows_figure("ag2net tui --memory --demo", [ag2net, "tui", "--memory", "--demo"])
     if db is not None:
         first_rows_figure(
@@ -524,7 +531,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--skip-db", action="store_true", help="skip the 100k database (slow to build)")
-    parser.add_argument("--only", choices=["jump", "command", "keys"], help="run one figure only")
+    parser.add_argument("--only", choices=["jump", "command", "keys", "import"], help="run one figure only")
+    parser.add_argument("--runs", type=int, default=5, help="interpreters for --only import (the median)")
     parser.add_argument(
         "--million",
         action="store_true",
@@ -537,6 +545,9 @@ async def main() -> None:
         return
     if args.only == "keys":
         await key_figure()
+        return
+    if args.only == "import":
+        import_figure(args.runs)
         return
     if args.only == "command":
         if args.skip_db and not args.million:
