@@ -49,6 +49,24 @@ def test_resolving_tui_loads_its_command_but_not_textual() -> None:
     assert not [m for m in loaded if m.split(".")[0] == "textual"], loaded
 
 
+def test_resolving_tui_loads_no_other_mounted_command() -> None:
+    """``ag2net tui`` imports ``tui.cli`` only: not ``tui.web``, ``ag2net.mcp``, ``ag2net.eval`` or the export
+    and bundle commands (each other mounted command loads only when named, or for a typo's suggestion)."""
+    probe = (
+        "import json, sys\n"
+        "from typer.testing import CliRunner\n"
+        "from ag2net.cli import app\n"
+        "CliRunner().invoke(app, ['tui', '--help'])\n"
+        "others = ('tui.web', 'ag2net.mcp', 'ag2net.eval', 'ag2net.cli.export', 'ag2net.cli.bundle')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(others))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
 def test_the_probe_sees_textual_when_the_app_is_imported() -> None:
     assert "textual" in _modules_after("import tui.app")
 

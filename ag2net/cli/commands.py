@@ -83,8 +83,10 @@ class Commands(TyperGroup):
         sys.exit(result if isinstance(result, int) else 0)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        if args and args[0] not in self.commands:
-            # a mounted command, or a typo: load the mounted ones so "Did you mean 'tui'?" still works
+        if args and args[0] in MOUNTED:  # a mounted command: load that one only (get_command)
+            self.get_command(ctx, args[0])
+        elif args and args[0] not in self.commands:
+            # a typo: load the mounted ones so "Did you mean 'tui'?" still works
             for name in MOUNTED:
                 self.get_command(ctx, name)
         return super().resolve_command(ctx, args)
