@@ -275,10 +275,12 @@ async def main(args: argparse.Namespace) -> None:
             pairs, made = await make_pairs(url, clients)
             await run_load(pairs, max(1, 200 // len(pairs)), 1)  # warm-up
             window = max(1, -(-args.inflight // len(pairs)))
-            if clients == 1 and args.client_gc == "latency":
+            if args.client_gc == "latency":
                 from ag2net.server.gc_tuning import tune_for_latency
 
-                tune_for_latency()  # the load generator, warmed up: its pauses are not the hub's
+                # the load generator, warmed up, before each client count (what the last count's clients
+                # still hold frozen too): its pauses are not the hub's
+                tune_for_latency()
             figures = await run_load(pairs, total // len(pairs), window, server.pid)
             emit(
                 figure="throughput",
