@@ -51,9 +51,8 @@ async def test_text_sqlite_cannot_bind_fails_only_its_own_append(sqlite_store):
     assert await store.append("c1", "e-next", env(99)) == 21
 
 
-async def test_a_database_fault_in_one_write_fails_only_that_write(sqlite_store):
-    """A real SQLite error raised mid-batch (a trigger calling a function that fails for one channel)."""
-    store = sqlite_store
+def _poison(store) -> None:
+    """A real SQLite error for every INSERT into channel ``poisoned``: a trigger calling a function that fails."""
 
     def guard(channel_id: str) -> int:
         if channel_id == "poisoned":
@@ -62,6 +61,13 @@ async def test_a_database_fault_in_one_write_fails_only_that_write(sqlite_store)
 
     store._conn.create_function("guard", 1, guard)
     store._conn.execute("CREATE TRIGGER fault BEFORE INSERT ON wal BEGIN SELECT guard(NEW.channel_id); END")
+
+
+async def test_a_database_fault_in_one_write_fails_only_that_write(sqlite_store):
+    """A real SQLite error raised mid-batch (a trigger calling a function that fails for one channel)."""
+    store = sqlite_store
+
+    _poison(store)
     calls = [store.append(f"c{i % 2}", f"e{i}", env(i)) for i in range(30)]
     calls.insert(11, store.append("poisoned", "p1", env(-1)))
     results = await asyncio.gather(*calls, return_exceptions=True)
@@ -76,13 +82,7 @@ async def test_a_lone_append_that_sqlite_refuses_fails_alone_and_the_next_takes_
     """One append at a time (each its own commit): a refused INSERT leaves no row and no gap."""
     store = sqlite_store
 
-    def guard(channel_id: str) -> int:
-        if channel_id == "poisoned":
-            raise RuntimeError("refused by the test's trigger")
-        return 0
-
-    store._conn.create_function("guard", 1, guard)
-    store._conn.execute("CREATE TRIGGER fault BEFORE INSERT ON wal BEGIN SELECT guard(NEW.channel_id); END")
+    _poison(store)
     assert await store.append("c1", "e1", env(1)) == 1
     with pytest.raises(StoreError, match="this write was not saved"):
         await store.append("poisoned", "p1", env(-1))
