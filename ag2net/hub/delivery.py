@@ -18,7 +18,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import PRIORITY_RANK, Envelope, is_protocol_event
 from ag2net.errors import NotFoundError
 from ag2net.hub.core import ChannelTable, DeliveryBook, candidates, recipients
-from ag2net.hub.dispatch import Background, Mailbox
+from ag2net.hub.dispatch import Background, Drains, Mailbox
 from ag2net.hub.records import AgentRecord
 from ag2net.hub.remote import REMOTE_AGENT_KIND, RemoteProxies
 
@@ -35,7 +35,16 @@ ReadWal = Callable[[str], Awaitable[list[Envelope]]]
 class Delivery(DeliveryBook):
     """From an admitted envelope to each recipient's connection."""
 
-    __slots__ = ("background", "channels", "cursor_flush", "identities", "read_wal", "remote", "services")
+    __slots__ = (
+        "background",
+        "channels",
+        "cursor_flush",
+        "drains",
+        "identities",
+        "read_wal",
+        "remote",
+        "services",
+    )
 
     def __init__(
         self,
@@ -54,6 +63,7 @@ class Delivery(DeliveryBook):
         self.read_wal = read_wal
         self.remote = RemoteProxies(identities, self)
         self.cursor_flush: asyncio.TimerHandle | None = None
+        self.drains = Drains()  # the mailboxes' shared drain callback
 
     def attach(self, endpoint: Any) -> None:
         self.endpoints[endpoint.endpoint_id] = endpoint
@@ -190,7 +200,7 @@ class Delivery(DeliveryBook):
                         self.check_pressure(rid, agents[rid], len(pending))
             mailbox = mailboxes.get(rid)
             if mailbox is None:
-                mailbox = mailboxes[rid] = Mailbox(rid, endpoint, self.dispatch_failed)
+                mailbox = mailboxes[rid] = Mailbox(rid, endpoint, self.dispatch_failed, self.drains)
             mailbox.put(env, rank)
 
     def check_pressure(self, rid: str, rec: AgentRecord, pending: int) -> None:

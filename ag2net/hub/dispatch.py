@@ -8,9 +8,12 @@ Each mailbox serves ``urgent`` before ``normal`` before ``background``, FIFO wit
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import types
+from asyncio.tasks import _enter_task, _leave_task  # what a task's step does around it
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from ag2net.envelope import PRIORITY_RANK, Envelope
@@ -24,26 +27,55 @@ _LEVELS = max(PRIORITY_RANK.values()) + 1
 class Mailbox:
     """Pending deliveries of one recipient.
 
-    One FIFO per priority level (``PRIORITY_RANK``: urgent, normal, background); the pump serves the most
-    urgent non-empty level first. An idle pump waits on one future that the next ``put`` resolves (an
-    ``asyncio.Event`` would make a future, a waiter list and a loop over it per delivery).
+    One FIFO per priority level (``PRIORITY_RANK``: urgent, normal, background); the drain serves the most
+    urgent non-empty level first.
+
+    Each mailbox has its own pump task. While the pump is parked (nothing queued), a ``put`` does not wake
+    it: it asks the hub's ``Drains`` to drain the mailbox in its next loop callback, one callback for every
+    mailbox a dispatch filled (a fan-out to 20 recipients is one callback, not 20 task wakes, each with its
+    future and handle). That drain runs with the pump as the current task and in the pump's own context, so a
+    handler sees what it would see in the pump (``asyncio.current_task()``, ``asyncio.timeout``, a task
+    group, context variables). A handler that finishes without suspending costs no wake at all; the first
+    time one suspends, the rest of the drain moves into the pump task itself (woken once), so a slow
+    handler holds up only its own recipient, and the callback goes on to the next mailbox.
     """
 
-    __slots__ = ("_levels", "_size", "_task", "_waiter", "endpoint", "on_failed", "recipient_id")
+    __slots__ = (
+        "_context",
+        "_drains",
+        "_levels",
+        "_loop",
+        "_resume",
+        "_scheduled",
+        "_size",
+        "_task",
+        "_waiter",
+        "endpoint",
+        "on_failed",
+        "recipient_id",
+    )
 
     def __init__(
         self,
         recipient_id: str,
         endpoint: Any,
         on_failed: Callable[[Envelope, str, BaseException], Awaitable[None]],
+        drains: Drains | None = None,
     ) -> None:
         self.recipient_id = recipient_id
         self.endpoint = endpoint
         self.on_failed = on_failed
         self._levels: tuple[deque[Envelope], ...] = tuple(deque() for _ in range(_LEVELS))
         self._size = 0
-        self._waiter: asyncio.Future[None] | None = None
+        self._drains = drains if drains is not None else Drains()
+        self._waiter: asyncio.Future[None] | None = None  # set while the pump is parked
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._context: contextvars.Context | None = None
+        self._scheduled = False  # in ``_drains`` for its next callback
+        # What the pump goes on with when a drain outside it suspended (the drain, what it yielded) or
+        # raised past its handler (None, the exception).
+        self._resume: tuple[Any, Any] | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -53,13 +85,14 @@ class Mailbox:
         many recipients reads it once)."""
         self._levels[_RANK.get(envelope.priority, 1) if rank is None else rank].append(envelope)
         self._size += 1
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():  # cancelled with its pump (a loop shutting down)
-                waiter.set_result(None)
+        if self._waiter is not None:  # the pump is parked: drain in the next callback
+            if not self._scheduled:
+                self._scheduled = True
+                self._drains.add(self)
         elif self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._pump())
+            loop = self._loop = asyncio.get_running_loop()
+            context = self._context = contextvars.copy_context()
+            self._task = loop.create_task(self._pump(), context=context)
 
     def _pop(self) -> Envelope | None:
         for level in self._levels:
@@ -68,19 +101,14 @@ class Mailbox:
                 return level.popleft()
         return None
 
-    async def _pump(self) -> None:
-        loop = asyncio.get_running_loop()
+    async def _drain(self) -> None:
+        """Deliver until nothing is queued: one envelope after the other, each delivery awaited."""
         levels = self._levels
         urgent, normal = levels[0], levels[1]
         recipient_id = self.recipient_id
-        while True:
-            if not self._size:
-                waiter = self._waiter = loop.create_future()
-                await waiter
-                continue
-            # Drain without waiting while anything is queued: one wake serves every envelope that queued up
-            # meanwhile. The common case first: nothing urgent, the next normal envelope (else the full
-            # order, re-read before each delivery so an urgent one that arrives mid-drain goes next).
+        while self._size:
+            # The common case first: nothing urgent, the next normal envelope (else the full order, re-read
+            # before each delivery so an urgent one that arrives mid-drain goes next).
             if normal and not urgent:
                 envelope = normal.popleft()
             else:
@@ -90,7 +118,7 @@ class Mailbox:
                         break
                 else:  # pragma: no cover - _size says something is queued
                     self._size = 0
-                    continue
+                    return
             self._size -= 1
             endpoint = self.endpoint
             if endpoint is None:
@@ -101,6 +129,58 @@ class Mailbox:
                 raise
             except Exception as exc:  # a broken endpoint must not stop other deliveries
                 await self.on_failed(envelope, recipient_id, exc)
+
+    def _drain_now(self) -> None:
+        """``Drains``' callback for this mailbox: drain as the parked pump would, without waking it."""
+        self._scheduled = False
+        waiter = self._waiter
+        task = self._task
+        context = self._context
+        loop = self._loop
+        if (
+            waiter is None
+            or waiter.done()
+            or task is None
+            or context is None
+            or loop is None
+            or not self._size
+        ):
+            return  # the pump runs (it drains), was stopped, or nothing is left
+        drain = self._drain()
+        try:
+            yielded = context.run(_step, loop, task, drain)
+        except StopIteration:
+            return  # everything delivered; the pump stays parked
+        except BaseException as exc:  # raised where the pump raises it
+            self._resume = (None, exc)
+        else:
+            self._resume = (drain, yielded)
+        self._waiter = None
+        waiter.set_result(None)
+
+    async def _pump(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            resume = self._resume
+            if resume is not None:
+                self._resume = None
+                drain, yielded = resume
+                if drain is None:
+                    raise yielded
+                await _finish(drain, yielded)
+            elif self._size:
+                await self._drain()
+            else:
+                waiter = self._waiter = loop.create_future()
+                try:
+                    await waiter
+                except asyncio.CancelledError as exc:
+                    # Cancelled after a drain outside moved here but before this task ran: the
+                    # cancellation is the suspended handler's, as if it had come while it waited.
+                    resume, self._resume = self._resume, None
+                    if resume is None or resume[0] is None:
+                        raise
+                    await _finish(resume[0], None, exc)
 
     def clear(self) -> None:
         for level in self._levels:
@@ -116,6 +196,64 @@ class Mailbox:
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
+        resume, self._resume = self._resume, None
+        if resume is not None and resume[0] is not None:
+            resume[0].close()  # a drain the pump never took over
+
+
+def _step(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], drain: Any) -> Any:
+    """One step of ``drain`` with ``task`` (its mailbox's parked pump) as the loop's current task."""
+    _enter_task(loop, task)
+    try:
+        return drain.send(None)
+    finally:
+        _leave_task(loop, task)
+
+
+@types.coroutine
+def _finish(drain: Any, yielded: Any, thrown: BaseException | None = None) -> Generator[Any, Any, None]:
+    """The rest of ``drain`` (which yielded ``yielded`` outside its pump), run by the pump: what a task's
+    step does, by hand: pass each yielded future up, and what comes back (a value or an exception) down."""
+    if thrown is not None:
+        try:
+            yielded = drain.throw(thrown)
+        except StopIteration:
+            return
+    while True:
+        try:
+            sent = yield yielded
+        except BaseException as exc:  # the drain's to handle
+            try:
+                yielded = drain.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = drain.send(sent)
+            except StopIteration:
+                return
+
+
+class Drains:
+    """Mailboxes to drain in the next loop callback (one callback for every mailbox queued meanwhile)."""
+
+    __slots__ = ("_due", "_handle")
+
+    def __init__(self) -> None:
+        self._due: list[Mailbox] = []
+        self._handle: asyncio.Handle | None = None
+
+    def add(self, mailbox: Mailbox) -> None:
+        self._due.append(mailbox)
+        if self._handle is None:
+            self._handle = asyncio.get_running_loop().call_soon(self._run)
+
+    def _run(self) -> None:
+        # Mailboxes queued while this runs (a handler's own post) go to the next callback.
+        due, self._due = self._due, []
+        self._handle = None
+        for mailbox in due:
+            mailbox._drain_now()
 
 
 class Background:
@@ -139,4 +277,4 @@ class Background:
             task.cancel()
 
 
-__all__ = ["Background", "Mailbox"]
+__all__ = ["Background", "Drains", "Mailbox"]
