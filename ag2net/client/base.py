@@ -42,7 +42,9 @@ class ChannelInbox(asyncio.Queue["Envelope | None"]):
             items.popleft()
         items.append(envelope)
         state._unfinished_tasks += 1
-        state._finished.clear()
+        finished = state._finished
+        if finished._value:  # what finished.clear() does, without its call when clear already
+            finished.clear()
         return dropped
 
 
@@ -208,13 +210,27 @@ class ParticipantClient:
         channel_id = envelope.channel_id
         if channel_id in self._discarded:
             return
-        queue = self._inboxes.get(channel_id)
+        inboxes = self._inboxes
+        queue = inboxes.get(channel_id)
         if queue is None:
             queue = self._inbox(channel_id)
         else:  # _inbox's hit path, inline (one call per delivery)
-            self._inboxes.move_to_end(channel_id)
-        if queue.push(envelope, self.inbox_limit):
+            inboxes.move_to_end(channel_id)
+        limit = self.inbox_limit
+        state: Any = queue  # ChannelInbox.push's path with nobody waiting, inline (one call per delivery)
+        if state._getters or limit <= 0 or state._maxsize > 0 or (_SHUTDOWN and state._is_shutdown):
+            if queue.push(envelope, limit):
+                self.inbox_dropped += 1
+            return
+        items = state._queue
+        if len(items) >= limit:
+            items.popleft()
             self.inbox_dropped += 1
+        items.append(envelope)
+        state._unfinished_tasks += 1
+        finished = state._finished
+        if finished._value:  # what finished.clear() does, without its call when clear already
+            finished.clear()
 
     async def wait_for_channel_event(
         self, *, channel_id: str, predicate: Callable[[Envelope], bool], timeout: float = 300.0

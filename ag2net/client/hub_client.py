@@ -11,7 +11,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -64,6 +64,10 @@ def _op_method(
     # a dataclass without a docstring of its own gets its signature as one: the op's line says more
     method.__doc__ = own if own and not own.startswith(f"{getattr(request, '__name__', '')}(") else spec.doc
     return method
+
+
+async def _nothing() -> None:
+    """A delivery to nobody on this connection (an identity it no longer holds)."""
 
 
 class HubClient:
@@ -236,26 +240,36 @@ class HubClient:
 
     # ------------------------------------------------------------------ deliveries
 
-    async def _on_notify(self, recipient_id: str, envelope: Envelope) -> None:
+    def _on_notify(self, recipient_id: str, envelope: Envelope) -> Awaitable[None]:
+        """A delivery: the recipient's own ``receive`` (its coroutine, awaited by the link: one coroutine
+        per delivery fewer than an ``async`` forward)."""
         client = self._clients.get(recipient_id)
         if client is None:
-            return
-        await client.receive(envelope)
+            return _nothing()
+        return client.receive(envelope)
 
     async def ack(self, envelope: Envelope, recipient_id: str, status: str = "ack", reason: str = "") -> None:
-        if not envelope.envelope_id or self._closed:
+        if self.ack_now(envelope, recipient_id, status, reason):
             return
-        # try/except rather than contextlib.suppress: this runs once per delivery
         try:
-            receipt_now = self._receipt_now
-            if receipt_now is not None:
-                receipt_now(envelope.envelope_id, status, recipient_id, envelope.channel_id, reason)
-            else:
-                await self.link.receipt(
-                    envelope.envelope_id, status, recipient_id, envelope.channel_id, reason
-                )
+            await self.link.receipt(envelope.envelope_id, status, recipient_id, envelope.channel_id, reason)
         except Exception:  # an ack is best effort: a closed or broken link only loses this one
             pass
+
+    def ack_now(self, envelope: Envelope, recipient_id: str, status: str = "ack", reason: str = "") -> bool:
+        """``ack`` without a coroutine when it needs none: True when the receipt is done (taken at once by
+        an in-process link, or nothing to send), False when it must go through ``await ack(...)``."""
+        if not envelope.envelope_id or self._closed:
+            return True
+        receipt_now = self._receipt_now
+        if receipt_now is None:
+            return False
+        # try/except rather than contextlib.suppress: this runs once per delivery
+        try:
+            receipt_now(envelope.envelope_id, status, recipient_id, envelope.channel_id, reason)
+        except Exception:  # an ack is best effort: a closed or broken link only loses this one
+            pass
+        return True
 
     def _remember(self, passport: Passport) -> None:
         if passport.agent_id:

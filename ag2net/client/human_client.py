@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EnvelopeCallback = Callable[[Envelope], Awaitable[None]]
+_RANK = PRIORITY_RANK
 
 
 class HumanClient(ParticipantClient):
@@ -51,12 +52,15 @@ class HumanClient(ParticipantClient):
         """``hub`` is accepted for ag2's signature; the connection is ``hub_client``'s."""
         super().__init__(passport=passport, resume=resume, rule=rule, hub_client=hub_client)
         self.auto_ack_invites = auto_ack_invites
-        self._callbacks: list[EnvelopeCallback] = []
+        self._callbacks: tuple[EnvelopeCallback, ...] = ()
+        # the in-process ack without a coroutine (``HubClient.ack_now``), when the hub client has it
+        self._ack_now: Callable[[Envelope, str], bool] | None = getattr(hub_client, "ack_now", None)
         # One FIFO per priority level, urgent first; items are (arrival number, envelope).
         self._levels: tuple[deque[tuple[int, Envelope]], ...] = tuple(deque() for _ in PRIORITY_RANK)
         self._buffered = 0
         self._arrivals = itertools.count()
         self._arrived = asyncio.Event()
+        self._signalled = False  # whether ``_arrived`` is set (only this class sets and clears it)
         self.dropped = 0
 
     async def receive(self, envelope: Envelope) -> None:
@@ -71,21 +75,32 @@ class HumanClient(ParticipantClient):
             with contextlib.suppress(NetworkError):
                 await self._post_ack(envelope)
         self._to_inbox(envelope)
-        self._buffer(envelope)
-        callbacks = self._callbacks
-        if callbacks:
-            for callback in callbacks.copy():  # a callback may add or remove callbacks
-                try:
-                    await callback(envelope)
-                except Exception:
-                    log.exception("HumanClient %s: envelope callback failed", self.name)
-        await self._hub_client.ack(envelope, agent_id)
+        # _buffer, inline (one call per delivery)
+        if self._buffered >= self.pull_buffer:
+            self._drop_oldest()
+        self._levels[_RANK.get(envelope.priority, 1)].append((next(self._arrivals), envelope))
+        self._buffered += 1
+        if not self._signalled:  # the event's own state, without a call per delivery
+            self._signalled = True
+            self._arrived.set()
+        # a tuple, replaced (not changed) when a callback is added or removed: a callback may add or remove
+        # callbacks while this loop runs, so the loop needs no copy
+        for callback in self._callbacks:
+            try:
+                await callback(envelope)
+            except Exception:
+                log.exception("HumanClient %s: envelope callback failed", self.name)
+        hub_client = self._hub_client
+        ack_now = self._ack_now
+        if ack_now is None or not ack_now(envelope, agent_id):
+            await hub_client.ack(envelope, agent_id)
 
     def _buffer(self, envelope: Envelope) -> None:
         if self._buffered >= self.pull_buffer:
             self._drop_oldest()
-        self._levels[PRIORITY_RANK.get(envelope.priority, 1)].append((next(self._arrivals), envelope))
+        self._levels[_RANK.get(envelope.priority, 1)].append((next(self._arrivals), envelope))
         self._buffered += 1
+        self._signalled = True
         self._arrived.set()
 
     def _drop_oldest(self) -> None:
@@ -115,6 +130,7 @@ class HumanClient(ParticipantClient):
                 return env
             if self._disconnected:
                 return None
+            self._signalled = False
             self._arrived.clear()
             await self._arrived.wait()
 
@@ -123,12 +139,14 @@ class HumanClient(ParticipantClient):
 
     def on_envelope(self, callback: EnvelopeCallback) -> EnvelopeCallback:
         """Add a callback run once per inbound envelope (in registration order; errors are logged)."""
-        self._callbacks.append(callback)
+        self._callbacks = (*self._callbacks, callback)
         return callback
 
     def remove_envelope_callback(self, callback: EnvelopeCallback) -> None:
+        callbacks = list(self._callbacks)
         with contextlib.suppress(ValueError):
-            self._callbacks.remove(callback)
+            callbacks.remove(callback)
+            self._callbacks = tuple(callbacks)
 
     async def next_envelope(
         self, *, predicate: Callable[[Envelope], bool] | None = None, timeout: float | None = None
@@ -176,6 +194,7 @@ class HumanClient(ParticipantClient):
         if self._disconnected:
             return
         super()._disconnect()
+        self._signalled = True
         self._arrived.set()  # pullers drain what is buffered, then end
 
 
