@@ -21,6 +21,7 @@ from ag2net.envelope import PRIORITY_RANK, Envelope
 log = logging.getLogger(__name__)
 
 _RANK = PRIORITY_RANK
+_COROUTINE = types.CoroutineType
 _LEVELS = max(PRIORITY_RANK.values()) + 1
 
 
@@ -73,9 +74,9 @@ class Mailbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._context: contextvars.Context | None = None
         self._scheduled = False  # in ``_drains`` for its next callback
-        # What the pump goes on with when a drain outside it suspended (the drain, what it yielded) or
-        # raised past its handler (None, the exception).
-        self._resume: tuple[Any, Any] | None = None
+        # The delivery the pump goes on with when a drain outside it suspended in it (its coroutine, what
+        # it yielded, its envelope) or it raised (None, the exception, its envelope): ``_drain_eager``.
+        self._resume: tuple[Any, Any, Envelope] | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -88,7 +89,10 @@ class Mailbox:
         if self._waiter is not None:  # the pump is parked: drain in the next callback
             if not self._scheduled:
                 self._scheduled = True
-                self._drains.add(self)
+                drains = self._drains  # drains.add(self), inline (once per recipient of a dispatch)
+                drains._due.append(self)
+                if drains._handle is None:
+                    drains._handle = asyncio.get_running_loop().call_soon(drains._run)
         elif self._task is None:
             loop = self._loop = asyncio.get_running_loop()
             context = self._context = contextvars.copy_context()
@@ -146,17 +150,68 @@ class Mailbox:
             or not self._size
         ):
             return  # the pump runs (it drains), was stopped, or nothing is left
-        drain = self._drain()
+        _enter_task(loop, task)  # what a task's step does around it
         try:
-            yielded = context.run(_step, loop, task, drain)
-        except StopIteration:
+            resume = context.run(self._drain_eager)
+        finally:
+            _leave_task(loop, task)
+        if resume is None:
             return  # everything delivered; the pump stays parked
-        except BaseException as exc:  # raised where the pump raises it
-            self._resume = (None, exc)
-        else:
-            self._resume = (drain, yielded)
+        self._resume = resume
         self._waiter = None
         waiter.set_result(None)
+
+    def _drain_eager(self) -> tuple[Any, Any, Envelope] | None:
+        """``_drain`` outside the pump, each delivery's coroutine driven by hand, until one suspends
+        (``(its coroutine, what it yielded, its envelope)``) or raises (``(None, the exception, its
+        envelope)``): the pump goes on with it. None when everything queued was delivered."""
+        levels = self._levels
+        urgent, normal = levels[0], levels[1]
+        recipient_id = self.recipient_id
+        while self._size:
+            if normal and not urgent:
+                envelope = normal.popleft()
+            else:
+                for level in levels:
+                    if level:
+                        envelope = level.popleft()
+                        break
+                else:  # pragma: no cover - _size says something is queued
+                    self._size = 0
+                    return None
+            self._size -= 1
+            endpoint = self.endpoint
+            if endpoint is None:
+                continue
+            try:
+                step: Any = endpoint.notify(recipient_id, envelope)
+                if type(step) is not _COROUTINE:  # another awaitable: its iterator
+                    step = step.__await__()
+                yielded = step.send(None)
+            except StopIteration:
+                continue
+            except BaseException as exc:  # the pump reports it (an Exception) or raises it
+                return (None, exc, envelope)
+            return (step, yielded, envelope)
+        return None
+
+    async def _resume_drain(
+        self, resume: tuple[Any, Any, Envelope], thrown: BaseException | None = None
+    ) -> None:
+        """The delivery a drain outside the pump left (suspended or failed), finished here as ``_drain``
+        would have: awaited, and a failure reported before the next delivery."""
+        step, value, envelope = resume
+        if step is None:
+            if not isinstance(value, Exception):  # CancelledError, KeyboardInterrupt...: as in _drain
+                raise value
+            await self.on_failed(envelope, self.recipient_id, value)
+            return
+        try:
+            await _finish(step, value, thrown)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken endpoint must not stop other deliveries
+            await self.on_failed(envelope, self.recipient_id, exc)
 
     async def _pump(self) -> None:
         loop = asyncio.get_running_loop()
@@ -164,10 +219,7 @@ class Mailbox:
             resume = self._resume
             if resume is not None:
                 self._resume = None
-                drain, yielded = resume
-                if drain is None:
-                    raise yielded
-                await _finish(drain, yielded)
+                await self._resume_drain(resume)
             elif self._size:
                 await self._drain()
             else:
@@ -180,7 +232,7 @@ class Mailbox:
                     resume, self._resume = self._resume, None
                     if resume is None or resume[0] is None:
                         raise
-                    await _finish(resume[0], None, exc)
+                    await self._resume_drain(resume, exc)
 
     def clear(self) -> None:
         for level in self._levels:
@@ -197,22 +249,13 @@ class Mailbox:
             except (asyncio.CancelledError, Exception):
                 pass
         resume, self._resume = self._resume, None
-        if resume is not None and resume[0] is not None:
-            resume[0].close()  # a drain the pump never took over
-
-
-def _step(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], drain: Any) -> Any:
-    """One step of ``drain`` with ``task`` (its mailbox's parked pump) as the loop's current task."""
-    _enter_task(loop, task)
-    try:
-        return drain.send(None)
-    finally:
-        _leave_task(loop, task)
+        if resume is not None and resume[0] is not None and hasattr(resume[0], "close"):
+            resume[0].close()  # a delivery the pump never took over
 
 
 @types.coroutine
 def _finish(drain: Any, yielded: Any, thrown: BaseException | None = None) -> Generator[Any, Any, None]:
-    """The rest of ``drain`` (which yielded ``yielded`` outside its pump), run by the pump: what a task's
+    """The rest of ``drain`` (a delivery's coroutine, which yielded ``yielded`` outside its pump), run by the pump: what a task's
     step does, by hand: pass each yielded future up, and what comes back (a value or an exception) down."""
     if thrown is not None:
         try:
