@@ -92,8 +92,10 @@ class HubClient:
             )
         self.link: Link = link  # type: ignore[assignment]
         # An in-process link takes a receipt synchronously: one coroutine fewer per delivery's ack.
-        self._receipt_now: Callable[[str, str, str, str, str], None] | None = getattr(
-            link, "receipt_now", None
+        receipt_now = getattr(link, "receipt_now", None)
+        receipt_handler = getattr(link, "receipt_handler", None)  # the same, one call fewer
+        self._receipt_now: Callable[[str, str, str, str, str], None] | None = (
+            receipt_handler() if receipt_handler is not None else receipt_now
         )
         self._hub = hub if hub is not None else link_hub
         # The in-process link answers ag2's synchronous lookups (names, adapters) without a round trip.

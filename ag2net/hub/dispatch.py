@@ -134,33 +134,6 @@ class Mailbox:
             except Exception as exc:  # a broken endpoint must not stop other deliveries
                 await self.on_failed(envelope, recipient_id, exc)
 
-    def _drain_now(self) -> None:
-        """``Drains``' callback for this mailbox: drain as the parked pump would, without waking it."""
-        self._scheduled = False
-        waiter = self._waiter
-        task = self._task
-        context = self._context
-        loop = self._loop
-        if (
-            waiter is None
-            or waiter.done()
-            or task is None
-            or context is None
-            or loop is None
-            or not self._size
-        ):
-            return  # the pump runs (it drains), was stopped, or nothing is left
-        _enter_task(loop, task)  # what a task's step does around it
-        try:
-            resume = context.run(self._drain_eager)
-        finally:
-            _leave_task(loop, task)
-        if resume is None:
-            return  # everything delivered; the pump stays parked
-        self._resume = resume
-        self._waiter = None
-        waiter.set_result(None)
-
     def _drain_eager(self) -> tuple[Any, Any, Envelope] | None:
         """``_drain`` outside the pump, each delivery's coroutine driven by hand, until one suspends
         (``(its coroutine, what it yielded, its envelope)``) or raises (``(None, the exception, its
@@ -292,11 +265,35 @@ class Drains:
             self._handle = asyncio.get_running_loop().call_soon(self._run)
 
     def _run(self) -> None:
+        """Drain each due mailbox as its parked pump would, without waking it: ``_drain_eager`` with the
+        pump as the current task (what a task's step does around it) and in the pump's context."""
         # Mailboxes queued while this runs (a handler's own post) go to the next callback.
         due, self._due = self._due, []
         self._handle = None
         for mailbox in due:
-            mailbox._drain_now()
+            mailbox._scheduled = False
+            waiter = mailbox._waiter
+            task = mailbox._task
+            context = mailbox._context
+            loop = mailbox._loop
+            if (
+                waiter is None
+                or waiter.done()
+                or task is None
+                or context is None
+                or loop is None
+                or not mailbox._size
+            ):
+                continue  # the pump runs (it drains), was stopped, or nothing is left
+            _enter_task(loop, task)
+            try:
+                resume = context.run(mailbox._drain_eager)
+            finally:
+                _leave_task(loop, task)
+            if resume is not None:  # a delivery suspended or failed: the pump goes on with it
+                mailbox._resume = resume
+                mailbox._waiter = None
+                waiter.set_result(None)
 
 
 class Background:

@@ -498,6 +498,13 @@ class Hub(BaseHubListener):
         argument packing cost as much as the receipt itself."""
         self.delivery.handle_receipt(endpoint, envelope_id, status, recipient_id, channel_id, reason)
 
+    def _receipt_handler(self) -> Callable[..., None]:
+        """What ``handle_receipt`` runs, for the in-process link's one receipt per delivery (``LocalLinkClient.
+        receipt_handler``): the delivery book's own, one call fewer, unless a subclass overrides it."""
+        if type(self).handle_receipt is Hub.handle_receipt:
+            return self.delivery.handle_receipt
+        return self.handle_receipt
+
     replay = forward("delivery", Delivery.replay)
     inbox_cursor = forward("delivery", Delivery.cursor)
     pending_inbox = forward("delivery", Delivery.pending)

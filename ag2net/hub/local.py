@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from ag2net.channel import ChannelMetadata
@@ -267,6 +268,15 @@ class LocalLinkClient:
             hub = self._need_hub()
             self.attach()
         hub.handle_receipt(self._endpoint, envelope_id, status, recipient_id, channel_id, reason)
+
+    def receipt_handler(self) -> Callable[[str, str, str, str, str], None]:
+        """What ``receipt_now`` calls, for a caller that takes one receipt per delivery: the hub's
+        ``handle_receipt`` for this connection's endpoint, once attached (``receipt_now`` itself before)."""
+        hub = self.hub
+        if hub is None or not self._attached:
+            return self.receipt_now
+        own = getattr(hub, "_receipt_handler", None)  # a Hub's: its delivery book's, one call fewer
+        return functools.partial(own() if own is not None else hub.handle_receipt, self._endpoint)
 
     def observe(self, since: int | None = None) -> AsyncIterator[ObservedEvent]:
         return self._need_hub().observe(since)
