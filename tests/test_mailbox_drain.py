@@ -228,3 +228,24 @@ async def test_a_hub_fan_out_reaches_everyone_in_order_while_one_recipient_stall
     assert all(got[n] == list(range(20)) for n in names)
     await until(lambda: all(hub.pending_inbox(h.agent_id) == 0 for h in humans))
     await hc.close()
+
+
+async def test_a_delivery_that_fails_at_once_is_reported_in_the_same_callback():
+    drains = Drains()
+    reported: list[str] = []
+
+    async def handler(rid: str, envelope: Envelope) -> None:
+        if envelope.event_data["n"] == "bad":
+            raise ConnectionError("down")
+
+    async def on_failed(envelope: Envelope, recipient_id: str, exc: BaseException) -> None:
+        reported.append(f"{envelope.event_data['n']}:{type(exc).__name__}")
+
+    mailbox = Mailbox("r", Endpoint(handler), on_failed, drains)
+    mailbox.put(env("first"))
+    await parked(mailbox)
+    mailbox.put(env("bad"))
+    await asyncio.sleep(0)  # one loop iteration: the drain callback's, no pump wake besides
+    assert reported == ["bad:ConnectionError"]
+    assert mailbox._waiter is not None  # the pump stayed parked
+    await mailbox.stop()

@@ -74,9 +74,8 @@ class Mailbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._context: contextvars.Context | None = None
         self._scheduled = False  # in ``_drains`` for its next callback
-        # The delivery the pump goes on with when a drain outside it suspended in it (its coroutine, what
-        # it yielded, its envelope) or it raised (None, the exception, its envelope): ``_drain_eager``.
-        self._resume: tuple[Any, Any, Envelope] | None = None
+        # What the pump goes on with when a drain outside it suspended or raised: ``_drain_eager``.
+        self._resume: tuple[Any, Any, Envelope, bool] | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -134,10 +133,11 @@ class Mailbox:
             except Exception as exc:  # a broken endpoint must not stop other deliveries
                 await self.on_failed(envelope, recipient_id, exc)
 
-    def _drain_eager(self) -> tuple[Any, Any, Envelope] | None:
-        """``_drain`` outside the pump, each delivery's coroutine driven by hand, until one suspends
-        (``(its coroutine, what it yielded, its envelope)``) or raises (``(None, the exception, its
-        envelope)``): the pump goes on with it. None when everything queued was delivered."""
+    def _drain_eager(self) -> tuple[Any, Any, Envelope, bool] | None:
+        """``_drain`` outside the pump, each delivery's coroutine (and a failed one's ``on_failed``) driven
+        by hand. None when everything queued was delivered; else what the pump goes on with, when one
+        suspends (``(its coroutine, what it yielded, its envelope, is_delivery)``) or raises past
+        ``_drain``'s handler (``(None, the exception, its envelope, is_delivery)``)."""
         levels = self._levels
         urgent, normal = levels[0], levels[1]
         recipient_id = self.recipient_id
@@ -163,21 +163,33 @@ class Mailbox:
                 yielded = step.send(None)
             except StopIteration:
                 continue
-            except BaseException as exc:  # the pump reports it (an Exception) or raises it
-                return (None, exc, envelope)
-            return (step, yielded, envelope)
+            except asyncio.CancelledError as exc:
+                return (None, exc, envelope, True)
+            except Exception as exc:  # a broken endpoint must not stop other deliveries: report it now
+                try:
+                    step = self.on_failed(envelope, recipient_id, exc)
+                    yielded = step.send(None)
+                except StopIteration:
+                    continue
+                except BaseException as failed:  # raised in the pump, as _drain raises it
+                    return (None, failed, envelope, False)
+                return (step, yielded, envelope, False)
+            except BaseException as exc:  # KeyboardInterrupt...: raised in the pump
+                return (None, exc, envelope, True)
+            return (step, yielded, envelope, True)
         return None
 
     async def _resume_drain(
-        self, resume: tuple[Any, Any, Envelope], thrown: BaseException | None = None
+        self, resume: tuple[Any, Any, Envelope, bool], thrown: BaseException | None = None
     ) -> None:
-        """The delivery a drain outside the pump left (suspended or failed), finished here as ``_drain``
-        would have: awaited, and a failure reported before the next delivery."""
-        step, value, envelope = resume
-        if step is None:
-            if not isinstance(value, Exception):  # CancelledError, KeyboardInterrupt...: as in _drain
-                raise value
-            await self.on_failed(envelope, self.recipient_id, value)
+        """What a drain outside the pump left (a delivery or its ``on_failed`` that suspended, or an
+        exception that ends the pump), finished here as ``_drain`` would have: a delivery's failure reported
+        before the next delivery."""
+        step, value, envelope, delivery = resume
+        if step is None:  # CancelledError, KeyboardInterrupt, an on_failed that raised: as _drain
+            raise value
+        if not delivery:  # the rest of on_failed
+            await _finish(step, value, thrown)
             return
         try:
             await _finish(step, value, thrown)
