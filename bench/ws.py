@@ -29,6 +29,7 @@ import asyncio
 import gc
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -38,6 +39,7 @@ from pathlib import Path
 from ag2net import EV_TEXT, Envelope, HubClient, Passport
 
 RUN = os.urandom(3).hex()
+PROBE: object = None  # bench/ws_probe when --probe (diagnosis: stamps on each stage of each envelope)
 
 
 def emit(**figures: object) -> None:
@@ -62,7 +64,7 @@ def percentile(values: list[float], q: float) -> float:
 PACED_P99_BUDGET_MS = 20.0
 
 
-async def serve(store: str, gc_mode: str) -> None:
+async def serve(store: str, gc_mode: str, probe: str | None = None) -> None:
     from ag2net.hub import Hub
     from ag2net.server import serve_ws
     from ag2net.store import MemoryStore, SqliteStore
@@ -74,12 +76,19 @@ async def serve(store: str, gc_mode: str) -> None:
         from ag2net.server.gc_tuning import tune_for_latency
 
         tune_for_latency()
+    if probe:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import ws_probe
+
+        ws_probe.install_server(probe)
     async with serve_ws(hub, "127.0.0.1", 0) as server:
         print(f"READY {server.port}", flush=True)
         await asyncio.Event().wait()
 
 
-async def start_server(store: str, gc_mode: str) -> tuple[asyncio.subprocess.Process, str]:
+async def start_server(
+    store: str, gc_mode: str, probe: str | None = None
+) -> tuple[asyncio.subprocess.Process, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -88,6 +97,7 @@ async def start_server(store: str, gc_mode: str) -> tuple[asyncio.subprocess.Pro
         store,
         "--server-gc",
         gc_mode,
+        *(["--probe", probe] if probe else []),
         stdout=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None
@@ -118,6 +128,8 @@ class Pair:
         if env.event_type != EV_TEXT or env.channel_id != self.channel_id:
             return
         now = time.perf_counter()
+        if PROBE is not None:
+            PROBE.stamp("callback", env.event_data["text"])  # type: ignore[attr-defined]
         self.latencies.append(now - float(env.event_data["text"]))
         self.last_at = now
         if len(self.latencies) >= self.expected:
@@ -131,6 +143,8 @@ class Pair:
     async def post(self, at: float | None = None) -> None:
         """Post one text stamped ``at`` (a scheduled time), or now."""
         stamp = time.perf_counter() if at is None else at
+        if PROBE is not None:
+            PROBE.stamp("post", repr(stamp))  # type: ignore[attr-defined]
         await self.sender_client.post_envelope(
             Envelope(self.channel_id, self.sender.agent_id, None, EV_TEXT, {"text": repr(stamp)})
         )
@@ -267,7 +281,14 @@ async def idle_memory(url: str, server_pid: int, count: int) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    server, url = await start_server(args.store, args.server_gc)
+    global PROBE
+    if args.probe:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import ws_probe
+
+        ws_probe.install_client()
+        PROBE = ws_probe
+    server, url = await start_server(args.store, args.server_gc, args.probe)
     try:
         total = 2_000 if args.quick else 20_000
         sequential = 200 if args.quick else 2_000
@@ -289,7 +310,23 @@ async def main(args: argparse.Namespace) -> None:
                 posts_in_flight=window * len(pairs),
                 **figures,
             )
+            if PROBE is not None:
+                os.kill(server.pid, signal.SIGUSR2)
+                PROBE.reset()  # type: ignore[attr-defined]
+                await asyncio.sleep(0.05)
+            t0 = time.perf_counter()
             paced = await run_paced(pairs, figures["envelopes_per_s"] / 2, args.paced_seconds, server.pid)
+            if PROBE is not None:
+                t1 = time.perf_counter()
+                hub_file = Path(args.probe) / "hub.json"
+                hub_file.unlink(missing_ok=True)
+                os.kill(server.pid, signal.SIGUSR1)
+                while not hub_file.exists():
+                    await asyncio.sleep(0.1)
+                await asyncio.sleep(0.3)
+                hub = json.loads(hub_file.read_text())
+                load = json.loads(json.dumps(PROBE.snapshot()))  # type: ignore[attr-defined]
+                emit(figure="probe", clients=clients, **PROBE.report(hub, load, t0, t1))  # type: ignore[attr-defined]
             emit(
                 figure="latency_at_half_peak",
                 clients=clients,
@@ -338,11 +375,14 @@ if __name__ == "__main__":
         action="store_false",
         help="skip the idle-connection memory figure",
     )
+    parser.add_argument(
+        "--probe", metavar="DIR", help="stamp each stage of each paced envelope (bench/ws_probe.py)"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.quick and parsed.paced_seconds == 10.0:
         parsed.paced_seconds = 3.0
     if parsed.serve:
-        asyncio.run(serve(parsed.store, parsed.server_gc))
+        asyncio.run(serve(parsed.store, parsed.server_gc, parsed.probe))
     else:
         asyncio.run(main(parsed))
