@@ -128,3 +128,60 @@ async def test_fragments_binary_frames_and_refused_messages_go_to_the_queue_in_o
     conn.process_event(Frame(Opcode.TEXT, b"refused"))  # offered, not taken: queued
     assert took == ["refused"] and conn.queued == 1
     assert await queued_messages(conn, 2) == ["first", b"\x00"]
+
+
+# ---------------------------------------------------------------------------------- the client link's side
+
+
+def notify_frame(n: int) -> dict:
+    from ag2net.envelope import EV_TEXT, Envelope
+    from ag2net.protocol.frames import NotifyFrame, encode_frame
+
+    env = Envelope("ch", "sender", None, EV_TEXT, {"text": str(n)}, envelope_id=f"e{n}")
+    return encode_frame(NotifyFrame(env, "r1"))
+
+
+async def test_the_client_link_takes_deliveries_in_order_and_its_reader_answers_a_ping_between_them():
+    """A hub that writes deliveries, a ping, a frame that is not JSON and more deliveries in one read: the
+    link hands every delivery over in order (taken as parsed or read by its reader), skips the bad frame,
+    and answers the ping with a pong (the reader's, which awaits its send)."""
+    from websockets.asyncio.server import serve
+
+    from ag2net.transport.ws import WsLinkClient
+    from ag2net.transport.ws_taking import TakingClientConnection
+
+    pongs: list[dict] = []
+    burst_sent = asyncio.Event()
+
+    async def hub(ws):
+        hello = json.loads(await ws.recv())  # the operator hello, asked in passing: refused
+        assert hello["kind"] == "hello"
+        await ws.send(json.dumps({"kind": "error", "code": "not_found", "message": "no operators"}))
+        for frame in [notify_frame(1), notify_frame(2), {"kind": "ping"}, "not json", notify_frame(3)]:
+            ws.protocol.send_text((frame if isinstance(frame, str) else json.dumps(frame)).encode())
+        ws.transport.write(b"".join(ws.protocol.data_to_send()))
+        burst_sent.set()
+        pongs.append(json.loads(await ws.recv()))
+        ws.protocol.send_text(json.dumps(notify_frame(4)).encode())
+        ws.transport.write(b"".join(ws.protocol.data_to_send()))
+        await ws.wait_closed()
+
+    got: list[str] = []
+    four = asyncio.Event()
+
+    async def on_notify(recipient_id, envelope):
+        got.append(envelope.event_data["text"])
+        if len(got) == 4:
+            four.set()
+
+    async with serve(hub, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        link = WsLinkClient(f"ws://127.0.0.1:{port}", operator=None, ping_deadline=None)
+        await link.open(on_notify)
+        try:
+            assert isinstance(link._ws, TakingClientConnection)
+            await asyncio.wait_for(four.wait(), 5)
+            assert got == ["1", "2", "3", "4"]
+            assert pongs == [{"kind": "pong"}]
+        finally:
+            await link.close()

@@ -12,51 +12,14 @@ therefore reach the endpoint in the order they arrived either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from websockets.asyncio.server import ServerConnection
-from websockets.frames import Frame, Opcode
+
+from ag2net.transport.ws_taking import Taking
 
 
-class TakingConnection(ServerConnection):
-    """A ``ServerConnection`` that offers complete text messages to ``taker`` while ``reader_waiting``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        #: Offered each complete text message while the reader waits; returns whether it took it.
-        self.taker: Callable[[str], bool] | None = None
-        #: Set by the endpoint's reader while it waits for the next message (nothing else to do).
-        self.reader_waiting = False
-        #: Complete messages given to websockets' queue and not read yet (a fragmented one counts at its
-        #: last frame; its first is never taken, having ``fin`` unset, nor its continuations).
-        self.queued = 0
-
-    def process_event(self, event: Any) -> None:
-        if isinstance(event, Frame):
-            opcode = event.opcode
-            if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
-                if (
-                    opcode is Opcode.TEXT
-                    and event.fin
-                    and self.reader_waiting
-                    and not self.queued
-                    and self.taker is not None
-                ):
-                    try:
-                        text = bytes(event.data).decode("utf-8")
-                    except UnicodeDecodeError:
-                        text = None  # websockets' queue refuses it as it always has (close 1007)
-                    if text is not None and self.taker(text):
-                        return
-                if event.fin:
-                    self.queued += 1
-        super().process_event(event)
-
-    def message_read(self) -> None:
-        """The reader read one message from websockets' queue."""
-        if self.queued:
-            self.queued -= 1
+class TakingConnection(Taking, ServerConnection):
+    """A ``ServerConnection`` that offers complete text messages to ``taker`` while ``reader_waiting``
+    (``ag2net.transport.ws_taking``, shared with the client link)."""
 
 
 __all__ = ["TakingConnection"]

@@ -78,6 +78,7 @@ from ag2net.transport.ws_dial import (
 )
 from ag2net.transport.ws_identities import IdentityBook
 from ag2net.transport.ws_requests import PendingRequests
+from ag2net.transport.ws_taking import TakingClientConnection
 from ag2net.transport.ws_write import write_now
 
 log = logging.getLogger(__name__)
@@ -370,13 +371,21 @@ class WsLinkClient:
         timeout = self.rpc_timeout
         if timeout is None or op in WAITS_ON_A_PERSON:
             return await future
-        done, _ = await asyncio.wait({future}, timeout=timeout)
-        if done:
-            return future.result()
-        if request_id in self._held_requests:
-            return await future  # held: it waits for an operator, however long that takes
-        future.cancel()
-        raise TimeoutError(f"op {op!r} got no answer from {self.url} within {timeout}s (rpc_timeout)")
+        # A timer on the future itself, not asyncio.wait (its waiter, callbacks and a second hop per answer)
+        timer = asyncio.get_running_loop().call_later(timeout, self._expire, request_id, op, future, timeout)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+
+    def _expire(self, request_id: str, op: str, future: asyncio.Future[Any], timeout: float) -> None:
+        """``rpc_timeout`` has passed without an answer: the request fails, unless the hub said it holds
+        the post at a breakpoint (then it waits for an operator, however long that takes)."""
+        if future.done() or request_id in self._held_requests:
+            return
+        future.set_exception(
+            TimeoutError(f"op {op!r} got no answer from {self.url} within {timeout}s (rpc_timeout)")
+        )
 
     async def receipt(
         self, envelope_id: str, status: str, recipient_id: str, channel_id: str, reason: str = ""
@@ -677,33 +686,30 @@ class WsLinkClient:
 
     async def _read(self, ws: ClientConnection) -> None:
         loop = asyncio.get_running_loop()
+        taking = ws if isinstance(ws, TakingClientConnection) else None
+        if taking is not None:
+            # Meanwhile a message is handled as it is parsed (``ws_taking``): no reader wake-up per frame.
+            taking.taker = lambda text: self._take(ws, text)
         try:
-            async for message in ws:
+            while True:
+                if taking is None:
+                    message = await ws.recv()
+                else:
+                    taking.reader_waiting = True
+                    try:
+                        message = await ws.recv()
+                    finally:
+                        taking.reader_waiting = False
+                    taking.message_read()
                 self._heard = loop.time()
-                try:
-                    data = json.loads(message)
-                except (ValueError, TypeError, RecursionError):
-                    log.warning("hub sent a message that is not JSON (or nests too deep); skipped")
-                    continue
-                if not isinstance(data, dict):
-                    continue
-                try:
-                    if self._raw is not None:
-                        frame = decode_frame(data)
-                        if isinstance(frame, WelcomeFrame):
-                            self.endpoint_id = frame.endpoint_id
-                        self._raw.put_nowait(frame)
-                    elif data.get("kind") == "observed":
-                        self._on_observed(data)
-                    elif data.get("kind") == HELD_KIND:
-                        self._held_requests.add(str(data.get("request_id")))
-                    else:
-                        await self._on_frame(decode_frame(data))
-                except ProtocolError as exc:
-                    log.warning("hub sent a malformed frame (%s); skipped", exc)
+                data = self._parse(message)
+                if data is not None and not self._handle(data):
+                    await self._pong()
         except ConnectionClosed:
             pass
         finally:
+            if taking is not None:
+                taking.taker = None
             if self._raw is not None:
                 self._raw.put_nowait(None)
             reason = ws.close_reason or ""
@@ -712,7 +718,59 @@ class WsLinkClient:
                 self._failure = AuthError(reason or "authentication failed")
                 self.pending.fail_all(self._failed())
 
-    async def _on_frame(self, frame: Any) -> None:
+    def _take(self, ws: ClientConnection, text: str) -> bool:
+        """A message on ``ws`` that arrived while its reader waited, nothing queued ahead of it: handled
+        now, unless it is the hub's ping (its pong is sent by the reader, which may wait on the socket)."""
+        try:
+            self._heard = asyncio.get_running_loop().time()
+            data = self._parse(text)
+            return data is None or self._handle(data)
+        except Exception:
+            # What would end the reader ends the connection (the link reconnects, as after any drop).
+            log.exception("handling a frame from the hub failed; dropping the connection")
+            ws.transport.abort()
+            return True
+
+    @staticmethod
+    def _parse(message: str | bytes) -> dict[str, Any] | None:
+        """A message's JSON object, or ``None`` (logged when it is not JSON: skipped)."""
+        try:
+            data = json.loads(message)
+        except (ValueError, TypeError, RecursionError):
+            log.warning("hub sent a message that is not JSON (or nests too deep); skipped")
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _handle(self, data: dict[str, Any]) -> bool:
+        """Handle one message from the hub at once; ``False`` for a ping frame, which awaits its pong."""
+        try:
+            if self._raw is not None:
+                frame = decode_frame(data)
+                if isinstance(frame, WelcomeFrame):
+                    self.endpoint_id = frame.endpoint_id
+                self._raw.put_nowait(frame)
+                return True
+            kind = data.get("kind")
+            if kind == "observed":
+                self._on_observed(data)
+            elif kind == HELD_KIND:
+                self._held_requests.add(str(data.get("request_id")))
+            else:
+                frame = decode_frame(data)
+                if isinstance(frame, PingFrame):
+                    return False
+                self._on_frame(frame)
+        except ProtocolError as exc:
+            log.warning("hub sent a malformed frame (%s); skipped", exc)
+        return True
+
+    async def _pong(self) -> None:
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send('{"kind": "pong"}')
+
+    def _on_frame(self, frame: Any) -> None:
         if isinstance(frame, NotifyFrame):
             self._on_envelope(frame.recipient_id, frame.envelope)
         elif isinstance(frame, ResponseFrame):
@@ -725,11 +783,6 @@ class WsLinkClient:
                 log.warning("hub: %s", frame.message)
             elif not self.pending.resolve_hello(None, error_from_code(frame.code, frame.message)):
                 log.warning("hub reported %s: %s", frame.code, frame.message)
-        elif isinstance(frame, PingFrame):
-            ws = self._ws
-            if ws is not None:
-                with contextlib.suppress(ConnectionClosed):
-                    await ws.send('{"kind": "pong"}')
 
     def _on_envelope(self, recipient_id: str, envelope: Envelope) -> None:
         if recipient_id:

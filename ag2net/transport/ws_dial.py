@@ -18,6 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from ag2net.errors import NetworkError, StandbyError
+from ag2net.transport.ws_taking import TakingClientConnection
 
 #: The handshake header by which a standby hub says what it is (``ag2net.server.leadership``).
 ROLE_HEADER = "X-Ag2net-Role"
@@ -55,6 +56,7 @@ class Dialer:
                 max_size=self.max_message_bytes,
                 max_queue=None,
                 compression=self.compression,
+                create_connection=TakingClientConnection,
             )
         except InvalidURI as exc:
             raise ValueError(
