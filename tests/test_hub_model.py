@@ -1001,6 +1001,7 @@ class HubModel(RuleBasedStateMachine):
                 else:
                     assert op.exc is None, f"crash worker: registering {op.text!r} failed: {op.exc}"
                     self.idents[op.text] = Ident(op.text, op.result, "agent")
+                    NAME_OF[op.result] = op.text  # the hub's refusals name it (as _register records)
             elif op.kind == "resume":
                 assert op.exc is None, f"crash worker: set_resume failed: {op.exc}"
                 self.by_id()[op.sender].summary = op.text
