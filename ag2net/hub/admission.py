@@ -25,7 +25,7 @@ from ag2net.envelope import (
 )
 from ag2net.errors import NetworkError
 from ag2net.hub.core import Admitted, HubCore, Refused, admit, apply, candidates, name_refusal
-from ag2net.hub.locks import ChannelLock
+from ag2net.hub.locks import GRANTED, ChannelLock
 
 if TYPE_CHECKING:
     from ag2net.hub.arbiter import Arbitration
@@ -118,7 +118,7 @@ class Admission:
             and self.append_group is not None
             and not lock.held_here
             and not is_protocol_event(env.event_type)
-            and (lock.busy or lock.waiting)  # a free lock, nobody queued: this post is a group of one
+            and (lock.busy or lock.waiting or lock.gathering)  # else: this post is a group of one
         ):
             return await self._admit_queued(lock, env)
         async with lock:
@@ -134,28 +134,37 @@ class Admission:
     # ------------------------------------------------------------ group admission
 
     async def _admit_queued(self, lock: ChannelLock, env: Envelope) -> str:
-        """Wait for the lock as a post; whoever holds it when this post is next in line may admit it
-        together with its own (``_admit_group``), else this post admits itself and the posts queued
-        right behind it."""
-        post = _Post(env, lock.arrivals + 1, asyncio.get_running_loop().create_future())
-        waiting = lock.waiting
-        waiting[post.ticket] = post  # entering the lock (below) numbers this entry post.ticket
+        """Wait in the lock's line as a post; whoever holds it when this post is next in line may admit it
+        together with its own (``_admit_group``) and answer it through its future, else this post gets the
+        lock and admits itself and the posts queued right behind it. A holder alone in line while posts
+        arrive together (``lock.gathering``: the last holder admitted a group) lets the loop run once
+        first, so the posts arriving with it queue behind it: one store group, not one of one and then
+        one of the rest (a pipelined sender's posts stay in step with the groups' answers)."""
+        loop = asyncio.get_running_loop()
+        post = _Post(env, loop.create_future())
+        if lock.busy:
+            outcome = await lock.wait_turn(post, post.done)
+            if outcome is not GRANTED:
+                return outcome  # admitted by the holder before us (a refusal raised from wait_turn)
+            post.done = loop.create_future()  # its line future said GRANTED
+        else:
+            lock.take()
         try:
-            async with lock:
-                waiting.pop(post.ticket, None)
-                if post.done.done():  # admitted (or refused) by the holder before us
-                    return post.done.result()
-                group = [post]
-                ticket = post.ticket + 1
-                while len(group) < MAX_GROUP and (follower := waiting.get(ticket)) is not None:
+            if lock.gathering and next(lock.queued_posts(), None) is None:
+                await asyncio.sleep(0)  # alone while posts arrive together: let the loop run them once
+            group = [post]
+            if self._groups_allowed():
+                for follower in lock.queued_posts():
                     group.append(follower)
-                    ticket += 1
-                if len(group) == 1 or not self._groups_allowed():
-                    return await self._admit_locked(env)
-                await self._admit_group(lock, group)
-                return post.done.result()
+                    if len(group) >= MAX_GROUP:
+                        break
+            lock.gathering = len(group) > 1
+            if len(group) == 1:
+                return await self._admit_locked(env)
+            await self._admit_group(group)
         finally:
-            waiting.pop(post.ticket, None)
+            lock.release()
+        return post.done.result()
 
     def _groups_allowed(self) -> bool:
         """Group admission keeps what each post observes only when nothing runs between two posts:
@@ -168,7 +177,7 @@ class Admission:
             and self.append_group is not None
         )
 
-    async def _admit_group(self, lock: ChannelLock, group: list[_Post]) -> None:
+    async def _admit_group(self, group: list[_Post]) -> None:
         """Admit queued posts of one channel together: each is admitted against the state the ones before
         it leave (the same ``admit``), all are appended in one all-or-nothing store group, then applied
         and dispatched in order. A post whose admission could depend on the deliveries of the ones
@@ -180,7 +189,6 @@ class Admission:
         md = self.channels.by_id[cid]
         state: Any = core.channels.states.get(cid)
         taken: list[tuple[_Post, Admitted, str]] = []
-        settled: list[_Post] = []
         extra: dict[str, int] = {}
         for post in group:
             env = post.envelope
@@ -193,7 +201,6 @@ class Admission:
                 admitted.fold()
             except Exception as exc:  # this post's refusal (or its adapter's error), as alone
                 _settle(post, exc)
-                settled.append(post)
                 continue
             state = admitted.new_state
             taken.append((post, admitted, text))
@@ -202,12 +209,8 @@ class Admission:
             result = admitted.result
             if result is not None and result.next_state is not None:
                 break
-        for post in settled:
-            lock.waiting.pop(post.ticket, None)
         if not taken:
             return
-        for post, _, _ in taken:
-            lock.waiting.pop(post.ticket, None)
         append_group = self.append_group
         assert append_group is not None
         try:
@@ -224,12 +227,17 @@ class Admission:
             env = admitted.envelope
             self.logs.remember(cid, env, text, apply(core, admitted))
         delivery = self.delivery
-        for post, admitted, _ in taken:
-            delivery.dispatch(md, admitted.envelope)
-            _settle(post, admitted.envelope.envelope_id)
-        result = taken[-1][1].result
-        if result is not None and result.next_state is not None:
-            await self.channels.transition(cid, result.next_state, result.auto_close_reason)
+        try:
+            for _, admitted, _ in taken:
+                delivery.dispatch(md, admitted.envelope)
+            result = taken[-1][1].result
+            if result is not None and result.next_state is not None:
+                await self.channels.transition(cid, result.next_state, result.auto_close_reason)
+        finally:
+            # durable, so answered whatever follows; once the group is done, as each would be by its own
+            # commit: the posters run after the holder's last step, in line order
+            for post, admitted, _ in taken:
+                _settle(post, admitted.envelope.envelope_id)
 
     def _inbox_may_fill(self, md: ChannelMetadata, env: Envelope, extra: dict[str, int]) -> bool:
         """Whether a recipient's inbox cap could refuse ``env`` once the group's earlier envelopes are
@@ -311,11 +319,11 @@ class _Answered(NetworkError):
 
 @dataclass(slots=True)
 class _Post:
-    """A post waiting for its channel's lock (``ticket``: its number in the lock's arrival order)."""
+    """A post waiting for its channel's lock: ``done`` is its future in the lock's line (``GRANTED``, or its
+    outcome when the holder admits it)."""
 
     envelope: Envelope
-    ticket: int
-    done: asyncio.Future[str]
+    done: asyncio.Future[Any]
 
 
 def _admitted(verdict: Admitted | Refused) -> Admitted:

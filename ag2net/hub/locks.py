@@ -6,29 +6,39 @@ channel's lock, so adapter state, ``wal_count`` and the WAL always agree. The lo
 the task holding it, because admitting one envelope may post another into the same channel (an ack
 that completes the handshake posts ``EV_CHANNEL_OPENED``; a fold that ends a conversation closes it).
 
-Each entry that waits is numbered in arrival order (``arrivals``); posts waiting their turn leave their
-number in ``waiting``, so the holder can admit the posts queued right behind it together, in order
-(group admission) — never past an entry of another kind, which keeps the FIFO order of the lock.
+Entries wait in one FIFO line, and a release hands the lock to the first of them still waiting. A post
+waits in that line as itself (``wait_turn``): the holder may take the posts queued right behind it
+(``queued_posts``) and settle them together (group admission) — never past an entry of another kind,
+which keeps the FIFO order of the lock. A post settled that way is answered through the same future it
+waits on, so it never enters the lock at all.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
+
+#: The outcome a waiting entry's future gets when the lock is handed to it.
+GRANTED: Any = type("Granted", (), {"__repr__": lambda self: "GRANTED", "__slots__": ()})()
 
 
 class ChannelLock:
     """A re-entrant ``asyncio`` lock: the task holding it may enter again; others wait in FIFO order."""
 
-    __slots__ = ("_depth", "_lock", "_owner", "arrivals", "waiting")
+    __slots__ = ("_depth", "_held", "_line", "_owner", "gathering")
 
     def __init__(self) -> None:
-        self._lock = asyncio.Lock()
-        self._owner: asyncio.Task[object] | None = None
+        self._owner: asyncio.Task[object] | None = None  # None while handed to a waiter not yet running
+        self._held = False
         self._depth = 0
-        self.arrivals = 0  # the number the next (non re-entrant) entry gets
-        self.waiting: dict[int, Any] = {}  # arrival number -> a post waiting for the lock
+        # (future, post) per waiting entry, in arrival order; post is None for an entry of another kind
+        self._line: deque[tuple[asyncio.Future[Any], Any]] = deque()
+        #: Set by admission while posts keep arriving together (its last holder admitted a group): a post
+        #: that finds the lock free then waits one turn of the loop for the posts arriving with it.
+        self.gathering = False
 
     @property
     def held_here(self) -> bool:
@@ -37,25 +47,74 @@ class ChannelLock:
 
     @property
     def busy(self) -> bool:
-        return self._owner is not None or self._lock.locked()
+        return self._held
+
+    @property
+    def waiting(self) -> bool:
+        """Whether any entry waits in line (a settled or cancelled one until the next release)."""
+        return bool(self._line)
+
+    def take(self) -> None:
+        """Hold the free lock (``busy`` is False) as the running task."""
+        self._held, self._owner, self._depth = True, asyncio.current_task(), 1
 
     async def __aenter__(self) -> None:
         task = asyncio.current_task()
         if task is not None and self._owner is task:
             self._depth += 1
             return
-        self.arrivals += 1
-        await self._lock.acquire()
-        self._owner = task
-        self._depth = 1
+        if not self._held:
+            self._held, self._owner, self._depth = True, task, 1
+            return
+        await self.wait_turn(None, asyncio.get_running_loop().create_future())
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.release()
+
+    async def wait_turn(self, post: Any, future: asyncio.Future[Any]) -> Any:
+        """Wait in line for the (busy) lock: ``GRANTED`` once the running task holds it (release it then),
+        else the outcome a holder settled ``future`` with (a post admitted together with the holder's)."""
+        self._line.append((future, post))
+        try:
+            outcome = await future
+        except BaseException:
+            if (
+                future.done()
+                and not future.cancelled()
+                and future.exception() is None
+                and future.result() is GRANTED
+            ):
+                self._hand_off()  # handed to this entry, which is cancelled before it ran
+            raise
+        if outcome is GRANTED:
+            self._owner, self._depth = asyncio.current_task(), 1
+        return outcome
+
+    def queued_posts(self) -> Iterator[Any]:
+        """The posts waiting right behind the holder, in order, up to the first entry of another kind."""
+        for future, post in self._line:
+            if future.done():
+                continue  # cancelled (or settled already): skipped by the next release
+            if post is None:
+                return
+            yield post
+
+    def release(self) -> None:
         self._depth -= 1
         if self._depth == 0:
             self._owner = None
-            self._lock.release()
+            self._hand_off()
+
+    def _hand_off(self) -> None:
+        line = self._line
+        while line:
+            future, _ = line.popleft()
+            if not future.done():
+                future.set_result(GRANTED)
+                return  # still held: the woken entry becomes the owner when it runs
+        self._held = False
 
 
 class ChannelLocks:
@@ -79,4 +138,4 @@ class ChannelLocks:
             del self._locks[channel_id]
 
 
-__all__ = ["ChannelLock", "ChannelLocks"]
+__all__ = ["GRANTED", "ChannelLock", "ChannelLocks"]
