@@ -642,7 +642,17 @@ class HubClient:
 
     channel_stats = _op_method(ops.ChannelStats)
     close_channel = _op_method(ops.CloseChannel)
-    post_envelope = _op_method(ops.PostEnvelope)
+
+    async def post_envelope(self, envelope: Envelope) -> str:
+        """Admit an envelope: durable when this returns its id (``ops.PostEnvelope``; ``request``'s steps
+        in this one frame, since every post takes them)."""
+        request = ops.PostEnvelope(envelope)
+        if self._closed:
+            raise RuntimeError("HubClient is closed")
+        if not self._open:
+            await self.open()
+        return await self.link.request(request)
+
     read_wal = _op_method(ops.ReadWal)
     read_wal_seq = _op_method(ops.ReadWalSeq)
     read_wal_until = _op_method(ops.ReadWalUntil)

@@ -75,7 +75,20 @@ class Admission:
                 match = gate.breakpoints.match(envelope)
                 if match is not None:
                     return await self._held(gate, envelope, match)
-            return await self._admit(envelope)
+            # ``_admit``, inline: its frame is one of the few every post runs through
+            lock = self._lock_of(envelope)
+            if lock is None:
+                lock = await self._lock_after_consult(envelope)
+            if (
+                self.arbitration.registered is None
+                and self.append_group is not None
+                and not lock.held_here
+                and not is_protocol_event(envelope.event_type)
+                and (lock.busy or lock.waiting or lock.gathering)  # else: this post is a group of one
+            ):
+                return await self._admit_queued(lock, envelope)
+            async with lock:
+                return await self._admit_locked(envelope)
         except _Answered as answered:  # a held post's answer: the sender's error, reported once
             raise answered.error from None
         except NetworkError as exc:
@@ -103,26 +116,22 @@ class Admission:
                 raise _Answered(exc) from exc
             raise
 
-    async def _admit(self, env: Envelope) -> str:
+    def _lock_of(self, env: Envelope) -> ChannelLock | None:
+        """The channel's lock; None when the channel does not exist (no lock is made for it)."""
         cid = env.channel_id
-        if cid not in self.channels.by_id:  # refused; no lock is made for a channel that does not exist
-            if self.arbitration.registered is not None:
-                await self.arbitration.consult(env)
-            _admitted(admit(self.core, env))
-            # the channel appeared while a registered arbiter was asked: admit it as any other post
+        if cid not in self.channels.by_id:
+            return None
         # Validation -> append -> fold -> dispatch run holding the channel's lock: adapter state,
         # wal_count and the WAL always agree, whatever else is posted concurrently.
-        lock = self.channels.locks(cid)
-        if (
-            self.arbitration.registered is None
-            and self.append_group is not None
-            and not lock.held_here
-            and not is_protocol_event(env.event_type)
-            and (lock.busy or lock.waiting or lock.gathering)  # else: this post is a group of one
-        ):
-            return await self._admit_queued(lock, env)
-        async with lock:
-            return await self._admit_locked(env)
+        return self.channels.locks(cid)
+
+    async def _lock_after_consult(self, env: Envelope) -> ChannelLock:
+        """A post to a channel that does not exist: refused, unless it appears while a registered
+        arbiter is asked (then admitted as any other post, under its lock)."""
+        if self.arbitration.registered is not None:
+            await self.arbitration.consult(env)
+        _admitted(admit(self.core, env))
+        return self.channels.locks(env.channel_id)
 
     async def _admit_locked(self, env: Envelope) -> str:
         """Holding the channel's lock: a registered arbiter's questions, the one pure admission (raising
@@ -192,7 +201,8 @@ class Admission:
         extra: dict[str, int] = {}
         for post in group:
             env = post.envelope
-            if taken and self._inbox_may_fill(md, env, extra):
+            others = _others(md, env)
+            if taken and self._inbox_may_fill(others, extra):
                 break
             try:
                 admitted = _admitted(admit(core, env, state))
@@ -204,7 +214,7 @@ class Admission:
                 continue
             state = admitted.new_state
             taken.append((post, admitted, text))
-            for rid in _others(md, env):
+            for rid in others:
                 extra[rid] = extra.get(rid, 0) + 1
             result = admitted.result
             if result is not None and result.next_state is not None:
@@ -239,11 +249,12 @@ class Admission:
             for post, admitted, _ in taken:
                 _settle(post, admitted.envelope.envelope_id)
 
-    def _inbox_may_fill(self, md: ChannelMetadata, env: Envelope, extra: dict[str, int]) -> bool:
-        """Whether a recipient's inbox cap could refuse ``env`` once the group's earlier envelopes are
-        delivered (then ``env`` waits for them, as it would one by one)."""
+    def _inbox_may_fill(self, others: list[str], extra: dict[str, int]) -> bool:
+        """Whether a recipient's inbox cap could refuse an envelope to ``others`` (its recipients but the
+        sender) once the group's earlier envelopes are delivered (then it waits for them, as it would one
+        by one)."""
         agents = self.core.identities.agents
-        for rid in _others(md, env):
+        for rid in others:
             n = extra.get(rid)
             rec = agents.get(rid)
             if n and rec is not None:
