@@ -24,7 +24,7 @@ from ag2net.envelope import (
     is_protocol_event,
 )
 from ag2net.errors import NetworkError
-from ag2net.hub.core import Admitted, HubCore, Refused, admit, apply, candidates, name_refusal
+from ag2net.hub.core import Admitted, HubCore, Refused, admit, apply, name_refusal
 from ag2net.hub.locks import GRANTED, ChannelLock
 
 if TYPE_CHECKING:
@@ -357,7 +357,10 @@ def _settle(post: _Post, outcome: str | BaseException) -> None:
 def _others(md: ChannelMetadata, env: Envelope) -> list[str]:
     """The ``candidates`` but the sender (an audience may list it)."""
     sender_id = env.sender_id
-    return [a for a in candidates(md, env) if a != sender_id]
+    audience = env.audience
+    if audience is None:
+        return [p.agent_id for p in md.participants if p.agent_id != sender_id]
+    return [a for a in audience if a != sender_id]
 
 
 __all__ = ["Admission"]

@@ -311,31 +311,42 @@ def admit_sender(core: HubCore, env: Envelope) -> AgentRecord:
     """Shape, a registered sender and (default rules) its outbound and depth rules; raises a refusal."""
     check_shape(env)
     agents = core.identities.agents
-    sender = required(agents, env.sender_id, f"sender not registered: {env.sender_id}")
+    sender = agents.get(env.sender_id)
+    if sender is None:  # the message is formatted only when it is raised (this runs once per post)
+        raise NotFoundError(f"sender not registered: {env.sender_id}")
     if core.default_rules:
+        rule = sender.rule
         audience = env.audience
-        if audience and sender.rule.access.outbound_to != ["*"]:
+        if audience and rule.access.outbound_to != ["*"]:
             names = [agents[a].passport.name for a in audience if a in agents and a != env.sender_id]
             if names:
-                rules.check_outbound(sender.passport.name, sender.rule.access.outbound_to, names)
-        rules.check_depth(sender.passport.name, env.depth, sender.rule.limits.delegation_depth)
+                rules.check_outbound(sender.passport.name, rule.access.outbound_to, names)
+        limit = rule.limits.delegation_depth
+        if limit > 0 and env.depth > limit:  # rules.check_depth, called only when it refuses
+            rules.check_depth(sender.passport.name, env.depth, limit)
     return sender
 
 
 def admit_channel(core: HubCore, env: Envelope) -> tuple[ChannelMetadata, bool]:
     """The channel's state and the sender's participation: ``(metadata, peer_cancel)``; raises a refusal."""
     cid = env.channel_id
-    md = required(core.channels.by_id, cid, f"channel not found: {cid}")
-    if md.state in TERMINAL:
-        reason = f" (reason: {md.close_reason})" if md.close_reason else ""
-        raise _advised(ProtocolError(f"channel '{cid}' is {md.state.value}"), f"{reason}; open a new one")
-    if not is_protocol_event(env.event_type) and md.state != ChannelState.ACTIVE:
-        raise _advised(
-            ProtocolError(f"channel '{cid}' not active (state={md.state.value})"),
-            "; wait for every invitee to ack",
-        )
-    if env.sender_id in md.participant_ids():
-        return md, False
+    md = core.channels.by_id.get(cid)
+    if md is None:
+        raise NotFoundError(f"channel not found: {cid}")
+    state = md.state
+    if state != ChannelState.ACTIVE:
+        if state in TERMINAL:
+            reason = f" (reason: {md.close_reason})" if md.close_reason else ""
+            raise _advised(ProtocolError(f"channel '{cid}' is {state.value}"), f"{reason}; open a new one")
+        if not is_protocol_event(env.event_type):
+            raise _advised(
+                ProtocolError(f"channel '{cid}' not active (state={state.value})"),
+                "; wait for every invitee to ack",
+            )
+    sender_id = env.sender_id
+    for p in md.participants:  # ``sender_id in md.participant_ids()``, without the list
+        if p.agent_id == sender_id:
+            return md, False
     if not is_peer_cancel(core, md, env):
         raise ProtocolError(f"channel '{cid}' only accepts sends from participants, got '{env.sender_id}'")
     return md, True
@@ -361,7 +372,8 @@ def admit_send(
                 f"audience must list only participants of the channel; {a!r} is not one of channel '{cid}'"
             )
     table = core.channels
-    adapter = table.adapter_of(md)
+    manifest = md.manifest
+    adapter = table.adapters.get((manifest.type, manifest.version))  # ``table.adapter_of(md)``
     if adapter is None:
         raise ProtocolError(
             f"channel '{cid}' has no registered adapter (manifest {md.manifest.type!r}@v{md.manifest.version})"
@@ -371,7 +383,8 @@ def admit_send(
         agents = core.identities.agents
         unacked = core.delivery.unacked
         sender_id = env.sender_id
-        for rid in candidates(md, env):
+        audience = env.audience
+        for rid in audience if audience is not None else [p.agent_id for p in md.participants]:
             if rid == sender_id:
                 continue
             rec = agents.get(rid)

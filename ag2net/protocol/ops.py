@@ -511,6 +511,12 @@ class CloseChannel(Request[ChannelMetadata]):
 class PostEnvelope(Request[str]):
     envelope: Envelope = param(codec=ENVELOPE)
 
+    def __post_init__(self) -> None:
+        # An Envelope passes its param's settle (``ENVELOPE.decode``) unchanged and ``check``: the
+        # generic steps run for anything else (a dict to decode, a wrong type to refuse). Once per post.
+        if type(self.envelope) is not Envelope:
+            Request.__post_init__(self)
+
     def check(self) -> None:
         if not isinstance(self.envelope, Envelope):
             raise ProtocolError(ENVELOPE.message)
