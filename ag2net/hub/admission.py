@@ -198,11 +198,12 @@ class Admission:
         md = self.channels.by_id[cid]
         state: Any = core.channels.states.get(cid)
         taken: list[tuple[_Post, Admitted, str]] = []
-        extra: dict[str, int] = {}
+        extra: dict[str, int] = {}  # recipient with an inbox cap -> the group's envelopes to it so far
+        caps: dict[str, int] = {}  # recipient -> its inbox cap (0: none), read once per group
         for post in group:
             env = post.envelope
             others = _others(md, env)
-            if taken and self._inbox_may_fill(others, extra):
+            if self._inbox_may_fill(others, extra, caps):  # never for the first: nothing before it
                 break
             try:
                 admitted = _admitted(admit(core, env, state))
@@ -215,7 +216,8 @@ class Admission:
             state = admitted.new_state
             taken.append((post, admitted, text))
             for rid in others:
-                extra[rid] = extra.get(rid, 0) + 1
+                if caps[rid] > 0:
+                    extra[rid] = extra.get(rid, 0) + 1
             result = admitted.result
             if result is not None and result.next_state is not None:
                 break
@@ -249,17 +251,19 @@ class Admission:
             for post, admitted, _ in taken:
                 _settle(post, admitted.envelope.envelope_id)
 
-    def _inbox_may_fill(self, others: list[str], extra: dict[str, int]) -> bool:
+    def _inbox_may_fill(self, others: list[str], extra: dict[str, int], caps: dict[str, int]) -> bool:
         """Whether a recipient's inbox cap could refuse an envelope to ``others`` (its recipients but the
         sender) once the group's earlier envelopes are delivered (then it waits for them, as it would one
-        by one)."""
+        by one). Fills ``caps`` with the cap of each recipient it meets (0 for none, or unregistered)."""
         agents = self.core.identities.agents
         for rid in others:
-            n = extra.get(rid)
-            rec = agents.get(rid)
-            if n and rec is not None:
-                cap = rec.rule.limits.inbox.max_pending
-                if cap > 0 and self.delivery.pending(rid) + n >= cap:
+            cap = caps.get(rid)
+            if cap is None:
+                rec = agents.get(rid)
+                cap = caps[rid] = rec.rule.limits.inbox.max_pending if rec is not None else 0
+            if cap > 0:
+                n = extra.get(rid)
+                if n and self.delivery.pending(rid) + n >= cap:
                     return True
         return False
 
