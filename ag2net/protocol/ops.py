@@ -511,9 +511,7 @@ class CloseChannel(Request[ChannelMetadata]):
 class PostEnvelope(Request[str]):
     envelope: Envelope = param(codec=ENVELOPE)
 
-    def __post_init__(self) -> None:
-        # An Envelope passes its param's settle (``ENVELOPE.decode``) unchanged and ``check``: the
-        # generic steps run for anything else (a dict to decode, a wrong type to refuse). Once per post.
+    def __post_init__(self) -> None:  # an Envelope passes settle and check unchanged: once per post
         if type(self.envelope) is not Envelope:
             Request.__post_init__(self)
 
