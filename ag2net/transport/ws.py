@@ -76,6 +76,7 @@ from ag2net.transport.ws_dial import (
     Dialer,
     race,
 )
+from ag2net.transport.ws_endpoint import WsLinkEndpoint
 from ag2net.transport.ws_identities import IdentityBook
 from ag2net.transport.ws_requests import PendingRequests
 from ag2net.transport.ws_taking import TakingClientConnection
@@ -870,42 +871,6 @@ class WsLink(WsLinkClient):
     def client(self) -> WsLinkClient:
         """A new, unopened connection to ``url`` with this link's settings."""
         return WsLinkClient(self.urls, **self._settings)
-
-
-class WsLinkEndpoint:
-    """The hub's side of one WebSocket connection, frame by frame (ag2's ``WsLinkEndpoint(endpoint_id, ws)``):
-    ``send_frame`` writes a frame as JSON text, ``frames()`` reads decoded frames (a message that is not
-    one is logged and skipped) until the connection closes, ``close()`` closes it. ``agent_id`` is the
-    agent last bound to it. ``serve_ws`` runs its own endpoint class, which answers frames for the hub."""
-
-    def __init__(self, endpoint_id: str, ws: Any) -> None:
-        self.endpoint_id = endpoint_id
-        self.ws = ws
-        self.agent_id: str | None = None
-
-    async def send_frame(self, frame: Any) -> None:
-        await self.ws.send(json.dumps(encode_frame(frame)))
-
-    def frames(self) -> AsyncIterator[Any]:
-        return self._frames()
-
-    async def _frames(self) -> AsyncIterator[Any]:
-        try:
-            async for message in self.ws:
-                try:
-                    frame = decode_frame(json.loads(message))
-                except (ValueError, TypeError, RecursionError) as exc:  # FrameDecodeError is both
-                    log.warning(
-                        "endpoint %s: skipped a message that is not a frame (%s)", self.endpoint_id, exc
-                    )
-                    continue
-                yield frame
-        except ConnectionClosed:
-            return
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.ws.close()
 
 
 __all__ = [
