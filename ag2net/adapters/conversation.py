@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,12 +75,7 @@ class ConversationAdapter(BaseAdapter):
     def fold(self, envelope: Envelope, state: ConversationState) -> ConversationState:
         if envelope.event_type != EV_TEXT:
             return state
-        return dataclasses.replace(
-            state,
-            turn_count=state.turn_count + 1,
-            last_speaker_id=envelope.sender_id,
-            last_envelope_id=envelope.envelope_id,
-        )
+        return ConversationState(state.turn_count + 1, envelope.sender_id, envelope.envelope_id)
 
     def on_accepted(
         self, metadata: ChannelMetadata, envelope: Envelope, state: ConversationState

@@ -88,6 +88,8 @@ class Admission:
             ):
                 return await self._admit_queued(lock, envelope)
             async with lock:
+                if self.arbitration.registered is None:  # ``_admit_locked``, inline
+                    return await self._commit(_admitted(admit(self.core, envelope)))
                 return await self._admit_locked(envelope)
         except _Answered as answered:  # a held post's answer: the sender's error, reported once
             raise answered.error from None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -630,11 +630,12 @@ class Hub(BaseHubListener):
 
     # ------------------------------------------------------------------ ops (transport seam)
 
-    async def handle_op(self, endpoint: Any, op: str, params: dict[str, Any]) -> Any:
+    def handle_op(self, endpoint: Any, op: str, params: dict[str, Any]) -> Coroutine[Any, Any, Any]:
+        """Run op ``op`` for ``endpoint`` (awaited: ``run_op``'s coroutine itself, no frame of its own
+        around it, since every op of every connection comes this way)."""
         if self._closed:
-            raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
-
-        return await run_op(self, endpoint, op, params)
+            return _closed_hub()
+        return run_op(self, endpoint, op, params)
 
     def local_link(self) -> LocalLink:
         """An in-process link to this hub: ``HubClient(hub.local_link())`` (what ``HubClient.local`` does)."""
@@ -693,6 +694,10 @@ class Hub(BaseHubListener):
         """Wait for a person to approve, deny or edit a tool call (``why``: ``reason``, ``call_id``)."""
         detail = {"tool": tool, "arguments": arguments, "reason": "", "call_id": "", **why}
         return await self.stepping.wait_for(APPROVAL, agent_id, channel_id, detail)
+
+
+async def _closed_hub() -> Any:
+    raise NetworkError("the hub is closed; reopen it with Hub.open(...)")
 
 
 __all__ = ["SNAPSHOT_KEY", "AgentRecord", "Hub", "PendingTurn"]

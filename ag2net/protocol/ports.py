@@ -118,7 +118,9 @@ class HubPort(Protocol):
     stream and endpoint bookkeeping. ``ag2net.hub.Hub`` is one. ``params``: the op's JSON params, or its
     typed request (``ag2net.protocol.ops.Request``)."""
 
-    async def handle_op(self, endpoint: Any, op: str, params: Any) -> Any: ...
+    def handle_op(self, endpoint: Any, op: str, params: Any) -> Awaitable[Any]:
+        """Run one op for ``endpoint``; awaited for its result (the hub's op coroutine itself)."""
+        ...
 
     def handle_receipt(
         self,
