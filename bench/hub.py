@@ -4,7 +4,9 @@ Prints one JSON line per figure. Workload (kept fixed so it can be rerun beside 
 - ``e2e``: one human posts 20,000 EV_TEXT envelopes into a conversation, awaiting each post; the other
   participant (a human) consumes every delivery; envelopes/s until the last delivery, and the time
   per envelope of the first and the last tenth of the run.
-- ``e2e_pipelined``: the same with 64 posts in flight.
+- ``e2e_pipelined``: the same with 64 posts in flight: 64 posters, each posting its next as soon as its last
+  returns (until 2026-12-03 evening: 20,000 tasks behind an ``asyncio.Semaphore(64)``, which cost the loop
+  ~9 µs per envelope of its own, a fifth of ag2net's figure; ``bench/ag2_side_by_side.py`` changed with it).
   Each e2e line also gives the store writer's transactions (``envelopes_per_transaction``), its share of the
   wall time (``writer_busy_share``, fsync included) and the loop's (``loop_busy_share``); with the writer
   thread (fsync) ``overlap_ceiling_envelopes_per_s`` = envelopes / max(writer, loop): what overlapping
@@ -147,13 +149,15 @@ async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
             if i % (n // 10) == 0:
                 marks.append(time.perf_counter())
     else:
-        sem = asyncio.Semaphore(inflight)
+        numbers = iter(range(n))
 
-        async def one(i: int) -> None:
-            async with sem:
+        async def poster() -> (
+            None
+        ):  # one of ``inflight`` posters, each posting as soon as its last post returns
+            for i in numbers:
                 await alice.send(ch.channel_id, f"message number {i} with a little padding to be realistic")
 
-        await asyncio.gather(*(one(i) for i in range(n)))
+        await asyncio.gather(*(poster() for _ in range(inflight)))
     await asyncio.wait_for(done.wait(), 120)
     elapsed = time.perf_counter() - t0
     marks.append(time.perf_counter())
