@@ -18,7 +18,13 @@ from ag2net.agent.tool import AGENT_CLIENT_DEP, CHANNEL_DEP, CHANNEL_STATE_DEP, 
 from ag2net.breakpoints import ACTIONS, TURN, Decision
 from ag2net.channel import ChannelMetadata, ChannelState
 from ag2net.client.channel import Channel
-from ag2net.client.turns import TurnRecord, recorded_view_spec, turn_rounds, turn_usage
+from ag2net.client.turns import (
+    TurnRecord,
+    learn_participant_names,
+    recorded_view_spec,
+    turn_rounds,
+    turn_usage,
+)
 from ag2net.envelope import (
     EV_CHANNEL_INVITE,
     EV_PACKET,
@@ -195,6 +201,7 @@ async def _project_turn(
     """The turn's history (the WAL before ``envelope`` through the view) and its current input."""
     hub_client = client.hub_client
     history = await read_wal_until(client, envelope)
+    await learn_participant_names(hub_client, md)
     projection = await view.project(
         history,
         participant_id=client.agent_id,

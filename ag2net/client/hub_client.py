@@ -11,7 +11,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -108,6 +108,7 @@ class HubClient:
         self.timer: Callable[[], float] = time.perf_counter
         self._clients: dict[str, Any] = {}
         self._names: dict[str, str] = {}
+        self._nameless: set[str] = set()  # ids the hub had no name for (``learn_names`` asks once)
         self._ids_by_name: dict[str, str] = {}
         self._adapters: dict[tuple[str, int], Any] | None = None
         self._channel_meta: dict[str, ChannelMetadata] = {}  # newest metadata seen, bounded (remote links)
@@ -532,6 +533,20 @@ class HubClient:
                 self._names[agent_id] = name
                 self._ids_by_name[name] = agent_id
         return names
+
+    async def learn_names(self, agent_ids: Iterable[str]) -> None:
+        """Cache the names of ``agent_ids`` this client does not know yet, so ``name_for`` (which cannot ask)
+        names them: over a socket, one ``names_for`` for the unknown ones; in-process the hub is read
+        directly and nothing is asked. A turn's projection calls this for the channel's participants: a
+        remote agent invited into a discussion has seen none of its humans' passports."""
+        if not self.remote:
+            return
+        names, nameless = self._names, self._nameless
+        unknown = [a for a in dict.fromkeys(agent_ids) if a not in names and a not in nameless]
+        if not unknown:
+            return
+        found = await self.names_for(unknown)
+        nameless.update(a for a in unknown if found.get(a, a) == a)
 
     def name_for(self, agent_id: str, *, default: str | None = None) -> str:
         """Sync: passport name for an id (cached; in-process reads the hub)."""

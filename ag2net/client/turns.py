@@ -275,10 +275,19 @@ class _ProbeClient:
         raise RuntimeError("a preview cannot post")
 
 
+async def learn_participant_names(hub_client: Any, metadata: ChannelMetadata) -> None:
+    """Have ``hub_client`` know the names of the channel's participants before a projection labels their
+    messages (``HubClient.learn_names``; a client without it names what it knows)."""
+    learn = getattr(hub_client, "learn_names", None)
+    if learn is not None:
+        await learn(metadata.participant_ids())
+
+
 async def project_for(
     hub_client: TurnSource, metadata: Any, participant_id: str, wal: Any, view: Any
 ) -> list[BaseEvent]:
     adapter = hub_client.adapter_for_metadata(metadata)
+    await learn_participant_names(hub_client, metadata)
     return await view.project(
         wal,
         participant_id=participant_id,
