@@ -154,9 +154,8 @@ async def e2e(path: Path, n: int, fsync: bool, inflight: int) -> str:
     else:
         numbers = iter(range(n))
 
-        async def poster() -> (
-            None
-        ):  # one of ``inflight`` posters, each posting as soon as its last post returns
+        # one of ``inflight`` posters, each posting as soon as its last post returns
+        async def poster() -> None:
             for i in numbers:
                 await alice.send(ch.channel_id, f"message number {i} with a little padding to be realistic")
 

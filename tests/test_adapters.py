@@ -163,6 +163,26 @@ def test_default_adapters_and_keys():
     ]
 
 
+def test_conversation_fold_keeps_a_subclass_state():
+    """The fold builds the built-in state directly; a subclass's state (an adapter extending the
+    conversation's) keeps its type and its own fields through it."""
+    from dataclasses import dataclass
+
+    from ag2net.adapters.conversation import ConversationState
+
+    @dataclass(slots=True)
+    class Tagged(ConversationState):
+        tag: str = "kept"
+
+    a = ConversationAdapter()
+    plain = a.fold(env("alice"), a.initial_state(make_md(a)))
+    assert type(plain) is ConversationState and plain.turn_count == 1 and plain.last_speaker_id == "alice"
+    tagged = a.fold(env("bob"), Tagged(turn_count=4, tag="mine"))
+    assert type(tagged) is Tagged
+    assert (tagged.turn_count, tagged.last_speaker_id, tagged.tag) == (5, "bob", "mine")
+    assert a.fold(env("bob", EV_PACKET, {"body": "x"}), tagged) is tagged  # not a text: no turn
+
+
 def test_base_adapter_defaults():
     a = ConversationAdapter()
     md = make_md(a)

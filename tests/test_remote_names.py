@@ -141,3 +141,28 @@ async def test_an_id_the_hub_cannot_name_is_asked_once(hub):
             assert remote.name_for(ghost) == ghost
         finally:
             await remote.close()
+
+
+async def test_a_turn_goes_on_when_the_names_cannot_be_had(hub):
+    """The names are labels: a hub that refuses ``names_for`` (a policy, a timeout) leaves the ids in the
+    projection, and the agent still answers."""
+    async with serve_ws(hub, "127.0.0.1", 0) as srv:
+        remote = HubClient.connect(srv.url(), rpc_timeout=10)
+        local = HubClient.local(hub)
+        try:
+            model = ScriptedModel("noted", loop=True)
+            await remote.register(Agent("far", model), attach_plugin=False)
+            ana = await local.register_human(Passport(name="ana", kind="human"))
+            await local.register_human(Passport(name="cy", kind="human"))
+
+            async def refusing(agent_ids: list[str]) -> dict[str, str]:
+                raise TimeoutError("names_for timed out")
+
+            remote.names_for = refusing  # type: ignore[method-assign]
+            ch = await ana.open(type="discussion", target=["far", "cy"])
+            await ana.send(ch.channel_id, "first without names")
+            await until(lambda: any("first without names" in str(c.history) for c in model.calls))
+            seen = texts(model, "first without names")
+            assert any(t == f"[{ana.agent_id}]: first without names" for t in seen), seen
+        finally:
+            await remote.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,14 @@ class ConversationAdapter(BaseAdapter):
     def fold(self, envelope: Envelope, state: ConversationState) -> ConversationState:
         if envelope.event_type != EV_TEXT:
             return state
-        return ConversationState(state.turn_count + 1, envelope.sender_id, envelope.envelope_id)
+        if type(state) is ConversationState:  # built directly: a replace() costs more than the fold
+            return ConversationState(state.turn_count + 1, envelope.sender_id, envelope.envelope_id)
+        return dataclasses.replace(  # a subclass's state keeps its type and its own fields
+            state,
+            turn_count=state.turn_count + 1,
+            last_speaker_id=envelope.sender_id,
+            last_envelope_id=envelope.envelope_id,
+        )
 
     def on_accepted(
         self, metadata: ChannelMetadata, envelope: Envelope, state: ConversationState

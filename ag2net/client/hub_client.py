@@ -539,7 +539,7 @@ class HubClient:
         names them: over a socket, one ``names_for`` for the unknown ones; in-process the hub is read
         directly and nothing is asked. A turn's projection calls this for the channel's participants: a
         remote agent invited into a discussion has seen none of its humans' passports."""
-        if not self.remote:
+        if self._in_process is not None:  # ``name_for`` reads the hub itself
             return
         names, nameless = self._names, self._nameless
         unknown = [a for a in dict.fromkeys(agent_ids) if a not in names and a not in nameless]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -11,6 +12,8 @@ from ag2net.client.port import HubClientPort
 from ag2net.errors import AccessDeniedError
 from ag2net.events import BaseEvent, Input, event_from_dict, part_from_dict
 from ag2net.record import Record
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -279,8 +282,12 @@ async def learn_participant_names(hub_client: Any, metadata: ChannelMetadata) ->
     """Have ``hub_client`` know the names of the channel's participants before a projection labels their
     messages (``HubClient.learn_names``; a client without it names what it knows)."""
     learn = getattr(hub_client, "learn_names", None)
-    if learn is not None:
+    if learn is None:
+        return
+    try:
         await learn(metadata.participant_ids())
+    except Exception as exc:  # the names are labels: a turn goes on with the ids it has
+        log.debug("names of channel %s's participants not learnt: %s", metadata.channel_id, exc)
 
 
 async def project_for(
