@@ -150,6 +150,13 @@ _KNOWLEDGE_KEY = 1
 _POS_KEY = 2
 
 _INSERT_WAL = "INSERT INTO wal (pos, channel_id, seq, envelope_id, envelope) VALUES (?, ?, ?, ?, ?)"
+#: Rows one multi-row INSERT writes at most: a group's rows go in one statement (one step of SQLite's, which
+#: the sqlite3 module runs without the GIL) instead of one step per row, each taking the GIL back in
+#: between; 64 rows are 320 parameters, far under SQLite's limit (32,766).
+_ROWS_PER_INSERT = 64
+_INSERT_WAL_ROWS = {
+    count: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (count - 1) for count in range(2, _ROWS_PER_INSERT + 1)
+}
 _INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
 _SET_IDS_UPTO = (
     "INSERT INTO store_state (key, value) VALUES ('wal_ids_upto', ?) "
@@ -725,7 +732,15 @@ class SqliteStore(SqlStore):
         counters[_POS_KEY] = pos
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
-        conn.executemany(_INSERT_WAL, rows)
+        if len(rows) == 1:
+            conn.execute(_INSERT_WAL, rows[0])
+        else:
+            for start in range(0, len(rows), _ROWS_PER_INSERT):
+                chunk = rows[start : start + _ROWS_PER_INSERT]
+                if len(chunk) == 1:
+                    conn.execute(_INSERT_WAL, chunk[0])
+                else:
+                    conn.execute(_INSERT_WAL_ROWS[len(chunk)], [value for row in chunk for value in row])
         self._wal_estimate += size
         return [row[2] for row in rows]
 
