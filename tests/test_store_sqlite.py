@@ -192,26 +192,31 @@ async def test_envelope_ids_stay_unique_and_findable_across_bulk_index_moves(tmp
         assert await store.wal_counts() == {"c0": 6, "c1": 7}
 
 
-@pytest.mark.parametrize("writer", ["inline", "thread"])
-async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, writer):
+@pytest.mark.parametrize(
+    ("writer", "ids_batch"), [("inline", 1024), ("thread", 1024), ("thread", 300), ("inline", 7)]
+)
+async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, writer, ids_batch):
     """A group's rows go in multi-row INSERTs of at most ``_ROWS_PER_INSERT``: sizes around each chunk edge,
     and a batch of lone appends from many channels at once (rows of several channels in one statement),
-    read back in order at their seqs, also after a reopen; a group holding a stored id writes nothing."""
+    read back in order at their seqs, also after a reopen; a group holding a stored id writes nothing; every
+    id findable, across bulk moves into wal_ids (multi-row INSERTs of ``_IDS_PER_INSERT``) of every size."""
     per = sqlite_store._ROWS_PER_INSERT
     sizes = [1, 2, per - 1, per, per + 1, 2 * per, 2 * per + 1, 3 * per + 5]
     path = tmp_path / "hub.db"
     expected: dict[str, list[str]] = {}
+    stored: dict[str, tuple[str, int]] = {}  # envelope id -> (channel, seq)
     serial = iter(range(1, 10**6))
 
     def text(cid: str, n: int) -> str:
         return json.dumps({"channel": cid, "n": n, "pad": "x" * (n % 50)})
 
-    async with SqliteStore(path, writer=writer) as store:
+    async with SqliteStore(path, writer=writer, ids_batch=ids_batch) as store:
         for size in sizes:
             cid = f"g{size}"
             items = [(f"{next(serial):032x}", text(cid, n)) for n in range(size)]
             assert await store.append_group(cid, items) == list(range(1, size + 1))
             expected[cid] = [t for _, t in items]
+            stored.update({eid: (cid, seq) for seq, (eid, _) in enumerate(items, 1)})
         # lone appends of 150 channels issued together share one batch (one transaction)
         lone = [f"l{i}" for i in range(150)]
         ids = {cid: f"{next(serial):032x}" for cid in lone}
@@ -219,6 +224,7 @@ async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, w
         assert seqs == [1] * 150
         for cid in lone:
             expected[cid] = [text(cid, 0)]
+            stored[ids[cid]] = (cid, 1)
         # all or nothing: a group whose last id is stored already writes none of its rows
         cid = f"g{per + 1}"
         bad = [(f"{next(serial):032x}", text(cid, 900 + n)) for n in range(per + 1)] + [(ids["l0"], "{}")]
@@ -229,7 +235,9 @@ async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, w
         expected[cid].append(text(cid, 999))
 
     for _ in range(2):  # as written, and after a reopen
-        async with SqliteStore(path, writer=writer) as store:
+        async with SqliteStore(path, writer=writer, ids_batch=ids_batch) as store:
+            for eid, (cid, seq) in stored.items():
+                assert await store.find_seq(cid, eid) == seq, eid
             for cid, texts in expected.items():
                 rows = await store.read_wal_seq(cid, 1, len(texts) + 5)
                 assert [seq for seq, _ in rows] == list(range(1, len(texts) + 1)), cid

@@ -158,6 +158,9 @@ _INSERT_WAL_ROWS = {
     count: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (count - 1) for count in range(2, _ROWS_PER_INSERT + 1)
 }
 _INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
+#: The bulk move of ids into wal_ids, as the WAL rows: multi-row INSERTs of this many rows (768 parameters).
+_IDS_PER_INSERT = 256
+_INSERT_IDS_ROWS = _INSERT_IDS + ", (?, ?, ?)" * (_IDS_PER_INSERT - 1)
 _SET_IDS_UPTO = (
     "INSERT INTO store_state (key, value) VALUES ('wal_ids_upto', ?) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -638,7 +641,13 @@ class SqliteStore(SqlStore):
         )
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
-        conn.executemany(_INSERT_IDS, rows)
+        whole = len(rows) - len(rows) % _IDS_PER_INSERT
+        for start in range(0, whole, _IDS_PER_INSERT):
+            conn.execute(
+                _INSERT_IDS_ROWS, [value for row in rows[start : start + _IDS_PER_INSERT] for value in row]
+            )
+        if whole < len(rows):
+            conn.executemany(_INSERT_IDS, rows[whole:])
         upto = max(pos for _, _, pos in (*tail.values(), *new_ids.values()))
         conn.execute(_SET_IDS_UPTO, (upto,))
         return True
