@@ -154,9 +154,7 @@ _INSERT_WAL = "INSERT INTO wal (pos, channel_id, seq, envelope_id, envelope) VAL
 #: the sqlite3 module runs without the GIL) instead of one step per row, each taking the GIL back in
 #: between; 64 rows are 320 parameters, far under SQLite's limit (32,766).
 _ROWS_PER_INSERT = 64
-_INSERT_WAL_ROWS = {
-    count: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (count - 1) for count in range(2, _ROWS_PER_INSERT + 1)
-}
+_INSERT_WAL_ROWS = {n: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (n - 1) for n in range(1, _ROWS_PER_INSERT + 1)}
 _INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
 #: The bulk move of ids into wal_ids, as the WAL rows: multi-row INSERTs of this many rows (768 parameters).
 _IDS_PER_INSERT = 256
@@ -643,11 +641,8 @@ class SqliteStore(SqlStore):
         assert conn is not None, "the writer runs only while the store is open"
         whole = len(rows) - len(rows) % _IDS_PER_INSERT
         for start in range(0, whole, _IDS_PER_INSERT):
-            conn.execute(
-                _INSERT_IDS_ROWS, [value for row in rows[start : start + _IDS_PER_INSERT] for value in row]
-            )
-        if whole < len(rows):
-            conn.executemany(_INSERT_IDS, rows[whole:])
+            conn.execute(_INSERT_IDS_ROWS, [v for row in rows[start : start + _IDS_PER_INSERT] for v in row])
+        conn.executemany(_INSERT_IDS, rows[whole:])  # the rest, fewer than a statement's rows
         upto = max(pos for _, _, pos in (*tail.values(), *new_ids.values()))
         conn.execute(_SET_IDS_UPTO, (upto,))
         return True
@@ -746,10 +741,7 @@ class SqliteStore(SqlStore):
         else:
             for start in range(0, len(rows), _ROWS_PER_INSERT):
                 chunk = rows[start : start + _ROWS_PER_INSERT]
-                if len(chunk) == 1:
-                    conn.execute(_INSERT_WAL, chunk[0])
-                else:
-                    conn.execute(_INSERT_WAL_ROWS[len(chunk)], [value for row in chunk for value in row])
+                conn.execute(_INSERT_WAL_ROWS[len(chunk)], [value for row in chunk for value in row])
         self._wal_estimate += size
         return [row[2] for row in rows]
 
