@@ -72,9 +72,8 @@ class MonotonicIds:
             if ns <= self._last:
                 ns = self._last + 1
             self._last = ns
-        if self._randbytes is None:
-            return f"{ns:016x}{os.urandom(8).hex()}"
-        return f"{ns:016x}{self._randbytes(8).hex()}"
+        tail = self._randbytes(8) if self._randbytes is not None else os.urandom(8)
+        return f"{ns:016x}{tail.hex()}"
 
     def last_id(self) -> str:
         """The time prefix of the last minted id as a comparable 32-hex id ("" before any)."""

@@ -33,6 +33,19 @@ def texts(model: ScriptedModel, marker: str) -> list[str]:
     raise AssertionError(f"no model call mentions {marker!r}: {len(model.calls)} calls")
 
 
+def count_names_for(client: HubClient) -> list[list[str]]:
+    """Record each ``names_for`` the client asks (the ids of each call), passing it through."""
+    asked: list[list[str]] = []
+    names_for = client.names_for
+
+    async def counting(agent_ids: list[str]) -> dict[str, str]:
+        asked.append(list(agent_ids))
+        return await names_for(agent_ids)
+
+    client.names_for = counting  # type: ignore[method-assign]
+    return asked
+
+
 async def until(predicate, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():
@@ -75,14 +88,7 @@ async def test_a_remote_agent_reads_the_names_an_in_process_one_does(hub, kind):
             ana = await local.register_human(Passport(name="ana", kind="human"))
             cy = await local.register_human(Passport(name="cy", kind="human"))
 
-            asked: list[list[str]] = []
-            names_for = remote.names_for
-
-            async def counting(agent_ids: list[str]) -> dict[str, str]:
-                asked.append(list(agent_ids))
-                return await names_for(agent_ids)
-
-            remote.names_for = counting  # type: ignore[method-assign]
+            asked = count_names_for(remote)
 
             seen_far = await run_channel(kind, "far", ana, cy, far.agent_id, far_model)
             seen_near = await run_channel(kind, "near", ana, cy, near.agent_id, near_model)
@@ -109,13 +115,7 @@ async def test_a_remote_agent_reads_the_names_an_in_process_one_does(hub, kind):
 async def test_an_in_process_client_asks_nothing(hub):
     local = HubClient.local(hub)
     ana = await local.register_human(Passport(name="ana", kind="human"))
-    asked: list[list[str]] = []
-
-    async def counting(agent_ids: list[str]) -> dict[str, str]:
-        asked.append(agent_ids)
-        return {}
-
-    local.names_for = counting  # type: ignore[method-assign]
+    asked = count_names_for(local)
     await local.learn_names([ana.agent_id, "f" * 32])
     assert asked == []
     assert local.name_for(ana.agent_id) == "ana"
@@ -127,14 +127,7 @@ async def test_an_id_the_hub_cannot_name_is_asked_once(hub):
         try:
             await remote.register_human(Passport(name="ana", kind="human"))
             ghost = "f" * 32
-            asked: list[list[str]] = []
-            names_for = remote.names_for
-
-            async def counting(agent_ids: list[str]) -> dict[str, str]:
-                asked.append(list(agent_ids))
-                return await names_for(agent_ids)
-
-            remote.names_for = counting  # type: ignore[method-assign]
+            asked = count_names_for(remote)
             await remote.learn_names([ghost, ghost])
             await remote.learn_names([ghost])
             assert asked == [[ghost]]
