@@ -27,7 +27,7 @@ async def test_a_new_file_gets_the_current_schema_version(tmp_path):
     async with SqliteStore(path):
         pass
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.schema_version() == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.schema_version() == 2
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
 
@@ -41,7 +41,7 @@ async def test_an_empty_version_0_database_is_upgraded(tmp_path):
     async with SqliteStore(path) as store:
         assert await store.append("c1", "e1", "{}") == 1
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.schema_version()
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"agents", "channels", "wal", "audit", "tasks", "cursors", "knowledge", "turns", "meta"} <= tables
     conn.close()
@@ -60,7 +60,7 @@ async def test_a_later_upgrade_step_runs_on_an_existing_file(tmp_path, monkeypat
         assert await store.read_wal("c1") == ["{}"]
         await store.put_channel({"channel_id": "c1"})
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_store.UPGRADES)
     assert "archived" in {row[1] for row in conn.execute("PRAGMA table_info(channels)")}
     conn.close()
 
@@ -69,6 +69,7 @@ async def test_a_failing_upgrade_step_leaves_the_file_at_its_old_version(tmp_pat
     path = tmp_path / "hub.db"
     async with SqliteStore(path):
         pass
+    version = sqlite_store.schema_version()
 
     def broken_step(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE half_done (x)")
@@ -78,7 +79,7 @@ async def test_a_failing_upgrade_step_leaves_the_file_at_its_old_version(tmp_pat
     with pytest.raises(StoreError, match=re.escape(str(path))):
         await SqliteStore(path).open()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == version
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
     conn.close()
 
@@ -94,7 +95,11 @@ async def test_a_newer_schema_version_refuses_to_open(tmp_path):
     with pytest.raises(StoreError) as caught:
         await SqliteStore(path).open()
     message = str(caught.value)
-    assert str(path) in message and "version 7" in message and "version 1" in message
+    assert (
+        str(path) in message
+        and "version 7" in message
+        and f"version {sqlite_store.schema_version()}" in message
+    )
     assert "upgrade ag2net" in message
 
 
@@ -199,7 +204,7 @@ async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, w
     """A group's rows go in multi-row INSERTs of at most ``_ROWS_PER_INSERT``: sizes around each chunk edge,
     and a batch of lone appends from many channels at once (rows of several channels in one statement),
     read back in order at their seqs, also after a reopen; a group holding a stored id writes nothing; every
-    id findable, across bulk moves into wal_ids (multi-row INSERTs of ``_IDS_PER_INSERT``) of every size."""
+    id findable, across bulk moves into wal_ids (multi-row INSERTs of ``_MOVED_PER_INSERT``) of every size."""
     per = sqlite_store._ROWS_PER_INSERT
     sizes = [1, 2, per - 1, per, per + 1, 2 * per, 2 * per + 1, 3 * per + 5]
     path = tmp_path / "hub.db"

@@ -19,6 +19,7 @@ from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.naming import ChannelRefError, channel_labels, resolve_channel_ref
 from ag2net.store.sqlite import schema_version
+from ag2net.store.sqlite_schema import READ_RANGE, WAL_COUNT
 
 
 class WalReadError(Exception):
@@ -81,6 +82,8 @@ class WalReader:
                 f"{where} has schema version {version}, newer than the version {schema_version()} this "
                 "ag2net understands; upgrade ag2net"
             )
+        # schema 1 indexed every row by (channel_id, seq); later schemas index them in bulk (wal_seq)
+        self._bulk_seqs = "wal_seq" in tables
         if not {"agents", "channels", "wal"} <= tables:
             raise WalReadError(
                 f"{where} is a SQLite database of another application (tables: "
@@ -122,7 +125,12 @@ class WalReader:
         return next(md for md in self.channels if md.channel_id == channel_id)
 
     def wal_count(self, channel_id: str) -> int:
-        row = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (channel_id,))
+        if self._bulk_seqs:
+            row = self._conn.execute(WAL_COUNT, (channel_id,))
+        else:
+            row = self._conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (channel_id,)
+            )
         return int(row.fetchone()[0])
 
     def envelopes(
@@ -130,7 +138,9 @@ class WalReader:
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(seq, envelope as stored)`` for ``first_seq <= seq <= last_seq``, in order."""
         rows = self._conn.execute(
-            "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            READ_RANGE
+            if self._bulk_seqs
+            else "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
             (channel_id, first_seq, last_seq),
         )
         for seq, text in rows:

@@ -114,6 +114,19 @@ class SqlStore(TurnListing):
 
     # Each channel's WAL count by an index skip scan (the engines' SQL differs).
     _WAL_HEADS: str
+    #: how a channel's rows are read by seq (SQLite's schema 2 has its own, ``store/sqlite_schema.py``);
+    #: each read's rows end with the envelope text
+    _WAL_COUNT = "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?"
+    _READ_RANGE = READ_RANGE
+    _READ_FROM = "SELECT envelope FROM wal WHERE channel_id = ? AND seq >= ? ORDER BY seq"
+    _READ_SEQ_RANGE = (
+        "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+    )
+    _READ_AFTER = "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+    _READ_ALL_AFTER = (
+        "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > (?, ?) "
+        "ORDER BY channel_id, seq LIMIT ?"
+    )
     # The LIMIT parameter meaning "no limit".
     _NO_LIMIT: Any = None
     # True when every text argument must go through ``_arg`` (a check the engine cannot skip for ASCII).
@@ -243,7 +256,7 @@ class SqlStore(TurnListing):
         return await self._submit(APPEND_GROUP, (channel_id, tuple(items)))
 
     async def wal_count(self, channel_id: str) -> int:
-        rows = await self._fetch("SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", channel_id)
+        rows = await self._fetch(self._WAL_COUNT, channel_id)
         return int(rows[0][0])
 
     async def wal_counts(self) -> dict[str, int]:
@@ -255,24 +268,17 @@ class SqlStore(TurnListing):
         else:
             first, last = slice_seqs(await self.wal_count(channel_id), since, until)
         if last is None:
-            rows = await self._fetch(
-                "SELECT envelope FROM wal WHERE channel_id = ? AND seq >= ? ORDER BY seq", channel_id, first
-            )
+            rows = await self._fetch(self._READ_FROM, channel_id, first)
         elif last < first:
             return []
         else:
-            rows = await self._fetch(READ_RANGE, channel_id, first, last)
-        return [row[0] for row in rows]
+            rows = await self._fetch(self._READ_RANGE, channel_id, first, last)
+        return [row[-1] for row in rows]
 
     async def read_wal_seq(self, channel_id: str, first_seq: int, last_seq: int) -> list[tuple[int, str]]:
         if last_seq < first_seq:
             return []
-        rows = await self._fetch(
-            "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            channel_id,
-            first_seq,
-            last_seq,
-        )
+        rows = await self._fetch(self._READ_SEQ_RANGE, channel_id, first_seq, last_seq)
         return [(int(row[0]), row[1]) for row in rows]
 
     async def iter_wal(self, channel_ids: list[str] | None = None) -> AsyncIterator[tuple[str, int, str]]:
@@ -282,12 +288,7 @@ class SqlStore(TurnListing):
             # transaction stays open between batches.
             after: tuple[str, int] = ("", 0)
             while True:
-                rows = await self._fetch(
-                    "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > (?, ?) "
-                    "ORDER BY channel_id, seq LIMIT ?",
-                    *after,
-                    size,
-                )
+                rows = await self._fetch(self._READ_ALL_AFTER, *after, size)
                 for row in rows:
                     yield row[0], int(row[1]), row[2]
                 if len(rows) < size:
@@ -296,12 +297,7 @@ class SqlStore(TurnListing):
         for channel_id in channel_ids:
             seq = 0
             while True:
-                rows = await self._fetch(
-                    "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                    channel_id,
-                    seq,
-                    size,
-                )
+                rows = await self._fetch(self._READ_AFTER, channel_id, seq, size)
                 for row in rows:
                     yield channel_id, int(row[0]), row[1]
                 if len(rows) < size:

@@ -27,9 +27,11 @@ numbers (per channel), audit positions and knowledge ids are assigned by the wri
 counters, loaded lazily from ``MAX(...)``, so they follow call order and never leave gaps. One process
 at a time may write a store file.
 
-A one-envelope commit costs what the pages it rewrites cost, so envelope ids are not indexed per
-commit: the writer keeps the ids of recent rows in memory and moves them into ``wal_ids`` in bulk
-(every ``ids_batch`` appends); on open, rows past the last bulk move are read back into memory.
+A one-envelope commit costs what the pages it rewrites cost, so a WAL row is written to one b-tree only
+(``wal``, in pos order): the writer keeps the ids of recent rows in memory and moves them into ``wal_ids``,
+and their ``(channel_id, seq)`` into ``wal_seq``, in bulk (every ``ids_batch`` appends); on open, rows past
+the last bulk move are read back into memory, and reads by seq find them by a scan of the table's end
+(``store/sqlite_schema.py``).
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ from ag2net.store.sql import (
     BARRIER,
     DELETE_AGENT,
     KNOWLEDGE,
-    READ_RANGE,
     UPSERT_SQL,
     Op,
     SqlStore,
@@ -62,79 +63,15 @@ from ag2net.store.sql import (
     runs,
 )
 from ag2net.store.sqlite_reader import ReaderThread
-
-# --- schema: step i upgrades a database from user_version i to i + 1 ---
-
-_SCHEMA_V1 = (
-    """CREATE TABLE agents (
-        ord INTEGER PRIMARY KEY,
-        agent_id TEXT NOT NULL UNIQUE,
-        name TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        record TEXT NOT NULL)""",
-    """CREATE TABLE channels (
-        ord INTEGER PRIMARY KEY,
-        channel_id TEXT NOT NULL UNIQUE,
-        metadata TEXT NOT NULL)""",
-    # A rowid table appends every batch at the end of one b-tree, which measured 3x faster for
-    # interleaved channels than a WITHOUT ROWID table clustered on (channel_id, seq); the unique
-    # index gives the O(range) seq lookups. Envelope ids are indexed in bulk (wal_ids, below).
-    """CREATE TABLE wal (
-        pos INTEGER PRIMARY KEY,
-        channel_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        envelope_id TEXT NOT NULL,
-        envelope TEXT NOT NULL)""",
-    "CREATE UNIQUE INDEX wal_channel_seq ON wal (channel_id, seq)",
-    # Every WAL row up to store_state['wal_ids_upto'] (a pos); later rows are held in memory and
-    # re-read from wal at open. An index on wal.envelope_id instead would add one more page to
-    # every commit, a fifth of the cost of a one-envelope commit.
-    """CREATE TABLE wal_ids (
-        envelope_id TEXT PRIMARY KEY,
-        channel_id TEXT NOT NULL,
-        seq INTEGER NOT NULL) WITHOUT ROWID""",
-    "CREATE TABLE store_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE audit (pos INTEGER PRIMARY KEY, record TEXT NOT NULL)",
-    """CREATE TABLE tasks (
-        ord INTEGER PRIMARY KEY,
-        task_id TEXT NOT NULL UNIQUE,
-        record TEXT NOT NULL)""",
-    """CREATE TABLE cursors (
-        agent_id TEXT NOT NULL,
-        channel_id TEXT NOT NULL,
-        envelope_id TEXT NOT NULL,
-        PRIMARY KEY (agent_id, channel_id)) WITHOUT ROWID""",
-    """CREATE TABLE knowledge (
-        id INTEGER PRIMARY KEY,
-        agent_id TEXT NOT NULL,
-        text TEXT NOT NULL,
-        source TEXT NOT NULL,
-        at TEXT NOT NULL)""",
-    "CREATE INDEX knowledge_agent ON knowledge (agent_id, id)",
-    """CREATE TABLE turns (
-        ord INTEGER PRIMARY KEY,
-        turn_id TEXT NOT NULL UNIQUE,
-        channel_id TEXT,
-        agent_id TEXT,
-        trigger_envelope_id TEXT,
-        record TEXT NOT NULL)""",
-    "CREATE INDEX turns_channel ON turns (channel_id, ord)",
-    "CREATE INDEX turns_agent ON turns (agent_id, ord)",
-    "CREATE INDEX turns_trigger ON turns (trigger_envelope_id, ord)",
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+from ag2net.store.sqlite_schema import (
+    READ_AFTER,
+    READ_ALL_AFTER,
+    READ_FROM,
+    READ_RANGE,
+    UPGRADES,
+    WAL_COUNT,
+    WAL_HEADS,
 )
-
-
-def _run_statements(statements: tuple[str, ...]) -> Callable[[sqlite3.Connection], None]:
-    def step(conn: sqlite3.Connection) -> None:
-        for statement in statements:
-            conn.execute(statement)
-
-    return step
-
-
-# Append a step to evolve the schema; never edit a step that has shipped.
-UPGRADES: tuple[Callable[[sqlite3.Connection], None], ...] = (_run_statements(_SCHEMA_V1),)
 
 
 def schema_version() -> int:
@@ -156,9 +93,21 @@ _INSERT_WAL = "INSERT INTO wal (pos, channel_id, seq, envelope_id, envelope) VAL
 _ROWS_PER_INSERT = 64
 _INSERT_WAL_ROWS = {n: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (n - 1) for n in range(1, _ROWS_PER_INSERT + 1)}
 _INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
-#: The bulk move of ids into wal_ids, as the WAL rows: multi-row INSERTs of this many rows (768 parameters).
-_IDS_PER_INSERT = 256
-_INSERT_IDS_ROWS = _INSERT_IDS + ", (?, ?, ?)" * (_IDS_PER_INSERT - 1)
+_INSERT_SEQS = "INSERT INTO wal_seq (channel_id, seq, pos) VALUES (?, ?, ?)"
+#: The bulk moves into wal_ids and wal_seq, as the WAL rows: multi-row INSERTs of this many rows (768
+#: parameters).
+_MOVED_PER_INSERT = 256
+
+
+def _insert_rows(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, Any, Any]]) -> None:
+    """``rows`` (of three values) by ``insert``, ``_MOVED_PER_INSERT`` rows per statement."""
+    whole = len(rows) - len(rows) % _MOVED_PER_INSERT
+    many = insert + ", (?, ?, ?)" * (_MOVED_PER_INSERT - 1)
+    for start in range(0, whole, _MOVED_PER_INSERT):
+        conn.execute(many, [v for row in rows[start : start + _MOVED_PER_INSERT] for v in row])
+    conn.executemany(insert, rows[whole:])  # the rest, fewer than a statement's rows
+
+
 _SET_IDS_UPTO = (
     "INSERT INTO store_state (key, value) VALUES ('wal_ids_upto', ?) "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -171,18 +120,6 @@ class _DuplicateEnvelope(sqlite3.IntegrityError):
     def __init__(self, envelope_id: str) -> None:
         super().__init__(f"envelope_id {envelope_id!r} is stored already")
         self.envelope_id = envelope_id
-
-
-_WAL_HEADS = """
-WITH RECURSIVE heads (channel_id) AS (
-    SELECT MIN(channel_id) FROM wal
-    UNION ALL
-    SELECT (SELECT MIN(channel_id) FROM wal WHERE channel_id > heads.channel_id)
-    FROM heads WHERE heads.channel_id IS NOT NULL
-)
-SELECT channel_id, (SELECT MAX(seq) FROM wal WHERE wal.channel_id = heads.channel_id)
-FROM heads WHERE channel_id IS NOT NULL
-"""
 
 
 _WRITERS = ("auto", "inline", "thread")
@@ -203,7 +140,12 @@ class SqliteStore(SqlStore):
     """
 
     _NO_LIMIT = -1
-    _WAL_HEADS = _WAL_HEADS
+    _WAL_HEADS = WAL_HEADS
+    _WAL_COUNT = WAL_COUNT
+    _READ_RANGE = _READ_SEQ_RANGE = READ_RANGE
+    _READ_FROM = READ_FROM
+    _READ_AFTER = READ_AFTER
+    _READ_ALL_AFTER = READ_ALL_AFTER
 
     def __init__(
         self,
@@ -629,22 +571,17 @@ class SqliteStore(SqlStore):
         )
 
     def _index_ids_if_due(self, new_ids: dict[str, tuple[str, int, int]]) -> bool:
-        """Move the in-memory envelope ids into wal_ids once enough have gathered (inside the batch)."""
+        """Move the in-memory rows' envelope ids into wal_ids and their seqs into wal_seq once enough have
+        gathered (inside the batch)."""
         tail = self._tail
         if len(tail) + len(new_ids) < self._ids_batch:
             return False
-        rows = sorted(
-            (envelope_id, channel_id, seq)
-            for envelope_id, (channel_id, seq, _) in (*tail.items(), *new_ids.items())
-        )
+        recent = (*tail.items(), *new_ids.items())
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
-        whole = len(rows) - len(rows) % _IDS_PER_INSERT
-        for start in range(0, whole, _IDS_PER_INSERT):
-            conn.execute(_INSERT_IDS_ROWS, [v for row in rows[start : start + _IDS_PER_INSERT] for v in row])
-        conn.executemany(_INSERT_IDS, rows[whole:])  # the rest, fewer than a statement's rows
-        upto = max(pos for _, _, pos in (*tail.values(), *new_ids.values()))
-        conn.execute(_SET_IDS_UPTO, (upto,))
+        _insert_rows(conn, _INSERT_IDS, sorted((eid, cid, seq) for eid, (cid, seq, _) in recent))
+        _insert_rows(conn, _INSERT_SEQS, sorted(row for _, row in recent))
+        conn.execute(_SET_IDS_UPTO, (max(pos for _, (_, _, pos) in recent),))
         return True
 
     def _committed(
@@ -772,9 +709,7 @@ class SqliteStore(SqlStore):
         elif key == _POS_KEY:
             row = conn.execute("SELECT COALESCE(MAX(pos), 0) FROM wal").fetchone()
         else:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (key,)
-            ).fetchone()
+            row = conn.execute(WAL_COUNT, (key,)).fetchone()
         return row[0]
 
     def _integrity_error(self, op: Op, exc: sqlite3.IntegrityError) -> StoreError:
@@ -879,7 +814,7 @@ class SqliteStore(SqlStore):
             rows = conn.execute(READ_RANGE, (channel_id, first_seq, last_seq)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the store database '{self.path}' ({exc})") from exc
-        return [row[0] for row in rows]
+        return [row[1] for row in rows]
 
     async def find_seq(self, channel_id: str, envelope_id: str) -> int | None:
         if self._reader is None:
