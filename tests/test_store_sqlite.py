@@ -204,7 +204,7 @@ async def test_groups_and_batches_of_every_size_are_written_in_order(tmp_path, w
     """A group's rows go in multi-row INSERTs of at most ``_ROWS_PER_INSERT``: sizes around each chunk edge,
     and a batch of lone appends from many channels at once (rows of several channels in one statement),
     read back in order at their seqs, also after a reopen; a group holding a stored id writes nothing; every
-    id findable, across bulk moves into wal_ids (multi-row INSERTs of ``_MOVED_PER_INSERT``) of every size."""
+    id findable, across bulk moves into wal_ids (``MOVE_RECENT_ROWS``) of every size."""
     per = sqlite_store._ROWS_PER_INSERT
     sizes = [1, 2, per - 1, per, per + 1, 2 * per, 2 * per + 1, 3 * per + 5]
     path = tmp_path / "hub.db"

@@ -64,6 +64,7 @@ from ag2net.store.sql import (
 )
 from ag2net.store.sqlite_reader import ReaderThread
 from ag2net.store.sqlite_schema import (
+    MOVE_RECENT_ROWS,
     READ_AFTER,
     READ_ALL_AFTER,
     READ_FROM,
@@ -92,26 +93,6 @@ _INSERT_WAL = "INSERT INTO wal (pos, channel_id, seq, envelope_id, envelope) VAL
 #: between; 64 rows are 320 parameters, far under SQLite's limit (32,766).
 _ROWS_PER_INSERT = 64
 _INSERT_WAL_ROWS = {n: _INSERT_WAL + ", (?, ?, ?, ?, ?)" * (n - 1) for n in range(1, _ROWS_PER_INSERT + 1)}
-_INSERT_IDS = "INSERT INTO wal_ids (envelope_id, channel_id, seq) VALUES (?, ?, ?)"
-_INSERT_SEQS = "INSERT INTO wal_seq (channel_id, seq, pos) VALUES (?, ?, ?)"
-#: The bulk moves into wal_ids and wal_seq, as the WAL rows: multi-row INSERTs of this many rows (768
-#: parameters).
-_MOVED_PER_INSERT = 256
-
-
-def _insert_rows(conn: sqlite3.Connection, insert: str, rows: list[tuple[Any, Any, Any]]) -> None:
-    """``rows`` (of three values) by ``insert``, ``_MOVED_PER_INSERT`` rows per statement."""
-    whole = len(rows) - len(rows) % _MOVED_PER_INSERT
-    many = insert + ", (?, ?, ?)" * (_MOVED_PER_INSERT - 1)
-    for start in range(0, whole, _MOVED_PER_INSERT):
-        conn.execute(many, [v for row in rows[start : start + _MOVED_PER_INSERT] for v in row])
-    conn.executemany(insert, rows[whole:])  # the rest, fewer than a statement's rows
-
-
-_SET_IDS_UPTO = (
-    "INSERT INTO store_state (key, value) VALUES ('wal_ids_upto', ?) "
-    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
 
 
 class _DuplicateEnvelope(sqlite3.IntegrityError):
@@ -572,16 +553,14 @@ class SqliteStore(SqlStore):
 
     def _index_ids_if_due(self, new_ids: dict[str, tuple[str, int, int]]) -> bool:
         """Move the in-memory rows' envelope ids into wal_ids and their seqs into wal_seq once enough have
-        gathered (inside the batch)."""
-        tail = self._tail
-        if len(tail) + len(new_ids) < self._ids_batch:
+        gathered (inside the batch): the WAL rows after the mark, which are those rows, read back by SQLite
+        itself (``MOVE_RECENT_ROWS``: no parameters to build, and no GIL held by the writer thread)."""
+        if len(self._tail) + len(new_ids) < self._ids_batch:
             return False
-        recent = (*tail.items(), *new_ids.items())
         conn = self._conn
         assert conn is not None, "the writer runs only while the store is open"
-        _insert_rows(conn, _INSERT_IDS, sorted((eid, cid, seq) for eid, (cid, seq, _) in recent))
-        _insert_rows(conn, _INSERT_SEQS, sorted(row for _, row in recent))
-        conn.execute(_SET_IDS_UPTO, (max(pos for _, (_, _, pos) in recent),))
+        for statement in MOVE_RECENT_ROWS:
+            conn.execute(statement)
         return True
 
     def _committed(

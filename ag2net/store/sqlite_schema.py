@@ -140,6 +140,16 @@ READ_ALL_AFTER = (
     f"UNION ALL SELECT channel_id, seq, envelope FROM wal WHERE pos > {_UPTO} AND (channel_id, seq) > (?1, ?2)"
     ") ORDER BY channel_id, seq LIMIT ?3"
 )
+#: The writer's bulk move (inside a batch's transaction): every WAL row after the mark, which are the rows
+#: it holds in memory, into wal_ids and wal_seq (each in its key order), then the mark moved to the last.
+MOVE_RECENT_ROWS = (
+    "INSERT INTO wal_ids (envelope_id, channel_id, seq) "
+    f"SELECT envelope_id, channel_id, seq FROM wal WHERE pos > {_UPTO} ORDER BY envelope_id",
+    f"INSERT INTO wal_seq (channel_id, seq, pos) SELECT channel_id, seq, pos FROM wal WHERE pos > {_UPTO} "
+    "ORDER BY channel_id, seq",
+    "INSERT INTO store_state (key, value) VALUES ('wal_ids_upto', (SELECT MAX(pos) FROM wal)) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+)
 #: every channel's last seq: a skip scan of ``wal_seq``'s channels, then the tail's
 WAL_HEADS = f"""
 WITH RECURSIVE heads (channel_id) AS (
@@ -157,6 +167,7 @@ SELECT channel_id, MAX(head) FROM (
 """
 
 __all__ = [
+    "MOVE_RECENT_ROWS",
     "READ_AFTER",
     "READ_ALL_AFTER",
     "READ_FROM",
