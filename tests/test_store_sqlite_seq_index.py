@@ -19,7 +19,7 @@ import pytest
 from ag2net.client import HubClient
 from ag2net.hub import Hub
 from ag2net.identity import Passport
-from ag2net.store import SqliteStore
+from ag2net.store import SqliteStore, StoreError
 from ag2net.store import sqlite as sqlite_store
 
 CHANNELS = ("cA", "cB", "cC")
@@ -194,3 +194,28 @@ async def test_the_wal_command_reads_both_layouts(tmp_path, version):
     assert listing.returncode == 0, listing.stderr
     line = next(row for row in listing.stdout.splitlines() if "conversation" in row)
     assert f" {count} " in f" {line} ", line  # the channel's opening envelopes and the 8 texts
+
+
+async def test_a_second_writer_on_the_file_is_caught_and_no_seq_is_written_twice(tmp_path):
+    """Without a per-commit (channel_id, seq) index, what catches another store writing the same file is the
+    WAL's pos key: the write that collides is refused with the one-hub sentence, the counters are reloaded,
+    and the next write goes on after the other writer's rows, so no seq is stored twice."""
+    path = tmp_path / "two.db"
+    first = SqliteStore(path)
+    await first.open()
+    second = SqliteStore(path)
+    try:
+        assert await first.append("c1", "a" * 32, '"a"') == 1
+        await second.open()
+        assert await second.append("c1", "b" * 32, '"b"') == 2
+        with pytest.raises(StoreError, match="only one hub may open a store file"):
+            await first.append("c1", "c" * 32, '"c"')
+        assert await first.append("c1", "d" * 32, '"d"') == 3
+        assert await second.read_wal_seq("c1", 1, 9) == [(1, '"a"'), (2, '"b"'), (3, '"d"')]
+    finally:
+        await first.close()
+        await second.close()
+    conn = sqlite3.connect(path)
+    seqs = [row[0] for row in conn.execute("SELECT seq FROM wal WHERE channel_id = 'c1' ORDER BY pos")]
+    conn.close()
+    assert seqs == [1, 2, 3]
