@@ -18,8 +18,8 @@ from typing import Any
 from ag2net.channel import ChannelMetadata
 from ag2net.envelope import Envelope
 from ag2net.naming import ChannelRefError, channel_labels, resolve_channel_ref
+from ag2net.store import sql, sqlite_schema
 from ag2net.store.sqlite import schema_version
-from ag2net.store.sqlite_schema import READ_RANGE, WAL_COUNT
 
 
 class WalReadError(Exception):
@@ -83,7 +83,10 @@ class WalReader:
                 "ag2net understands; upgrade ag2net"
             )
         # schema 1 indexed every row by (channel_id, seq); later schemas index them in bulk (wal_seq)
-        self._bulk_seqs = "wal_seq" in tables
+        if "wal_seq" in tables:
+            self._wal_count_sql, self._read_range_sql = sqlite_schema.WAL_COUNT, sqlite_schema.READ_RANGE
+        else:
+            self._wal_count_sql, self._read_range_sql = sql.WAL_COUNT, sql.READ_SEQ_RANGE
         if not {"agents", "channels", "wal"} <= tables:
             raise WalReadError(
                 f"{where} is a SQLite database of another application (tables: "
@@ -125,24 +128,13 @@ class WalReader:
         return next(md for md in self.channels if md.channel_id == channel_id)
 
     def wal_count(self, channel_id: str) -> int:
-        if self._bulk_seqs:
-            row = self._conn.execute(WAL_COUNT, (channel_id,))
-        else:
-            row = self._conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?", (channel_id,)
-            )
-        return int(row.fetchone()[0])
+        return int(self._conn.execute(self._wal_count_sql, (channel_id,)).fetchone()[0])
 
     def envelopes(
         self, channel_id: str, first_seq: int, last_seq: int
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(seq, envelope as stored)`` for ``first_seq <= seq <= last_seq``, in order."""
-        rows = self._conn.execute(
-            READ_RANGE
-            if self._bulk_seqs
-            else "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (channel_id, first_seq, last_seq),
-        )
+        rows = self._conn.execute(self._read_range_sql, (channel_id, first_seq, last_seq))
         for seq, text in rows:
             yield int(seq), json.loads(text)
 

@@ -55,6 +55,10 @@ UPSERT_SQL = {
 }
 
 READ_RANGE = "SELECT envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+#: a channel's last seq, and its ``(seq, envelope)`` rows in a seq range, on a wal table indexed by
+#: ``(channel_id, seq)`` (PostgreSQL's, and SQLite's schema 1, which ``ag2net wal`` still reads)
+WAL_COUNT = "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?"
+READ_SEQ_RANGE = "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
 
 _PLACEHOLDER = re.compile(r"\?")
 
@@ -116,12 +120,10 @@ class SqlStore(TurnListing):
     _WAL_HEADS: str
     #: how a channel's rows are read by seq (SQLite's schema 2 has its own, ``store/sqlite_schema.py``);
     #: each read's rows end with the envelope text
-    _WAL_COUNT = "SELECT COALESCE(MAX(seq), 0) FROM wal WHERE channel_id = ?"
+    _WAL_COUNT = WAL_COUNT
     _READ_RANGE = READ_RANGE
     _READ_FROM = "SELECT envelope FROM wal WHERE channel_id = ? AND seq >= ? ORDER BY seq"
-    _READ_SEQ_RANGE = (
-        "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
-    )
+    _READ_SEQ_RANGE = READ_SEQ_RANGE
     _READ_AFTER = "SELECT seq, envelope FROM wal WHERE channel_id = ? AND seq > ? ORDER BY seq LIMIT ?"
     _READ_ALL_AFTER = (
         "SELECT channel_id, seq, envelope FROM wal WHERE (channel_id, seq) > (?, ?) "

@@ -14,6 +14,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+#: The last pos the bulk moves put into ``wal_seq``; the WAL rows after it are the tail.
+_UPTO = "COALESCE((SELECT value FROM store_state WHERE key = 'wal_ids_upto'), 0)"
+
 # --- schema: step i upgrades a database from user_version i to i + 1 ---
 
 _SCHEMA_V1 = (
@@ -82,10 +85,8 @@ _SCHEMA_V2 = (
         pos INTEGER NOT NULL,
         PRIMARY KEY (channel_id, seq)) WITHOUT ROWID""",
     # the rows the bulk moves reached so far; the later ones stay in the tail, as their ids do
-    """INSERT INTO wal_seq (channel_id, seq, pos)
-        SELECT channel_id, seq, pos FROM wal
-        WHERE pos <= COALESCE((SELECT value FROM store_state WHERE key = 'wal_ids_upto'), 0)
-        ORDER BY channel_id, seq""",
+    f"INSERT INTO wal_seq (channel_id, seq, pos) SELECT channel_id, seq, pos FROM wal WHERE pos <= {_UPTO} "
+    "ORDER BY channel_id, seq",
     "DROP INDEX wal_channel_seq",
 )
 
@@ -105,9 +106,6 @@ UPGRADES: tuple[Callable[[sqlite3.Connection], None], ...] = (
 )
 
 # --- reading by seq (schema 2 and later) ---
-
-#: The last pos the bulk moves put into ``wal_seq``; the WAL rows after it are the tail.
-_UPTO = "COALESCE((SELECT value FROM store_state WHERE key = 'wal_ids_upto'), 0)"
 
 
 def _channel_rows(seq_is: str, tail: str = "") -> str:
